@@ -1,0 +1,222 @@
+package state
+
+import "fmt"
+
+// Apply returns the message after ev and what it did. cur is the current row;
+// a zero Message (Status None) means no row exists, in which case bizID, key
+// and partition must already be set on cur by the caller.
+//
+// Apply is total over envelopes and results (they never fail: at worst they
+// are no-ops or conflicts); operator actions fail with ErrWrongState or
+// ErrNoMessage when the state does not allow them. The returned message is a
+// copy; cur is not modified.
+func Apply(cur Message, ev Event) (Message, Outcome, error) {
+	m := cur
+	if ev.Kind == KindPrepare && ev.Body == nil {
+		return cur, Outcome{}, fmt.Errorf("%w: prepare without body", ErrBadEvent)
+	}
+	if m.Status == None {
+		return applyToNone(m, ev)
+	}
+	var out Outcome
+	var err error
+	switch ev.Kind {
+	case KindPrepare:
+		out = prepare(&m, ev)
+	case KindCommit, KindCheckCommit:
+		out = decide(&m, ev, Committed)
+	case KindRollback, KindCheckRollback:
+		out = decide(&m, ev, RolledBack)
+	case KindCheckUnknown:
+		out = checkUnknown(&m, ev)
+	case KindCheckDeferred:
+		if m.Status == Prepared {
+			m.VerifyNextAt = ev.RetryAt
+			out.Effect = Changed
+		}
+	case KindCheckParked:
+		if m.Status == Prepared {
+			m.Status = VerifyFailed
+			m.LastError = ev.Err
+			out = Outcome{Effect: Changed, Parked: true}
+		}
+	case KindSent:
+		if m.Sendable() {
+			m.SendStatus = SendSent
+			m.SentAt = ev.At
+			m.SendRef = ev.Ref
+			out.Effect = Changed
+		}
+	case KindSendFailed:
+		out = sendFailed(&m, ev)
+	case KindResolveCommit, KindResolveRollback:
+		out, err = resolve(&m, ev)
+	case KindRedeliver:
+		out, err = redeliver(&m, ev)
+	case KindRetryNow:
+		out, err = retryNow(&m, ev)
+	default:
+		return cur, Outcome{}, fmt.Errorf("%w: unknown kind %d", ErrBadEvent, ev.Kind)
+	}
+	if err != nil {
+		return cur, Outcome{}, err
+	}
+	if out.Effect != NoOp {
+		m.UpdatedAt = ev.At
+	}
+	return m, out, nil
+}
+
+func applyToNone(m Message, ev Event) (Message, Outcome, error) {
+	switch ev.Kind {
+	case KindPrepare:
+		m.Status = Prepared
+		setBody(&m, ev.Body)
+		m.VerifyNextAt = ev.At.Add(ev.Body.CheckAfter)
+	case KindCommit:
+		m.Status = Committed
+		m.SendStatus = SendPending
+		m.SendNextAt = ev.At
+		m.DecidedAt = ev.At
+	case KindRollback:
+		m.Status = RolledBack
+		m.DecidedAt = ev.At
+	default:
+		if ev.Kind.IsOperator() {
+			return m, Outcome{}, fmt.Errorf("%w: %s:%s", ErrNoMessage, m.BizID, m.Key)
+		}
+		// A late result for a message that is gone (purged): nothing to do.
+		return m, Outcome{}, nil
+	}
+	m.CreatedAt = ev.At
+	m.UpdatedAt = ev.At
+	return m, Outcome{Effect: Changed}, nil
+}
+
+func setBody(m *Message, b *Body) {
+	m.HasBody = true
+	m.Payload = b.Payload
+	m.Headers = b.Headers
+	m.Target = b.Target
+	m.Topic = b.Topic
+	m.ForwardKey = b.ForwardKey
+	m.Tag = b.Tag
+	m.Verify = b.Verify
+}
+
+// prepare handles a PREPARE on an existing row: a duplicate, or the body of a
+// message whose decision came first.
+func prepare(m *Message, ev Event) Outcome {
+	if m.HasBody {
+		return Outcome{} // duplicate or replay; the first body wins
+	}
+	switch m.Status {
+	case Committed:
+		setBody(m, ev.Body)
+		if m.SendStatus == SendPending {
+			m.SendNextAt = ev.At
+			return Outcome{Effect: Changed, Sendable: true}
+		}
+		return Outcome{Effect: Changed}
+	case RolledBack:
+		setBody(m, ev.Body) // kept for the record; never sent
+		return Outcome{Effect: Changed}
+	}
+	return Outcome{}
+}
+
+// decide applies a commit or rollback decision (envelope or check-back
+// answer): the first decision wins, a contradicting one is a conflict.
+func decide(m *Message, ev Event, to Status) Outcome {
+	switch m.Status {
+	case Prepared, VerifyFailed:
+		m.Status = to
+		m.DecidedAt = ev.At
+		if to == Committed {
+			m.SendStatus = SendPending
+			m.SendAttempts = 0
+			m.SendNextAt = ev.At
+			return Outcome{Effect: Changed, Sendable: m.HasBody}
+		}
+		return Outcome{Effect: Changed}
+	case to:
+		return Outcome{} // duplicate
+	default:
+		m.Conflicts++
+		return Outcome{Effect: Conflict}
+	}
+}
+
+func checkUnknown(m *Message, ev Event) Outcome {
+	if m.Status != Prepared {
+		return Outcome{} // decided meanwhile: a stale result
+	}
+	m.VerifyAttempts++
+	m.LastError = ev.Err
+	if ev.MaxAttempts > 0 && m.VerifyAttempts >= ev.MaxAttempts {
+		m.Status = VerifyFailed
+		return Outcome{Effect: Changed, Parked: true}
+	}
+	m.VerifyNextAt = ev.RetryAt
+	return Outcome{Effect: Changed}
+}
+
+func sendFailed(m *Message, ev Event) Outcome {
+	if !m.Sendable() {
+		return Outcome{} // sent or redelivered meanwhile
+	}
+	m.SendAttempts++
+	m.LastError = ev.Err
+	if ev.Permanent || (ev.MaxAttempts > 0 && m.SendAttempts >= ev.MaxAttempts) {
+		m.SendStatus = SendDead
+		return Outcome{Effect: Changed, Dead: true}
+	}
+	m.SendNextAt = ev.RetryAt
+	return Outcome{Effect: Changed}
+}
+
+func resolve(m *Message, ev Event) (Outcome, error) {
+	to, what := Committed, "resolve as commit"
+	if ev.Kind == KindResolveRollback {
+		to, what = RolledBack, "resolve as rollback"
+	}
+	if m.Status != Prepared && m.Status != VerifyFailed {
+		return Outcome{}, wrongState(m, what)
+	}
+	out := decide(m, ev, to)
+	m.LastError = ""
+	return out, nil
+}
+
+func redeliver(m *Message, ev Event) (Outcome, error) {
+	if m.Status != Committed || !m.HasBody || m.SendStatus == SendPending {
+		return Outcome{}, wrongState(m, "redeliver")
+	}
+	m.SendStatus = SendPending
+	m.SendAttempts = 0
+	m.SendNextAt = ev.At
+	m.LastError = ""
+	return Outcome{Effect: Changed, Sendable: true}, nil
+}
+
+// retryNow resets the backoff: a PREPARED message is checked back at once, a
+// VERIFY_FAILED one is re-opened with fresh attempts, a pending or DEAD send
+// is tried at once with fresh attempts.
+func retryNow(m *Message, ev Event) (Outcome, error) {
+	switch {
+	case m.Status == Prepared:
+		m.VerifyNextAt = ev.At
+		return Outcome{Effect: Changed}, nil
+	case m.Status == VerifyFailed:
+		m.Status = Prepared
+		m.VerifyAttempts = 0
+		m.VerifyNextAt = ev.At
+		return Outcome{Effect: Changed}, nil
+	case m.Status == Committed && m.HasBody && m.SendStatus != SendSent:
+		m.SendStatus = SendPending
+		m.SendAttempts = 0
+		m.SendNextAt = ev.At
+		return Outcome{Effect: Changed, Sendable: true}, nil
+	}
+	return Outcome{}, wrongState(m, "retry")
+}

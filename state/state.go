@@ -1,0 +1,280 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/eventcenter/eventcenter/envelope"
+)
+
+// Status is a message's decision status; the numbers are TrustMessage's.
+type Status int16
+
+const (
+	// None means no row exists yet.
+	None Status = 0
+	// Prepared: announced, waiting for the producer's decision.
+	Prepared Status = 1
+	// Committed: decided commit; forwarded once it has a body.
+	Committed Status = 2
+	// RolledBack: decided rollback; never forwarded.
+	RolledBack Status = 3
+	// VerifyFailed: check-backs exhausted (or the endpoint is not allowed);
+	// parked until a late envelope or an operator decides.
+	VerifyFailed Status = 4
+)
+
+func (s Status) String() string {
+	switch s {
+	case None:
+		return "NONE"
+	case Prepared:
+		return "PREPARED"
+	case Committed:
+		return "COMMITTED"
+	case RolledBack:
+		return "ROLLED_BACK"
+	case VerifyFailed:
+		return "VERIFY_FAILED"
+	default:
+		return fmt.Sprintf("STATUS(%d)", int16(s))
+	}
+}
+
+// ParseStatus reads a status name (as String spells it) or number.
+func ParseStatus(s string) (Status, error) {
+	for _, st := range []Status{Prepared, Committed, RolledBack, VerifyFailed} {
+		if s == st.String() || s == fmt.Sprint(int16(st)) {
+			return st, nil
+		}
+	}
+	return None, fmt.Errorf("unknown status %q (want PREPARED, COMMITTED, ROLLED_BACK or VERIFY_FAILED)", s)
+}
+
+// SendStatus is the forwarding status of a committed message.
+type SendStatus int16
+
+const (
+	// SendPending: to be sent (when due and the body is known).
+	SendPending SendStatus = 0
+	// SendSent: the target acknowledged it.
+	SendSent SendStatus = 1
+	// SendDead: gave up after the configured attempts or a permanent error.
+	SendDead SendStatus = 2
+)
+
+func (s SendStatus) String() string {
+	switch s {
+	case SendPending:
+		return "PENDING"
+	case SendSent:
+		return "SENT"
+	case SendDead:
+		return "DEAD"
+	default:
+		return fmt.Sprintf("SEND_STATUS(%d)", int16(s))
+	}
+}
+
+// ParseSendStatus reads a send status name or number.
+func ParseSendStatus(s string) (SendStatus, error) {
+	for _, st := range []SendStatus{SendPending, SendSent, SendDead} {
+		if s == st.String() || s == fmt.Sprint(int16(st)) {
+			return st, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown send status %q (want PENDING, SENT or DEAD)", s)
+}
+
+// Message is one row: a message's state and everything needed to check it
+// back and forward it.
+type Message struct {
+	// ID is assigned by the store on insert; 0 before.
+	ID        int64
+	BizID     string
+	Key       string
+	Partition int32
+
+	Status  Status
+	HasBody bool
+
+	Payload    []byte
+	Headers    []envelope.Header
+	Target     string
+	Topic      string
+	ForwardKey string
+	Tag        string
+	Verify     string
+
+	VerifyAttempts int
+	VerifyNextAt   time.Time
+
+	SendStatus   SendStatus
+	SendAttempts int
+	SendNextAt   time.Time
+	// SendRef is the broker's reference for the forwarded record
+	// (Kafka partition/offset, RocketMQ message id).
+	SendRef string
+	// LeaseToken identifies the current claim of a check-back or a send; a
+	// result recorded with another token is stale and ignored.
+	LeaseToken int64
+
+	// LastError is the latest check-back or send failure, or why the
+	// message is parked.
+	LastError string
+	// Conflicts counts contradicting decisions that were ignored.
+	Conflicts int
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	DecidedAt time.Time
+	SentAt    time.Time
+}
+
+// MessageID returns "bizID:messageKey".
+func (m *Message) MessageID() string { return envelope.Key(m.BizID, m.Key) }
+
+// Sendable tells whether the message is waiting to be forwarded.
+func (m *Message) Sendable() bool {
+	return m.Status == Committed && m.HasBody && m.SendStatus == SendPending
+}
+
+// Kind is the kind of an event.
+type Kind uint8
+
+const (
+	// Envelopes from the control topic.
+	KindPrepare Kind = iota + 1
+	KindCommit
+	KindRollback
+
+	// Check-back results.
+	KindCheckCommit
+	KindCheckRollback
+	// KindCheckUnknown: the answer was unknown or the call failed; burns an
+	// attempt.
+	KindCheckUnknown
+	// KindCheckDeferred: not called (endpoint circuit open, capacity);
+	// rescheduled without burning an attempt.
+	KindCheckDeferred
+	// KindCheckParked: the endpoint may not be called (not allowed, not
+	// resolvable); parked as VERIFY_FAILED with the reason.
+	KindCheckParked
+
+	// Forwarding results.
+	KindSent
+	KindSendFailed
+
+	// Operator actions.
+	KindResolveCommit
+	KindResolveRollback
+	KindRedeliver
+	KindRetryNow
+)
+
+var kindNames = map[Kind]string{
+	KindPrepare: "prepare", KindCommit: "commit", KindRollback: "rollback",
+	KindCheckCommit: "check_commit", KindCheckRollback: "check_rollback",
+	KindCheckUnknown: "check_unknown", KindCheckDeferred: "check_deferred",
+	KindCheckParked: "check_parked", KindSent: "sent", KindSendFailed: "send_failed",
+	KindResolveCommit: "resolve_commit", KindResolveRollback: "resolve_rollback",
+	KindRedeliver: "redeliver", KindRetryNow: "retry_now",
+}
+
+func (k Kind) String() string {
+	if n, ok := kindNames[k]; ok {
+		return n
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// IsOperator tells whether k is an operator action.
+func (k Kind) IsOperator() bool { return k >= KindResolveCommit }
+
+// Body is what a PREPARE carries.
+type Body struct {
+	Payload    []byte
+	Headers    []envelope.Header
+	Target     string
+	Topic      string
+	ForwardKey string
+	Tag        string
+	Verify     string
+	// CheckAfter is the resolved delay before the first check-back
+	// (envelope value or the configured default).
+	CheckAfter time.Duration
+}
+
+// Event is one thing that happened to a message.
+type Event struct {
+	Kind Kind
+	// At is when it is applied (the caller's clock).
+	At time.Time
+	// Body is set for KindPrepare.
+	Body *Body
+	// RetryAt is the next attempt time for KindCheckUnknown,
+	// KindCheckDeferred and KindSendFailed (backoff and jitter included).
+	RetryAt time.Time
+	// MaxAttempts is the attempt limit for KindCheckUnknown and
+	// KindSendFailed; reaching it parks (VERIFY_FAILED) or kills (DEAD).
+	MaxAttempts int
+	// Permanent marks a send failure that retrying cannot fix.
+	Permanent bool
+	// Err is the failure or reason, kept as LastError.
+	Err string
+	// Ref is the broker reference for KindSent.
+	Ref string
+}
+
+// Effect says what applying an event did.
+type Effect uint8
+
+const (
+	// NoOp: nothing changed (duplicate, replay, stale result).
+	NoOp Effect = iota
+	// Changed: the row changed.
+	Changed
+	// Conflict: a decision contradicting the first one was ignored; the row
+	// only counts it.
+	Conflict
+)
+
+func (e Effect) String() string {
+	switch e {
+	case NoOp:
+		return "noop"
+	case Changed:
+		return "applied"
+	case Conflict:
+		return "conflict"
+	default:
+		return fmt.Sprintf("effect(%d)", uint8(e))
+	}
+}
+
+// Outcome is the result of Apply.
+type Outcome struct {
+	Effect Effect
+	// Sendable: this event made the message due for forwarding now.
+	Sendable bool
+	// Parked: this event moved the message to VERIFY_FAILED (alert).
+	Parked bool
+	// Dead: this event gave the send up (DEAD).
+	Dead bool
+}
+
+// ErrWrongState is returned for an operator action the message's state does
+// not allow; the wrapped message says why.
+var ErrWrongState = errors.New("wrong state")
+
+// ErrNoMessage is returned for an operator action on a message that does not
+// exist.
+var ErrNoMessage = errors.New("no such message")
+
+// ErrBadEvent is returned for an event that lacks what its kind needs.
+var ErrBadEvent = errors.New("bad event")
+
+func wrongState(m *Message, what string) error {
+	return fmt.Errorf("%w: cannot %s a %s message (send status %s)", ErrWrongState, what, m.Status, m.SendStatus)
+}

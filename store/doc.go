@@ -1,0 +1,9 @@
+// Package store is the seam between the center and its database: the Store
+// interface, its request and result types, the sentinel errors drivers
+// translate theirs into, and Fold, the shared "apply the state machine to
+// loaded rows" step every driver uses so that drivers cannot drift apart.
+//
+// Drivers: store/postgres (pgx/v5, production) and store/sqlite
+// (modernc.org/sqlite, the embedded default). Both pass the conformance suite
+// in store/storetest.
+package store

@@ -1,0 +1,113 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/eventcenter/eventcenter/state"
+)
+
+// MessageRef names a message.
+type MessageRef struct {
+	BizID string
+	Key   string
+}
+
+// Refs returns the distinct messages the changes touch, in first-seen order:
+// what a driver loads (and locks) before calling Fold.
+func Refs(changes []Change) []MessageRef {
+	seen := make(map[MessageRef]struct{}, len(changes))
+	refs := make([]MessageRef, 0, len(changes))
+	for _, c := range changes {
+		r := MessageRef{c.BizID, c.Key}
+		if _, ok := seen[r]; ok {
+			continue
+		}
+		seen[r] = struct{}{}
+		refs = append(refs, r)
+	}
+	return refs
+}
+
+// Folded is what a driver writes back after Fold.
+type Folded struct {
+	// Inserts are new rows (ID 0), Updates changed existing rows (ID set).
+	// A row appears once, in its final state.
+	Inserts []*state.Message
+	Updates []*state.Message
+	// Outcomes has one entry per change.
+	Outcomes []ChangeOutcome
+	// Sendable are the rows (pointers into Inserts/Updates) that became due
+	// for sending; the driver leases them and returns them.
+	Sendable []*state.Message
+	// Audits are the operator actions to record.
+	Audits []AuditEntry
+}
+
+// Fold applies changes in order to the loaded rows (keyed by MessageRef;
+// missing means no row) through state.Apply. It is the one place the state
+// machine meets the store, shared by every driver.
+func Fold(loaded map[MessageRef]*state.Message, changes []Change) Folded {
+	var f Folded
+	f.Outcomes = make([]ChangeOutcome, len(changes))
+	rows := make(map[MessageRef]*state.Message, len(changes))
+	changed := make(map[MessageRef]bool, len(changes))
+	sendable := make(map[MessageRef]bool)
+	var order []MessageRef
+	for i, c := range changes {
+		r := MessageRef{c.BizID, c.Key}
+		cur, ok := rows[r]
+		if !ok {
+			if l := loaded[r]; l != nil {
+				cp := *l
+				cur = &cp
+			} else {
+				cur = &state.Message{BizID: c.BizID, Key: c.Key, Partition: c.Partition}
+			}
+			rows[r] = cur
+			order = append(order, r)
+		}
+		if c.LeaseToken != 0 && cur.LeaseToken != c.LeaseToken {
+			f.Outcomes[i] = ChangeOutcome{Stale: true}
+			continue
+		}
+		before := cur.Status
+		next, out, err := state.Apply(*cur, c.Event)
+		if err != nil {
+			f.Outcomes[i] = ChangeOutcome{Err: fmt.Errorf("%s:%s: %w", c.BizID, c.Key, err)}
+			continue
+		}
+		f.Outcomes[i] = ChangeOutcome{Outcome: out}
+		if out.Effect == state.NoOp {
+			continue
+		}
+		*cur = next
+		changed[r] = true
+		if out.Sendable {
+			sendable[r] = true
+		}
+		if c.Audit != nil {
+			f.Audits = append(f.Audits, AuditEntry{
+				BizID: c.BizID, Key: c.Key, Action: c.Event.Kind.String(),
+				Who: c.Audit.Who, Reason: c.Audit.Reason, At: c.Event.At,
+				Before: before.String(), After: cur.Status.String(),
+			})
+		}
+	}
+	for _, r := range order {
+		if !changed[r] {
+			continue
+		}
+		m := rows[r]
+		if m.ID == 0 {
+			f.Inserts = append(f.Inserts, m)
+		} else {
+			f.Updates = append(f.Updates, m)
+		}
+		// A later change in the batch may have made it not sendable again
+		// (a conflict cannot, but a send result or operator action could).
+		if sendable[r] && m.Sendable() {
+			f.Sendable = append(f.Sendable, m)
+		}
+	}
+	return f
+}

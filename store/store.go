@@ -1,0 +1,169 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/eventcenter/eventcenter/state"
+)
+
+var (
+	// ErrNotFound: no message with that bizID and key.
+	ErrNotFound = errors.New("message not found")
+	// ErrWrongState: an operator action the message's state does not allow.
+	// Errors returned for it also wrap state.ErrWrongState.
+	ErrWrongState = state.ErrWrongState
+	// ErrNotMigrated: the database schema is missing or older than this
+	// binary; run "eventcenter migrate".
+	ErrNotMigrated = errors.New("database schema not migrated")
+)
+
+// Store is what the center needs from its database. Every method is safe for
+// concurrent use. Times come from the store's injected clock.
+type Store interface {
+	// Apply folds changes through the state machine and writes the result in
+	// one transaction. Changes are applied in order; several may concern the
+	// same message. Messages that become sendable are returned leased for
+	// SendLease (the caller forwards them at once: the fast path). Replaying
+	// the same changes is a no-op.
+	Apply(ctx context.Context, req ApplyRequest) (ApplyResult, error)
+
+	// ClaimSends leases up to Limit committed messages with a body that are
+	// due for sending in the given partitions. Two concurrent claimers never
+	// get the same message while its lease runs.
+	ClaimSends(ctx context.Context, c Claim) ([]state.Message, error)
+	// ClaimCheckbacks leases up to Limit PREPARED messages whose check-back
+	// is due in the given partitions.
+	ClaimCheckbacks(ctx context.Context, c Claim) ([]state.Message, error)
+
+	// MarkSent records successful sends in one statement; it is the
+	// state.KindSent transition for many messages. Messages no longer
+	// pending are left alone.
+	MarkSent(ctx context.Context, sent []Sent) error
+
+	// Get returns one message, or ErrNotFound.
+	Get(ctx context.Context, bizID, key string) (state.Message, error)
+	// List returns messages matching f, newest first, and a cursor for the
+	// next page ("" when there is none).
+	List(ctx context.Context, f Filter) (Page, error)
+	// Counts returns the number of messages per bizID, status and send
+	// status.
+	Counts(ctx context.Context) ([]Count, error)
+	// OldestPrepared returns the creation time of the oldest PREPARED
+	// message per bizID.
+	OldestPrepared(ctx context.Context) (map[string]time.Time, error)
+	// Audit returns the operator actions on one message, oldest first.
+	Audit(ctx context.Context, bizID, key string) ([]AuditEntry, error)
+	// RetryNowBizID applies an operator retry-now to every PREPARED,
+	// VERIFY_FAILED, pending or DEAD message of a bizID (after an outage),
+	// with one audit record each; it returns how many it reset.
+	RetryNowBizID(ctx context.Context, bizID string, who Actor) (int, error)
+	// Purge deletes up to limit terminal messages (rolled back, or committed
+	// and sent) decided or sent before the given time, and their audit
+	// records; it returns how many it deleted.
+	Purge(ctx context.Context, before time.Time, limit int) (int, error)
+
+	// Close releases what the store opened itself (not a pool passed in).
+	Close() error
+}
+
+// Change is one event for one message.
+type Change struct {
+	BizID string
+	Key   string
+	// Partition is the control partition; recorded when the row is created.
+	Partition int32
+	Event     state.Event
+	// LeaseToken, when non-zero, makes the change apply only if the row
+	// still carries this lease (a check-back or send result of a claim that
+	// expired and was taken over is dropped).
+	LeaseToken int64
+	// Audit, when set, is written with the change (operator actions).
+	Audit *Actor
+}
+
+// Actor says who did an operator action and why.
+type Actor struct {
+	Who    string
+	Reason string
+}
+
+// ApplyRequest is a batch of changes applied in one transaction.
+type ApplyRequest struct {
+	Changes []Change
+	// SendLease is how long messages handed to the caller for sending stay
+	// leased; 0 means they are left due now for the next scan.
+	SendLease time.Duration
+}
+
+// ApplyResult says what a batch did.
+type ApplyResult struct {
+	// Outcomes has one entry per change, in order.
+	Outcomes []ChangeOutcome
+	// Sendable are the messages that became due for sending, leased.
+	Sendable []state.Message
+}
+
+// ChangeOutcome is the result of one change.
+type ChangeOutcome struct {
+	state.Outcome
+	// Err is set for a rejected operator action (wraps state.ErrWrongState
+	// or ErrNotFound) or a bad event; the rest of the batch still applies.
+	Err error
+	// Stale: dropped because the lease token no longer matched.
+	Stale bool
+}
+
+// Claim asks for due work in a set of partitions.
+type Claim struct {
+	Partitions []int32
+	Limit      int
+	Lease      time.Duration
+}
+
+// Sent is one successful send.
+type Sent struct {
+	ID  int64
+	Ref string
+}
+
+// Filter selects messages for List. Zero fields do not filter.
+type Filter struct {
+	BizID       string
+	Status      state.Status
+	SendStatus  *state.SendStatus
+	KeyContains string
+	// CreatedBefore selects messages older than a point in time.
+	CreatedBefore time.Time
+	Limit         int
+	// Cursor is the Next of a previous page.
+	Cursor string
+}
+
+// Page is one page of List.
+type Page struct {
+	Messages []state.Message
+	Next     string
+}
+
+// Count is the number of messages with one bizID, status and send status.
+type Count struct {
+	BizID      string
+	Status     state.Status
+	SendStatus state.SendStatus
+	N          int64
+}
+
+// AuditEntry records one operator action.
+type AuditEntry struct {
+	BizID  string
+	Key    string
+	Action string
+	Who    string
+	Reason string
+	At     time.Time
+	// Before and After are the statuses around the action.
+	Before string
+	After  string
+}
