@@ -1,0 +1,284 @@
+package state
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	t0   = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	t1   = t0.Add(time.Second)
+	body = &Body{Payload: []byte("p"), Topic: "orders", ForwardKey: "fk", Verify: "http://x/check", CheckAfter: 5 * time.Second}
+)
+
+// row builders for the table's "current" column.
+func none() Message { return Message{BizID: "b", Key: "k", Partition: 3} }
+
+func prepared() Message {
+	m, _, _ := Apply(none(), Event{Kind: KindPrepare, At: t0, Body: body})
+	return m
+}
+
+func committedNoBody() Message {
+	m, _, _ := Apply(none(), Event{Kind: KindCommit, At: t0})
+	return m
+}
+
+func committed(s SendStatus) Message {
+	m, _, _ := Apply(prepared(), Event{Kind: KindCommit, At: t0})
+	m.SendStatus = s
+	return m
+}
+
+func rolledBack() Message {
+	m, _, _ := Apply(prepared(), Event{Kind: KindRollback, At: t0})
+	return m
+}
+
+func rolledBackNoBody() Message {
+	m, _, _ := Apply(none(), Event{Kind: KindRollback, At: t0})
+	return m
+}
+
+func verifyFailed() Message {
+	m, _, _ := Apply(prepared(), Event{Kind: KindCheckParked, At: t0, Err: "gave up"})
+	return m
+}
+
+func ev(k Kind) Event {
+	e := Event{Kind: k, At: t1, RetryAt: t1.Add(time.Minute), MaxAttempts: 3, Err: "boom", Ref: "ref"}
+	if k == KindPrepare {
+		e.Body = body
+	}
+	return e
+}
+
+// TestTable walks every cell of DESIGN.md's table (and the result and
+// operator columns this implementation adds).
+func TestTable(t *testing.T) {
+	t.Parallel()
+	type want struct {
+		status   Status
+		send     SendStatus
+		hasBody  bool
+		effect   Effect
+		sendable bool
+		parked   bool
+		err      error
+	}
+	cases := []struct {
+		name string
+		cur  Message
+		kind Kind
+		want want
+	}{
+		// (none)
+		{"none/prepare", none(), KindPrepare, want{status: Prepared, hasBody: true, effect: Changed}},
+		{"none/commit", none(), KindCommit, want{status: Committed, effect: Changed}},
+		{"none/rollback", none(), KindRollback, want{status: RolledBack, effect: Changed}},
+		{"none/check unknown", none(), KindCheckUnknown, want{status: None}},
+		{"none/check commit", none(), KindCheckCommit, want{status: None}},
+		{"none/sent", none(), KindSent, want{status: None}},
+		{"none/operator commit", none(), KindResolveCommit, want{status: None, err: ErrNoMessage}},
+		{"none/operator rollback", none(), KindResolveRollback, want{status: None, err: ErrNoMessage}},
+		{"none/redeliver", none(), KindRedeliver, want{status: None, err: ErrNoMessage}},
+		{"none/retry", none(), KindRetryNow, want{status: None, err: ErrNoMessage}},
+		// PREPARED
+		{"prepared/prepare duplicate", prepared(), KindPrepare, want{status: Prepared, hasBody: true}},
+		{"prepared/commit", prepared(), KindCommit, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
+		{"prepared/rollback", prepared(), KindRollback, want{status: RolledBack, hasBody: true, effect: Changed}},
+		{"prepared/check commit", prepared(), KindCheckCommit, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
+		{"prepared/check rollback", prepared(), KindCheckRollback, want{status: RolledBack, hasBody: true, effect: Changed}},
+		{"prepared/check unknown", prepared(), KindCheckUnknown, want{status: Prepared, hasBody: true, effect: Changed}},
+		{"prepared/check deferred", prepared(), KindCheckDeferred, want{status: Prepared, hasBody: true, effect: Changed}},
+		{"prepared/check parked", prepared(), KindCheckParked, want{status: VerifyFailed, hasBody: true, effect: Changed, parked: true}},
+		{"prepared/operator commit", prepared(), KindResolveCommit, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
+		{"prepared/operator rollback", prepared(), KindResolveRollback, want{status: RolledBack, hasBody: true, effect: Changed}},
+		{"prepared/redeliver", prepared(), KindRedeliver, want{status: Prepared, hasBody: true, err: ErrWrongState}},
+		{"prepared/retry", prepared(), KindRetryNow, want{status: Prepared, hasBody: true, effect: Changed}},
+		{"prepared/sent ignored", prepared(), KindSent, want{status: Prepared, hasBody: true}},
+		{"prepared/send failed ignored", prepared(), KindSendFailed, want{status: Prepared, hasBody: true}},
+		// COMMITTED, no body
+		{"committed-nobody/prepare fills body", committedNoBody(), KindPrepare, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
+		{"committed-nobody/commit", committedNoBody(), KindCommit, want{status: Committed}},
+		{"committed-nobody/rollback conflict", committedNoBody(), KindRollback, want{status: Committed, effect: Conflict}},
+		{"committed-nobody/check unknown", committedNoBody(), KindCheckUnknown, want{status: Committed}},
+		{"committed-nobody/operator commit", committedNoBody(), KindResolveCommit, want{status: Committed, err: ErrWrongState}},
+		{"committed-nobody/redeliver", committedNoBody(), KindRedeliver, want{status: Committed, err: ErrWrongState}},
+		{"committed-nobody/retry", committedNoBody(), KindRetryNow, want{status: Committed, err: ErrWrongState}},
+		{"committed-nobody/sent ignored", committedNoBody(), KindSent, want{status: Committed}},
+		// COMMITTED
+		{"committed/prepare", committed(SendPending), KindPrepare, want{status: Committed, hasBody: true}},
+		{"committed/commit", committed(SendPending), KindCommit, want{status: Committed, hasBody: true}},
+		{"committed/rollback conflict", committed(SendPending), KindRollback, want{status: Committed, hasBody: true, effect: Conflict}},
+		{"committed/check rollback conflict", committed(SendSent), KindCheckRollback, want{status: Committed, send: SendSent, hasBody: true, effect: Conflict}},
+		{"committed/check commit", committed(SendSent), KindCheckCommit, want{status: Committed, send: SendSent, hasBody: true}},
+		{"committed/check unknown stale", committed(SendPending), KindCheckUnknown, want{status: Committed, hasBody: true}},
+		{"committed/operator commit", committed(SendSent), KindResolveCommit, want{status: Committed, send: SendSent, hasBody: true, err: ErrWrongState}},
+		{"committed/operator rollback", committed(SendSent), KindResolveRollback, want{status: Committed, send: SendSent, hasBody: true, err: ErrWrongState}},
+		{"committed/sent", committed(SendPending), KindSent, want{status: Committed, send: SendSent, hasBody: true, effect: Changed}},
+		{"committed/sent twice", committed(SendSent), KindSent, want{status: Committed, send: SendSent, hasBody: true}},
+		{"committed/send failed", committed(SendPending), KindSendFailed, want{status: Committed, hasBody: true, effect: Changed}},
+		{"committed/send failed after sent", committed(SendSent), KindSendFailed, want{status: Committed, send: SendSent, hasBody: true}},
+		{"committed sent/redeliver", committed(SendSent), KindRedeliver, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
+		{"committed dead/redeliver", committed(SendDead), KindRedeliver, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
+		{"committed pending/redeliver", committed(SendPending), KindRedeliver, want{status: Committed, hasBody: true, err: ErrWrongState}},
+		{"committed pending/retry", committed(SendPending), KindRetryNow, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
+		{"committed dead/retry", committed(SendDead), KindRetryNow, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
+		{"committed sent/retry", committed(SendSent), KindRetryNow, want{status: Committed, send: SendSent, hasBody: true, err: ErrWrongState}},
+		// ROLLED_BACK
+		{"rolled-back-nobody/prepare fills body", rolledBackNoBody(), KindPrepare, want{status: RolledBack, hasBody: true, effect: Changed}},
+		{"rolled-back/prepare", rolledBack(), KindPrepare, want{status: RolledBack, hasBody: true}},
+		{"rolled-back/commit conflict", rolledBack(), KindCommit, want{status: RolledBack, hasBody: true, effect: Conflict}},
+		{"rolled-back/check commit conflict", rolledBack(), KindCheckCommit, want{status: RolledBack, hasBody: true, effect: Conflict}},
+		{"rolled-back/rollback", rolledBack(), KindRollback, want{status: RolledBack, hasBody: true}},
+		{"rolled-back/operator commit", rolledBack(), KindResolveCommit, want{status: RolledBack, hasBody: true, err: ErrWrongState}},
+		{"rolled-back/redeliver", rolledBack(), KindRedeliver, want{status: RolledBack, hasBody: true, err: ErrWrongState}},
+		{"rolled-back/retry", rolledBack(), KindRetryNow, want{status: RolledBack, hasBody: true, err: ErrWrongState}},
+		{"rolled-back/sent ignored", rolledBack(), KindSent, want{status: RolledBack, hasBody: true}},
+		// VERIFY_FAILED
+		{"verify-failed/prepare", verifyFailed(), KindPrepare, want{status: VerifyFailed, hasBody: true}},
+		{"verify-failed/late commit", verifyFailed(), KindCommit, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
+		{"verify-failed/late rollback", verifyFailed(), KindRollback, want{status: RolledBack, hasBody: true, effect: Changed}},
+		{"verify-failed/check unknown stale", verifyFailed(), KindCheckUnknown, want{status: VerifyFailed, hasBody: true}},
+		{"verify-failed/operator commit", verifyFailed(), KindResolveCommit, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
+		{"verify-failed/operator rollback", verifyFailed(), KindResolveRollback, want{status: RolledBack, hasBody: true, effect: Changed}},
+		{"verify-failed/retry reopens", verifyFailed(), KindRetryNow, want{status: Prepared, hasBody: true, effect: Changed}},
+		{"verify-failed/redeliver", verifyFailed(), KindRedeliver, want{status: VerifyFailed, hasBody: true, err: ErrWrongState}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			before := c.cur
+			got, out, err := Apply(c.cur, ev(c.kind))
+			if c.want.err != nil {
+				require.ErrorIs(t, err, c.want.err)
+				require.Equal(t, before, got, "a rejected action must not change the row")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, c.want.status, got.Status, "status")
+			require.Equal(t, c.want.send, got.SendStatus, "send status")
+			require.Equal(t, c.want.hasBody, got.HasBody, "has body")
+			require.Equal(t, c.want.effect, out.Effect, "effect")
+			require.Equal(t, c.want.sendable, out.Sendable, "sendable")
+			require.Equal(t, c.want.parked, out.Parked, "parked")
+			if out.Effect == NoOp {
+				require.Equal(t, before, got, "a no-op must not change the row")
+			}
+			if out.Sendable {
+				require.True(t, got.Sendable())
+				require.Equal(t, t1, got.SendNextAt, "sendable means due now")
+			}
+			require.Equal(t, before, c.cur, "Apply must not modify its input")
+		})
+	}
+}
+
+func TestPrepareSchedulesFirstCheck(t *testing.T) {
+	t.Parallel()
+	m := prepared()
+	require.Equal(t, t0.Add(5*time.Second), m.VerifyNextAt)
+	require.Equal(t, "orders", m.Topic)
+	require.Equal(t, "fk", m.ForwardKey)
+	require.Equal(t, []byte("p"), m.Payload)
+	require.Equal(t, 3, int(m.Partition))
+	require.Equal(t, t0, m.CreatedAt)
+}
+
+func TestCheckUnknownBacksOffThenParks(t *testing.T) {
+	t.Parallel()
+	m := prepared()
+	for i := 1; i <= 2; i++ {
+		var out Outcome
+		var err error
+		at := t0.Add(time.Duration(i) * time.Minute)
+		m, out, err = Apply(m, Event{Kind: KindCheckUnknown, At: at, RetryAt: at.Add(time.Hour), MaxAttempts: 3, Err: "timeout"})
+		require.NoError(t, err)
+		require.False(t, out.Parked)
+		require.Equal(t, Prepared, m.Status)
+		require.Equal(t, i, m.VerifyAttempts)
+		require.Equal(t, at.Add(time.Hour), m.VerifyNextAt)
+		require.Equal(t, "timeout", m.LastError)
+	}
+	m, out, err := Apply(m, Event{Kind: KindCheckUnknown, At: t1, RetryAt: t1, MaxAttempts: 3, Err: "last"})
+	require.NoError(t, err)
+	require.True(t, out.Parked)
+	require.Equal(t, VerifyFailed, m.Status)
+	require.Equal(t, 3, m.VerifyAttempts)
+	require.Equal(t, "last", m.LastError)
+}
+
+func TestCheckDeferredKeepsAttempts(t *testing.T) {
+	t.Parallel()
+	m, _, _ := Apply(prepared(), Event{Kind: KindCheckUnknown, At: t1, RetryAt: t1, MaxAttempts: 3})
+	m, out, err := Apply(m, Event{Kind: KindCheckDeferred, At: t1, RetryAt: t1.Add(time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, Changed, out.Effect)
+	require.Equal(t, 1, m.VerifyAttempts)
+	require.Equal(t, t1.Add(time.Hour), m.VerifyNextAt)
+}
+
+func TestSendFailedBacksOffThenDies(t *testing.T) {
+	t.Parallel()
+	m := committed(SendPending)
+	m, out, err := Apply(m, Event{Kind: KindSendFailed, At: t1, RetryAt: t1.Add(time.Minute), MaxAttempts: 2, Err: "broker down"})
+	require.NoError(t, err)
+	require.False(t, out.Dead)
+	require.Equal(t, 1, m.SendAttempts)
+	require.Equal(t, t1.Add(time.Minute), m.SendNextAt)
+	m, out, err = Apply(m, Event{Kind: KindSendFailed, At: t1, RetryAt: t1, MaxAttempts: 2, Err: "still down"})
+	require.NoError(t, err)
+	require.True(t, out.Dead)
+	require.Equal(t, SendDead, m.SendStatus)
+	require.Equal(t, "still down", m.LastError)
+
+	p, out, err := Apply(committed(SendPending), Event{Kind: KindSendFailed, At: t1, MaxAttempts: 10, Permanent: true, Err: "unknown topic"})
+	require.NoError(t, err)
+	require.True(t, out.Dead, "a permanent failure kills at once")
+	require.Equal(t, SendDead, p.SendStatus)
+}
+
+func TestConflictIsCounted(t *testing.T) {
+	t.Parallel()
+	m, out, err := Apply(committed(SendSent), ev(KindRollback))
+	require.NoError(t, err)
+	require.Equal(t, Conflict, out.Effect)
+	require.Equal(t, 1, m.Conflicts)
+	require.Equal(t, Committed, m.Status)
+}
+
+func TestPrepareWithoutBodyIsRejected(t *testing.T) {
+	t.Parallel()
+	_, _, err := Apply(none(), Event{Kind: KindPrepare, At: t0})
+	require.True(t, errors.Is(err, ErrBadEvent))
+}
+
+func TestSentRecordsRef(t *testing.T) {
+	t.Parallel()
+	m, _, err := Apply(committed(SendPending), Event{Kind: KindSent, At: t1, Ref: "orders/0@42"})
+	require.NoError(t, err)
+	require.Equal(t, "orders/0@42", m.SendRef)
+	require.Equal(t, t1, m.SentAt)
+}
+
+func TestParseStatus(t *testing.T) {
+	t.Parallel()
+	for _, s := range []Status{Prepared, Committed, RolledBack, VerifyFailed} {
+		got, err := ParseStatus(s.String())
+		require.NoError(t, err)
+		require.Equal(t, s, got)
+	}
+	_, err := ParseStatus("DONE")
+	require.ErrorContains(t, err, "unknown status")
+	for _, s := range []SendStatus{SendPending, SendSent, SendDead} {
+		got, err := ParseSendStatus(s.String())
+		require.NoError(t, err)
+		require.Equal(t, s, got)
+	}
+	_, err = ParseSendStatus("x")
+	require.Error(t, err)
+}
