@@ -1,0 +1,411 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Kafka     Kafka     `yaml:"kafka"`
+	Store     Store     `yaml:"store"`
+	HTTP      HTTP      `yaml:"http"`
+	Admin     Admin     `yaml:"admin"`
+	Ingest    Ingest    `yaml:"ingest"`
+	Forward   Forward   `yaml:"forward"`
+	Checkback Checkback `yaml:"checkback"`
+	Retention Retention `yaml:"retention"`
+	Log       Log       `yaml:"log"`
+}
+
+// Kafka is the control topic's cluster.
+type Kafka struct {
+	Brokers      []string `yaml:"brokers" env:"EVENTCENTER_KAFKA_BROKERS" envSeparator:","`
+	ControlTopic string   `yaml:"control_topic" env:"EVENTCENTER_KAFKA_CONTROL_TOPIC"`
+	// DLQTopic defaults to <control_topic>.dlq.
+	DLQTopic string `yaml:"dlq_topic" env:"EVENTCENTER_KAFKA_DLQ_TOPIC"`
+	Group    string `yaml:"group" env:"EVENTCENTER_KAFKA_GROUP"`
+	ClientID string `yaml:"client_id" env:"EVENTCENTER_KAFKA_CLIENT_ID"`
+}
+
+// Store is the database.
+type Store struct {
+	// Driver is "postgres" or "sqlite".
+	Driver string `yaml:"driver" env:"EVENTCENTER_STORE_DRIVER"`
+	// DSN is a PostgreSQL URL or a SQLite file path.
+	DSN      string `yaml:"dsn" env:"EVENTCENTER_STORE_DSN"`
+	MaxConns int    `yaml:"max_conns" env:"EVENTCENTER_STORE_MAX_CONNS"`
+	// AutoMigrate applies migrations at start-up (dev); otherwise run
+	// "eventcenter migrate" and the center checks the schema at start-up.
+	AutoMigrate bool `yaml:"auto_migrate" env:"EVENTCENTER_STORE_AUTO_MIGRATE"`
+}
+
+// HTTP is the listener for the admin API, /ui, /metrics, /healthz, /readyz.
+type HTTP struct {
+	Listen string `yaml:"listen" env:"EVENTCENTER_HTTP_LISTEN"`
+}
+
+// Admin configures access to the admin API and console.
+type Admin struct {
+	Tokens []Token `yaml:"tokens"`
+	// TokensEnv holds tokens as "name:scope:token,..." (for secrets that
+	// should not be in the file).
+	TokensEnv string `yaml:"-" env:"EVENTCENTER_ADMIN_TOKENS"`
+	// Insecure opens the API without tokens (dev only).
+	Insecure bool `yaml:"insecure" env:"EVENTCENTER_ADMIN_INSECURE"`
+}
+
+// Token is one bearer token.
+type Token struct {
+	Name  string `yaml:"name"`
+	Token string `yaml:"token"`
+	// Scope is "read" or "admin".
+	Scope string `yaml:"scope"`
+}
+
+// Ingest tunes the control-topic consumer.
+type Ingest struct {
+	MaxPayloadBytes int           `yaml:"max_payload_bytes" env:"EVENTCENTER_INGEST_MAX_PAYLOAD_BYTES"`
+	SendLease       time.Duration `yaml:"send_lease" env:"EVENTCENTER_INGEST_SEND_LEASE"`
+}
+
+// Forward configures forwarding.
+type Forward struct {
+	DefaultTarget string        `yaml:"default_target" env:"EVENTCENTER_FORWARD_DEFAULT_TARGET"`
+	MaxAttempts   int           `yaml:"max_attempts" env:"EVENTCENTER_FORWARD_MAX_ATTEMPTS"`
+	BackoffBase   time.Duration `yaml:"backoff_base" env:"EVENTCENTER_FORWARD_BACKOFF_BASE"`
+	BackoffCap    time.Duration `yaml:"backoff_cap" env:"EVENTCENTER_FORWARD_BACKOFF_CAP"`
+	ScanInterval  time.Duration `yaml:"scan_interval" env:"EVENTCENTER_FORWARD_SCAN_INTERVAL"`
+	Lease         time.Duration `yaml:"lease" env:"EVENTCENTER_FORWARD_LEASE"`
+	Targets       []Target      `yaml:"targets"`
+}
+
+// Target is one named forward target.
+type Target struct {
+	Name string `yaml:"name"`
+	// Type is "kafka" or "rocketmq".
+	Type string `yaml:"type"`
+	// Brokers (kafka) default to kafka.brokers.
+	Brokers []string `yaml:"brokers"`
+	// AutoCreateTopics lets the Kafka target create missing business topics.
+	AutoCreateTopics bool `yaml:"auto_create_topics"`
+	// NameServers (rocketmq) are ip:port literals.
+	NameServers []string `yaml:"name_servers"`
+	// Group is the RocketMQ producer group.
+	Group string `yaml:"group"`
+}
+
+// Checkback configures check-backs.
+type Checkback struct {
+	Policy              `yaml:",inline"`
+	Workers             int     `yaml:"workers" env:"EVENTCENTER_CHECKBACK_WORKERS"`
+	EndpointConcurrency int     `yaml:"endpoint_concurrency" env:"EVENTCENTER_CHECKBACK_ENDPOINT_CONCURRENCY"`
+	Breaker             Breaker `yaml:"breaker"`
+	Biz                 []Biz   `yaml:"biz"`
+}
+
+// Policy is the check-back timing; zero fields inherit.
+type Policy struct {
+	FirstDelay  time.Duration `yaml:"first_delay" env:"EVENTCENTER_CHECKBACK_FIRST_DELAY"`
+	BackoffBase time.Duration `yaml:"backoff_base" env:"EVENTCENTER_CHECKBACK_BACKOFF_BASE"`
+	BackoffCap  time.Duration `yaml:"backoff_cap" env:"EVENTCENTER_CHECKBACK_BACKOFF_CAP"`
+	MaxAttempts int           `yaml:"max_attempts" env:"EVENTCENTER_CHECKBACK_MAX_ATTEMPTS"`
+	Timeout     time.Duration `yaml:"timeout" env:"EVENTCENTER_CHECKBACK_TIMEOUT"`
+}
+
+// Breaker pauses an endpoint that keeps failing.
+type Breaker struct {
+	Failures int           `yaml:"failures"`
+	Cooldown time.Duration `yaml:"cooldown"`
+}
+
+// Biz is the check-back configuration of one bizID.
+type Biz struct {
+	BizID    string `yaml:"biz_id"`
+	Policy   `yaml:",inline"`
+	Endpoint string   `yaml:"endpoint"`
+	Allow    []string `yaml:"allow"`
+	// Secret signs check-back requests (HMAC-SHA256).
+	Secret string `yaml:"secret"`
+}
+
+// Retention configures the purge of terminal messages.
+type Retention struct {
+	Period   time.Duration `yaml:"period" env:"EVENTCENTER_RETENTION_PERIOD"`
+	Interval time.Duration `yaml:"interval" env:"EVENTCENTER_RETENTION_INTERVAL"`
+	Batch    int           `yaml:"batch" env:"EVENTCENTER_RETENTION_BATCH"`
+}
+
+// Log configures log/slog.
+type Log struct {
+	Level  string `yaml:"level" env:"EVENTCENTER_LOG_LEVEL"`
+	Format string `yaml:"format" env:"EVENTCENTER_LOG_FORMAT"`
+}
+
+// Default returns the built-in defaults.
+func Default() Config {
+	return Config{
+		Kafka:  Kafka{Brokers: []string{"127.0.0.1:9092"}, ControlTopic: "eventcenter.control", Group: "eventcenter", ClientID: "eventcenter"},
+		Store:  Store{Driver: "postgres", MaxConns: 8},
+		HTTP:   HTTP{Listen: "127.0.0.1:8080"},
+		Ingest: Ingest{MaxPayloadBytes: 1 << 20, SendLease: 30 * time.Second},
+		Forward: Forward{
+			DefaultTarget: "kafka", MaxAttempts: 20, BackoffBase: time.Second, BackoffCap: 5 * time.Minute,
+			ScanInterval: time.Second, Lease: 30 * time.Second,
+			Targets: []Target{{Name: "kafka", Type: "kafka"}},
+		},
+		Checkback: Checkback{
+			Policy:  Policy{FirstDelay: 30 * time.Second, BackoffBase: 10 * time.Second, BackoffCap: 5 * time.Minute, MaxAttempts: 15, Timeout: 3 * time.Second},
+			Workers: 64, EndpointConcurrency: 8,
+			Breaker: Breaker{Failures: 5, Cooldown: 30 * time.Second},
+		},
+		Retention: Retention{Period: 7 * 24 * time.Hour, Interval: time.Minute, Batch: 500},
+		Log:       Log{Level: "info", Format: "text"},
+	}
+}
+
+// Load reads defaults, then the YAML file (if path is not empty), then the
+// environment, and validates the result.
+func Load(path string) (Config, error) {
+	cfg := Default()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("read config: %w", err)
+		}
+		if err := Parse(data, &cfg); err != nil {
+			return cfg, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	if err := ApplyEnv(&cfg); err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.Validate()
+}
+
+// Parse decodes YAML over cfg; unknown keys are errors.
+func Parse(data []byte, cfg *Config) error {
+	// Targets given in the file replace the default list rather than
+	// merging into it element by element.
+	var probe struct {
+		Forward struct {
+			Targets []Target `yaml:"targets"`
+		} `yaml:"forward"`
+	}
+	_ = yaml.Unmarshal(data, &probe)
+	if probe.Forward.Targets != nil {
+		cfg.Forward.Targets = nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("parse yaml: %w", err)
+	}
+	return nil
+}
+
+// ApplyEnv overrides cfg with the EVENTCENTER_* variables that are set.
+func ApplyEnv(cfg *Config) error {
+	if err := env.Parse(cfg); err != nil {
+		return fmt.Errorf("environment: %w", err)
+	}
+	if cfg.Admin.TokensEnv != "" {
+		for _, part := range strings.Split(cfg.Admin.TokensEnv, ",") {
+			name, rest, ok1 := strings.Cut(strings.TrimSpace(part), ":")
+			scope, tok, ok2 := strings.Cut(rest, ":")
+			if !ok1 || !ok2 {
+				return fmt.Errorf("environment: EVENTCENTER_ADMIN_TOKENS: want name:scope:token[,...], got %q", part)
+			}
+			cfg.Admin.Tokens = append(cfg.Admin.Tokens, Token{Name: name, Scope: scope, Token: tok})
+		}
+	}
+	return nil
+}
+
+// DLQ returns the dead-letter topic.
+func (k Kafka) DLQ() string {
+	if k.DLQTopic != "" {
+		return k.DLQTopic
+	}
+	return k.ControlTopic + ".dlq"
+}
+
+// Validate checks every field and names the bad ones.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if len(c.Kafka.Brokers) == 0 {
+		bad("kafka.brokers", "at least one broker address is required")
+	}
+	for i, b := range c.Kafka.Brokers {
+		if !strings.Contains(b, ":") {
+			bad(fmt.Sprintf("kafka.brokers[%d]", i), "%q is not host:port", b)
+		}
+	}
+	if c.Kafka.ControlTopic == "" {
+		bad("kafka.control_topic", "is required")
+	}
+	if c.Kafka.Group == "" {
+		bad("kafka.group", "is required")
+	}
+	switch c.Store.Driver {
+	case "postgres":
+		if u, err := url.Parse(c.Store.DSN); c.Store.DSN == "" || err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			bad("store.dsn", "want a postgres:// URL, got %q", redact(c.Store.DSN))
+		}
+	case "sqlite":
+		if c.Store.DSN == "" {
+			bad("store.dsn", "want a SQLite file path")
+		}
+	default:
+		bad("store.driver", "want postgres or sqlite, got %q", c.Store.Driver)
+	}
+	if c.Store.MaxConns < 1 {
+		bad("store.max_conns", "must be at least 1")
+	}
+	if c.HTTP.Listen == "" {
+		bad("http.listen", "is required (host:port)")
+	}
+	for i, t := range c.Admin.Tokens {
+		f := fmt.Sprintf("admin.tokens[%d]", i)
+		if t.Name == "" {
+			bad(f+".name", "is required")
+		}
+		if len(t.Token) < 16 {
+			bad(f+".token", "must be at least 16 characters")
+		}
+		if t.Scope != "read" && t.Scope != "admin" {
+			bad(f+".scope", "want read or admin, got %q", t.Scope)
+		}
+	}
+	if c.Ingest.MaxPayloadBytes < 1 {
+		bad("ingest.max_payload_bytes", "must be positive")
+	}
+	if c.Ingest.SendLease < time.Second {
+		bad("ingest.send_lease", "must be at least 1s")
+	}
+	c.validateForward(bad)
+	c.validateCheckback(bad)
+	if c.Retention.Period < 0 {
+		bad("retention.period", "must not be negative (0 keeps everything)")
+	}
+	if c.Retention.Interval <= 0 {
+		bad("retention.interval", "must be positive")
+	}
+	if c.Retention.Batch < 1 {
+		bad("retention.batch", "must be at least 1")
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "want debug, info, warn or error, got %q", c.Log.Level)
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		bad("log.format", "want text or json, got %q", c.Log.Format)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) validateForward(bad func(string, string, ...any)) {
+	f := c.Forward
+	if f.MaxAttempts < 1 {
+		bad("forward.max_attempts", "must be at least 1")
+	}
+	if f.BackoffBase <= 0 || f.BackoffCap < f.BackoffBase {
+		bad("forward.backoff_base", "must be positive and not above forward.backoff_cap")
+	}
+	if f.ScanInterval <= 0 {
+		bad("forward.scan_interval", "must be positive")
+	}
+	if f.Lease < time.Second {
+		bad("forward.lease", "must be at least 1s")
+	}
+	names := map[string]bool{}
+	for i, t := range f.Targets {
+		field := fmt.Sprintf("forward.targets[%d]", i)
+		if t.Name == "" {
+			bad(field+".name", "is required")
+		}
+		if names[t.Name] {
+			bad(field+".name", "duplicate target %q", t.Name)
+		}
+		names[t.Name] = true
+		switch t.Type {
+		case "kafka":
+		case "rocketmq":
+			if len(t.NameServers) == 0 {
+				bad(field+".name_servers", "at least one ip:port is required for a rocketmq target")
+			}
+		default:
+			bad(field+".type", "want kafka or rocketmq, got %q", t.Type)
+		}
+	}
+	if !names[f.DefaultTarget] {
+		bad("forward.default_target", "%q is not one of forward.targets", f.DefaultTarget)
+	}
+}
+
+func (c *Config) validateCheckback(bad func(string, string, ...any)) {
+	cb := c.Checkback
+	validatePolicy("checkback", cb.Policy, false, bad)
+	if cb.Workers < 1 {
+		bad("checkback.workers", "must be at least 1")
+	}
+	if cb.EndpointConcurrency < 1 {
+		bad("checkback.endpoint_concurrency", "must be at least 1")
+	}
+	if cb.Breaker.Failures < 1 || cb.Breaker.Cooldown <= 0 {
+		bad("checkback.breaker", "failures must be at least 1 and cooldown positive")
+	}
+	seen := map[string]bool{}
+	for i, b := range cb.Biz {
+		field := fmt.Sprintf("checkback.biz[%d]", i)
+		if b.BizID == "" || strings.Contains(b.BizID, ":") {
+			bad(field+".biz_id", "is required and must not contain ':'")
+		}
+		if seen[b.BizID] {
+			bad(field+".biz_id", "duplicate bizID %q", b.BizID)
+		}
+		seen[b.BizID] = true
+		validatePolicy(field, b.Policy, true, bad)
+	}
+}
+
+func validatePolicy(field string, p Policy, partial bool, bad func(string, string, ...any)) {
+	check := func(name string, d time.Duration) {
+		if d < 0 || (!partial && d == 0) {
+			bad(field+"."+name, "must be positive")
+		}
+	}
+	check("backoff_base", p.BackoffBase)
+	check("backoff_cap", p.BackoffCap)
+	check("timeout", p.Timeout)
+	if p.FirstDelay < 0 {
+		bad(field+".first_delay", "must not be negative")
+	}
+	if p.MaxAttempts < 0 || (!partial && p.MaxAttempts == 0) {
+		bad(field+".max_attempts", "must be at least 1")
+	}
+}
+
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
