@@ -1,0 +1,73 @@
+package retention
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type fakeStore struct {
+	left   int
+	calls  []int
+	before []time.Time
+	err    error
+}
+
+func (f *fakeStore) Purge(_ context.Context, before time.Time, limit int) (int, error) {
+	f.calls = append(f.calls, limit)
+	f.before = append(f.before, before)
+	if f.err != nil {
+		return 0, f.err
+	}
+	n := min(limit, f.left)
+	f.left -= n
+	return n, nil
+}
+
+func TestRoundPurgesInBatchesUntilDone(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	st := &fakeStore{left: 1234}
+	reg := prometheus.NewRegistry()
+	p := New(Config{Period: 24 * time.Hour, Batch: 500, Now: func() time.Time { return now }, Registerer: reg}, st)
+	n, err := p.round(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1234, n)
+	require.Equal(t, []int{500, 500, 500}, st.calls, "small batches, stop at a short one")
+	require.Equal(t, now.Add(-24*time.Hour), st.before[0])
+	require.Equal(t, 1234.0, testutil.ToFloat64(p.purged))
+}
+
+func TestZeroPeriodKeepsEverything(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{left: 10}
+	n, err := New(Config{}, st).round(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Empty(t, st.calls)
+}
+
+func TestStoreErrorStopsTheRound(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{left: 10, err: errors.New("db down")}
+	_, err := New(Config{Period: time.Hour}, st).round(t.Context())
+	require.ErrorContains(t, err, "db down")
+	require.Len(t, st.calls, 1)
+}
+
+func TestStartStop(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{}
+	p := New(Config{Period: time.Hour, Interval: time.Hour}, st)
+	require.NoError(t, p.Start(t.Context()))
+	require.Error(t, p.Start(t.Context()), "double start")
+	require.NoError(t, p.Stop(t.Context()))
+}
