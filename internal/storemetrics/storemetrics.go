@@ -1,0 +1,148 @@
+// Package storemetrics exports gauges read from the store on a timer: messages
+// by bizID, status and send status, the age of the oldest PREPARED message per
+// bizID, and the DEAD / VERIFY_FAILED / unsent-committed totals that alerts
+// watch. bizID labels come only from configuration (others are "other"), so
+// label cardinality stays bounded.
+package storemetrics
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eventcenter/eventcenter/internal/lifecycle"
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// Store is what the collector reads.
+type Store interface {
+	Counts(ctx context.Context) ([]store.Count, error)
+	OldestPrepared(ctx context.Context) (map[string]time.Time, error)
+}
+
+// Config configures the collector.
+type Config struct {
+	Interval time.Duration
+	// BizIDs are the bizIDs that get their own label value.
+	BizIDs     []string
+	Now        func() time.Time
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Collector refreshes the gauges periodically.
+type Collector struct {
+	*lifecycle.Loop
+	cfg          Config
+	st           Store
+	known        map[string]bool
+	messages     *prometheus.GaugeVec
+	oldest       *prometheus.GaugeVec
+	dead         prometheus.Gauge
+	verifyFailed prometheus.Gauge
+	unsent       prometheus.Gauge
+}
+
+// New returns a collector; Start runs it.
+func New(cfg Config, st Store) *Collector {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 15 * time.Second
+	}
+	c := &Collector{
+		cfg: cfg, st: st, known: map[string]bool{},
+		messages: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "eventcenter_messages", Help: "Messages in the store by bizID, status and send status.",
+		}, []string{"biz_id", "status", "send_status"}),
+		oldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "eventcenter_oldest_prepared_age_seconds", Help: "Age of the oldest PREPARED message per bizID.",
+		}, []string{"biz_id"}),
+		dead: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "eventcenter_dead_messages", Help: "Committed messages whose forwarding gave up (DEAD).",
+		}),
+		verifyFailed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "eventcenter_verify_failed_messages", Help: "Messages parked as VERIFY_FAILED.",
+		}),
+		unsent: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "eventcenter_unsent_committed_messages", Help: "Committed messages not yet forwarded (pending).",
+		}),
+	}
+	for _, b := range cfg.BizIDs {
+		c.known[b] = true
+	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(c.messages, c.oldest, c.dead, c.verifyFailed, c.unsent)
+	}
+	c.Loop = lifecycle.NewLoop(cfg.Interval, func(ctx context.Context) {
+		if err := c.Refresh(ctx); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn("refresh store metrics", "err", err)
+		}
+	})
+	return c
+}
+
+func (c *Collector) label(bizID string) string {
+	if c.known[bizID] {
+		return bizID
+	}
+	return "other"
+}
+
+// Refresh reads the store once and sets every gauge.
+func (c *Collector) Refresh(ctx context.Context) error {
+	counts, err := c.st.Counts(ctx)
+	if err != nil {
+		return err
+	}
+	oldest, err := c.st.OldestPrepared(ctx)
+	if err != nil {
+		return err
+	}
+	type key struct{ biz, status, send string }
+	sums := map[key]float64{}
+	var dead, vf, unsent float64
+	for _, n := range counts {
+		send := "-"
+		if n.Status == state.Committed {
+			send = n.SendStatus.String()
+			switch n.SendStatus {
+			case state.SendDead:
+				dead += float64(n.N)
+			case state.SendPending:
+				unsent += float64(n.N)
+			}
+		}
+		if n.Status == state.VerifyFailed {
+			vf += float64(n.N)
+		}
+		sums[key{c.label(n.BizID), n.Status.String(), send}] += float64(n.N)
+	}
+	c.messages.Reset()
+	for k, v := range sums {
+		c.messages.WithLabelValues(k.biz, k.status, k.send).Set(v)
+	}
+	ages := map[string]float64{}
+	now := c.cfg.Now()
+	for biz, t := range oldest {
+		l := c.label(biz)
+		if age := now.Sub(t).Seconds(); age > ages[l] {
+			ages[l] = age
+		}
+	}
+	c.oldest.Reset()
+	for l, age := range ages {
+		c.oldest.WithLabelValues(l).Set(age)
+	}
+	c.dead.Set(dead)
+	c.verifyFailed.Set(vf)
+	c.unsent.Set(unsent)
+	return nil
+}
