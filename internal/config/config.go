@@ -110,7 +110,10 @@ type Checkback struct {
 	Workers             int     `yaml:"workers" env:"EVENTCENTER_CHECKBACK_WORKERS"`
 	EndpointConcurrency int     `yaml:"endpoint_concurrency" env:"EVENTCENTER_CHECKBACK_ENDPOINT_CONCURRENCY"`
 	Breaker             Breaker `yaml:"breaker"`
-	Biz                 []Biz   `yaml:"biz"`
+	// Allow lists check-back endpoints allowed for every bizID: exact
+	// origins (http://10.0.0.1:8080) or URL prefixes. Nothing else is called.
+	Allow []string `yaml:"allow" env:"EVENTCENTER_CHECKBACK_ALLOW" envSeparator:","`
+	Biz   []Biz    `yaml:"biz"`
 }
 
 // Policy is the check-back timing; zero fields inherit.
@@ -130,10 +133,13 @@ type Breaker struct {
 
 // Biz is the check-back configuration of one bizID.
 type Biz struct {
-	BizID    string `yaml:"biz_id"`
-	Policy   `yaml:",inline"`
-	Endpoint string   `yaml:"endpoint"`
-	Allow    []string `yaml:"allow"`
+	BizID  string `yaml:"biz_id"`
+	Policy `yaml:",inline"`
+	// Endpoint is used when the envelope names none; with force_endpoint
+	// it is always used.
+	Endpoint      string   `yaml:"endpoint"`
+	ForceEndpoint bool     `yaml:"force_endpoint"`
+	Allow         []string `yaml:"allow"`
 	// Secret signs check-back requests (HMAC-SHA256).
 	Secret string `yaml:"secret"`
 }
