@@ -1,0 +1,360 @@
+package verifier
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Jitter is how backoff delays are randomised.
+type Jitter uint8
+
+const (
+	// JitterFull draws the delay uniformly from [0, d).
+	JitterFull Jitter = iota
+	// JitterEqual draws it from [d/2, d).
+	JitterEqual
+	// JitterNone uses d as is.
+	JitterNone
+)
+
+// Policy is the check-back timing of a bizID. In Config.Policy a zero field
+// takes the documented default; in a BizConfig it takes Config.Policy's.
+type Policy struct {
+	// FirstDelay is the delay from PREPARE to the first check-back when the
+	// envelope names none (its ec-check-after). Default 10s.
+	FirstDelay time.Duration
+	// BackoffBase is the delay after the first unknown answer; it doubles
+	// with every further one up to BackoffCap. Default 5s.
+	BackoffBase time.Duration
+	// BackoffCap bounds the delay. Default 5m.
+	BackoffCap time.Duration
+	// MaxAttempts is the number of check-backs after which a message that
+	// is still unknown is parked as VERIFY_FAILED. Default 15.
+	MaxAttempts int
+	// Timeout bounds one call. Default 5s.
+	Timeout time.Duration
+	// Jitter randomises each delay; default full jitter. Set JitterSet to
+	// override it in a BizConfig (the zero value is JitterFull).
+	Jitter    Jitter
+	JitterSet bool
+}
+
+// Default policy values.
+const (
+	DefaultFirstDelay  = 10 * time.Second
+	DefaultBackoffBase = 5 * time.Second
+	DefaultBackoffCap  = 5 * time.Minute
+	DefaultMaxAttempts = 15
+	DefaultTimeout     = 5 * time.Second
+)
+
+// BizConfig is the configuration of one bizID.
+type BizConfig struct {
+	// Policy overrides Config.Policy field by field (zero = inherit).
+	Policy
+	// Allow lists the endpoints the center may call for this bizID: exact
+	// origins (http://10.0.0.1:8080, tri://svc:50051) or URL prefixes
+	// (http://10.0.0.1:8080/checkback/). Scheme, host and port must match
+	// exactly; a prefix matches whole path segments. Config.Allow is added.
+	Allow []string
+	// Endpoint is used when the envelope names none; with ForceEndpoint it
+	// is always used and the envelope's is ignored. It is implicitly allowed.
+	Endpoint      string
+	ForceEndpoint bool
+	// Secret, when set, signs every check-back request of this bizID with
+	// the EC-Signature header (see the package documentation).
+	Secret string
+}
+
+// Config configures a Verifier.
+type Config struct {
+	// Policy is the default timing (see Policy for the defaults).
+	Policy Policy
+	// BizIDs holds per-bizID configuration. A bizID not listed uses Policy
+	// and Allow only.
+	BizIDs map[string]BizConfig
+	// Allow lists endpoints allowed for every bizID (same syntax as
+	// BizConfig.Allow). Empty by default: nothing is called unless allowed.
+	Allow []string
+
+	// Workers bounds concurrent calls overall. Default 64.
+	Workers int
+	// EndpointConcurrency bounds concurrent calls per endpoint (host:port).
+	// Default 4.
+	EndpointConcurrency int
+	// ClaimLimit is the most messages claimed at once. Default 256.
+	ClaimLimit int
+	// Lease is how long claimed messages stay claimed; it must exceed the
+	// longest Timeout. Default 2m.
+	Lease time.Duration
+	// PollInterval is how often due check-backs are looked for when the
+	// last claim found none or little. Default 1s.
+	PollInterval time.Duration
+	// BusyDelay is how long a message is put off, without burning an
+	// attempt, when its endpoint is at its concurrency cap (jittered
+	// between BusyDelay/2 and BusyDelay). Default 2s.
+	BusyDelay time.Duration
+	// BreakerFailures is the number of consecutive failed calls to an
+	// endpoint that opens its circuit. Default 5.
+	BreakerFailures int
+	// BreakerCoolDown is how long a circuit stays open before one probe is
+	// let through (wall clock). Messages for an open endpoint are put off
+	// by this much without burning an attempt. Default 30s.
+	BreakerCoolDown time.Duration
+	// ApplyBatch is the most answers written in one store.Apply; answers
+	// are also flushed every ApplyInterval. Defaults 256 and 20ms.
+	ApplyBatch    int
+	ApplyInterval time.Duration
+	// SendLease is the lease of committed messages handed to the forwarder
+	// (store.ApplyRequest.SendLease). Default 1m.
+	SendLease time.Duration
+
+	// Transport carries the calls; nil builds one with limits suited to
+	// EndpointConcurrency (tests pass httptest transports; set TLS here).
+	Transport http.RoundTripper
+	// Registerer receives the metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Rand returns a number in [0, 1) for jitter; nil uses math/rand/v2.
+	Rand func() float64
+}
+
+// resolved is a bizID's effective configuration.
+type resolved struct {
+	policy   Policy
+	allow    []allowRule
+	endpoint *Endpoint
+	force    bool
+	secret   []byte
+}
+
+func (c *Config) setDefaults() {
+	p := &c.Policy
+	def(&p.FirstDelay, DefaultFirstDelay)
+	def(&p.BackoffBase, DefaultBackoffBase)
+	def(&p.BackoffCap, DefaultBackoffCap)
+	def(&p.MaxAttempts, DefaultMaxAttempts)
+	def(&p.Timeout, DefaultTimeout)
+	def(&c.Workers, 64)
+	def(&c.EndpointConcurrency, 4)
+	def(&c.ClaimLimit, 256)
+	def(&c.Lease, 2*time.Minute)
+	def(&c.PollInterval, time.Second)
+	def(&c.BusyDelay, 2*time.Second)
+	def(&c.BreakerFailures, 5)
+	def(&c.BreakerCoolDown, 30*time.Second)
+	def(&c.ApplyBatch, 256)
+	def(&c.ApplyInterval, 20*time.Millisecond)
+	def(&c.SendLease, time.Minute)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Float64
+	}
+}
+
+func def[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
+}
+
+// merge returns p with b's non-zero fields on top.
+func (p Policy) merge(b Policy) Policy {
+	if b.FirstDelay != 0 {
+		p.FirstDelay = b.FirstDelay
+	}
+	if b.BackoffBase != 0 {
+		p.BackoffBase = b.BackoffBase
+	}
+	if b.BackoffCap != 0 {
+		p.BackoffCap = b.BackoffCap
+	}
+	if b.MaxAttempts != 0 {
+		p.MaxAttempts = b.MaxAttempts
+	}
+	if b.Timeout != 0 {
+		p.Timeout = b.Timeout
+	}
+	if b.JitterSet {
+		p.Jitter = b.Jitter
+	}
+	return p
+}
+
+func (p Policy) validate(field string) error {
+	switch {
+	case p.FirstDelay < 0:
+		return fmt.Errorf("%s.FirstDelay: %s is negative", field, p.FirstDelay)
+	case p.BackoffBase < 0:
+		return fmt.Errorf("%s.BackoffBase: %s is negative", field, p.BackoffBase)
+	case p.BackoffCap < p.BackoffBase:
+		return fmt.Errorf("%s.BackoffCap: %s is below BackoffBase %s", field, p.BackoffCap, p.BackoffBase)
+	case p.MaxAttempts < 0:
+		return fmt.Errorf("%s.MaxAttempts: %d is negative", field, p.MaxAttempts)
+	case p.Timeout < 0:
+		return fmt.Errorf("%s.Timeout: %s is negative", field, p.Timeout)
+	case p.Jitter > JitterNone:
+		return fmt.Errorf("%s.Jitter: unknown value %d", field, p.Jitter)
+	}
+	return nil
+}
+
+// Validate checks the configuration (defaults applied); errors name the
+// field.
+func (c Config) Validate() error {
+	c.setDefaults()
+	_, err := c.resolve()
+	return err
+}
+
+// resolve validates c (defaults set) and builds every bizID's effective
+// configuration; the "" entry is the one for bizIDs not listed.
+func (c *Config) resolve() (map[string]*resolved, error) {
+	var errs []error
+	if err := c.Policy.validate("Policy"); err != nil {
+		errs = append(errs, err)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"Workers", c.Workers}, {"EndpointConcurrency", c.EndpointConcurrency},
+		{"ClaimLimit", c.ClaimLimit}, {"BreakerFailures", c.BreakerFailures}, {"ApplyBatch", c.ApplyBatch},
+	} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("%s: %d is negative", f.name, f.v))
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"PollInterval", c.PollInterval}, {"BusyDelay", c.BusyDelay}, {"BreakerCoolDown", c.BreakerCoolDown},
+		{"ApplyInterval", c.ApplyInterval}, {"SendLease", c.SendLease},
+	} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("%s: %s is negative", f.name, f.v))
+		}
+	}
+	if c.EndpointConcurrency > c.Workers && c.Workers > 0 {
+		errs = append(errs, fmt.Errorf("EndpointConcurrency: %d exceeds Workers %d", c.EndpointConcurrency, c.Workers))
+	}
+	global, err := parseAllow("Allow", c.Allow)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	out := map[string]*resolved{"": {policy: c.Policy, allow: global}}
+	maxTimeout := c.Policy.Timeout
+	ids := make([]string, 0, len(c.BizIDs))
+	for id := range c.BizIDs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		b := c.BizIDs[id]
+		field := fmt.Sprintf("BizIDs[%q]", id)
+		if id == "" || strings.Contains(id, ":") {
+			errs = append(errs, fmt.Errorf("%s: a bizID is non-empty and has no ':'", field))
+			continue
+		}
+		r := &resolved{policy: c.Policy.merge(b.Policy), force: b.ForceEndpoint}
+		if err := r.policy.validate(field); err != nil {
+			errs = append(errs, err)
+		}
+		maxTimeout = max(maxTimeout, r.policy.Timeout)
+		allow, err := parseAllow(field+".Allow", b.Allow)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		r.allow = append(allow, global...)
+		if b.Endpoint != "" {
+			ep, err := ParseEndpoint(b.Endpoint)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s.Endpoint: %w", field, err))
+			} else {
+				r.endpoint = &ep
+			}
+		} else if b.ForceEndpoint {
+			errs = append(errs, fmt.Errorf("%s.ForceEndpoint: set without Endpoint", field))
+		}
+		if b.Secret != "" {
+			r.secret = []byte(b.Secret)
+		}
+		out[id] = r
+	}
+	if c.Lease < 2*maxTimeout {
+		errs = append(errs, fmt.Errorf("Lease: %s must be at least twice the longest Timeout (%s)", c.Lease, maxTimeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("verifier config: %w", err)
+	}
+	return out, nil
+}
+
+func parseAllow(field string, list []string) ([]allowRule, error) {
+	var rules []allowRule
+	var errs []error
+	for i, s := range list {
+		r, err := parseAllowRule(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s[%d] %q: %v", field, i, s, err))
+			continue
+		}
+		rules = append(rules, r)
+	}
+	return rules, errors.Join(errs...)
+}
+
+// FirstDelay returns the delay before a bizID's first check-back when the
+// envelope gives none: its FirstDelay, else the default policy's. Ingest
+// uses it for state.Body.CheckAfter.
+func (c *Config) FirstDelay(bizID string) time.Duration {
+	d := c.Policy.FirstDelay
+	if b, ok := c.BizIDs[bizID]; ok && b.FirstDelay != 0 {
+		d = b.FirstDelay
+	}
+	if d == 0 {
+		d = DefaultFirstDelay
+	}
+	return d
+}
+
+// Backoff returns the delay after the n-th unknown answer (n ≥ 1):
+// min(BackoffCap, BackoffBase·2^(n-1)), jittered with r in [0, 1).
+func (p Policy) Backoff(n int, r float64) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	d := p.BackoffCap
+	if shift := n - 1; shift < 62 {
+		if f := float64(p.BackoffBase) * math.Pow(2, float64(shift)); f < float64(p.BackoffCap) {
+			d = time.Duration(f)
+		}
+	}
+	switch p.Jitter {
+	case JitterFull:
+		return time.Duration(r * float64(d))
+	case JitterEqual:
+		return d/2 + time.Duration(r*float64(d/2))
+	default:
+		return d
+	}
+}

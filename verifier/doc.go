@@ -1,0 +1,102 @@
+// Package verifier checks back with producers: it claims PREPARED messages
+// whose check-back is due in the owned control partitions, asks each
+// producer's endpoint whether the local transaction committed, and applies
+// the answer through the store (the state machine's KindCheck* events).
+//
+// # Endpoints and protocols
+//
+// An endpoint comes from the PREPARE (ec-verify) or from the bizID's
+// configuration (BizConfig.Endpoint, always used with ForceEndpoint):
+//
+//	http://host:port/path, https://...        GET path?bizID=..&messageKey=..&attempt=n
+//	tri://host:port/<iface>/<method>?version=&group=&bizid=int|string (tris:// for TLS)
+//	                                           POST /<iface>/<method>, body [bizID, key]
+//	jsonrpc://host:port/<path>?method=verifyMessage&bizid=int|string (jsonrpcs://)
+//	                                           POST /<path>, {"jsonrpc":"2.0","method":..,"params":[bizID,key],"id":n}
+//
+// Triple calls carry Content-Type application/json, tri-service-version and
+// tri-service-group when the endpoint names them, and the call timeout in
+// milliseconds in tri-service-timeout and Triple-Timeout-Ms. With bizid=int
+// the bizID is sent as a JSON number when it parses as one.
+//
+// Reading answers is fail-closed. Commit is only: 2, {"decision":"commit"},
+// {"status":"SUCCESS","data":{"messageStatus":2}} (data.messageKey, when
+// present, must be the key asked for), or a JSON-RPC result holding one of
+// these; rollback likewise with 3 / "rollback". 1 and {"decision":"unknown"}
+// are a clean unknown. Everything else — a non-2xx status, a redirect, a
+// timeout, a body that is not JSON or is cut short, a JSON-RPC error, a
+// status other than SUCCESS, a number other than 1, 2 or 3 — is unknown and
+// counted as an error (metric outcome "error", and a failure for the
+// endpoint's circuit breaker). Both kinds of unknown burn an attempt.
+//
+// # Safety
+//
+// The verifier calls only what the configuration allows for the message's
+// bizID: Config.Allow plus BizConfig.Allow (exact origins such as
+// http://10.0.0.1:8080, or URL prefixes such as http://10.0.0.1:8080/cb/,
+// matched on scheme, host, port and whole path segments) and the bizID's
+// own configured Endpoint. A message whose endpoint is not allowed, does not
+// parse, or is missing is parked as VERIFY_FAILED (state.KindCheckParked)
+// with the reason in its LastError, counted, and no request is made.
+// Redirects are never followed.
+//
+// # Request signature
+//
+// When a bizID has a Secret, every request carries
+//
+//	EC-Signature: t=<unix seconds>,v1=<hex>
+//
+// where <hex> is the lowercase hex HMAC-SHA256, keyed with the secret, of
+//
+//	<t> "." <METHOD> "." <request target> "." <body>
+//
+// <METHOD> is GET or POST, <request target> is the path and query exactly as
+// sent on the request line (for the HTTP shape it includes bizID,
+// messageKey and attempt), and <body> is the raw request body (empty for
+// GET). A receiver recomputes the HMAC over its request line and body,
+// compares in constant time, and rejects timestamps too far from its clock
+// (clientlib's handler: 5 minutes) and any header it cannot parse. Several
+// v1= entries may appear; one matching is enough (key rotation).
+//
+// # Timing
+//
+// The first check-back is due FirstDelay after the PREPARE unless the
+// envelope says otherwise ((*Config).FirstDelay, used by ingest). After the
+// n-th unknown the next is due after min(BackoffCap, BackoffBase·2^(n-1))
+// with full (default) or equal jitter. The MaxAttempts-th unknown parks the
+// message as VERIFY_FAILED, logs an error with bizID and key, and counts
+// eventcenter_verify_failed_total{biz_id}. All of it can be set per bizID.
+//
+// # Storm control
+//
+// Calls run on at most Workers goroutines, at most EndpointConcurrency per
+// endpoint (host:port). A message whose endpoint is at its cap is not
+// waited for: it is put off by about BusyDelay (state.KindCheckDeferred, no
+// attempt burned), so a hanging producer holds at most its own slots and
+// never delays other endpoints. Each endpoint has a circuit breaker
+// (sony/gobreaker): BreakerFailures consecutive failures open it; while open
+// its messages are put off by BreakerCoolDown without a call and without
+// burning an attempt; after the cool-down one probe call decides whether it
+// closes again.
+//
+// # Loop
+//
+// New builds a Verifier over a Store (ClaimCheckbacks and Apply), the owned
+// partitions and an optional Handoff (the forwarder's fast path, given the
+// messages a commit answer made sendable). Start returns at once; the loop
+// claims with a lease, dispatches, and writes answers in batches (every
+// ApplyInterval or ApplyBatch answers) with the claim's lease token, so an
+// answer for a claim that expired and was taken over is dropped. It polls
+// every PollInterval, at once after a full batch, and when the owned
+// partitions change. Stop cancels calls in flight (no attempt burned),
+// writes the answers already received and waits.
+//
+// # Metrics
+//
+//	eventcenter_checkback_total{protocol,outcome}     commit, rollback, unknown, error, deferred, parked
+//	eventcenter_checkback_duration_seconds{protocol}
+//	eventcenter_checkback_circuit_open                endpoints with an open or half-open circuit
+//	eventcenter_verify_failed_total{biz_id}           configured bizIDs by name, others as "other"
+//	eventcenter_checkback_disallowed_total
+//	eventcenter_checkback_apply_errors_total
+package verifier

@@ -1,0 +1,76 @@
+package verifier
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Outcome labels of eventcenter_checkback_total.
+const (
+	outcomeCommit   = "commit"
+	outcomeRollback = "rollback"
+	outcomeUnknown  = "unknown"
+	outcomeError    = "error"
+	outcomeDeferred = "deferred"
+	outcomeParked   = "parked"
+)
+
+type metrics struct {
+	total        *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	circuitOpen  prometheus.Gauge
+	verifyFailed *prometheus.CounterVec
+	disallowed   prometheus.Counter
+	applyErrors  prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		total: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_checkback_total",
+			Help: "Check-backs by protocol and outcome (commit, rollback, unknown, error, deferred, parked).",
+		}, []string{"protocol", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "eventcenter_checkback_duration_seconds",
+			Help:    "Duration of check-back calls by protocol.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"protocol"}),
+		circuitOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "eventcenter_checkback_circuit_open",
+			Help: "Check-back endpoints whose circuit is open or half-open.",
+		}),
+		verifyFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_verify_failed_total",
+			Help: "Messages parked as VERIFY_FAILED after their last check-back attempt, by bizID (\"other\" for bizIDs not configured).",
+		}, []string{"biz_id"}),
+		disallowed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventcenter_checkback_disallowed_total",
+			Help: "Messages parked without a call because their check-back endpoint is not allowed for their bizID.",
+		}),
+		applyErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventcenter_checkback_apply_errors_total",
+			Help: "Batches of check-back results the store did not take (the messages are checked again when their lease runs out).",
+		}),
+	}
+	for _, p := range []Protocol{ProtoHTTP, ProtoTriple, ProtoJSONRPC} {
+		for _, o := range []string{outcomeCommit, outcomeRollback, outcomeUnknown, outcomeError, outcomeDeferred, outcomeParked} {
+			m.total.WithLabelValues(p.String(), o)
+		}
+		m.duration.WithLabelValues(p.String())
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var errs []error
+	for _, c := range []prometheus.Collector{m.total, m.duration, m.circuitOpen, m.verifyFailed, m.disallowed, m.applyErrors} {
+		if err := reg.Register(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("register verifier metrics: %w", err)
+	}
+	return m, nil
+}

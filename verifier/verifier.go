@@ -1,0 +1,402 @@
+package verifier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// Store is what the verifier needs from the store.
+type Store interface {
+	ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Message, error)
+	Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error)
+}
+
+// Owned is the set of owned control partitions (internal/ownership.Set).
+type Owned interface {
+	Partitions() []int32
+	Changed() <-chan struct{}
+}
+
+// Handoff takes messages that a commit answer made sendable, leased: the
+// forwarder's fast path. It is called from the verifier's applier goroutine
+// and must not block for long.
+type Handoff interface {
+	Handoff(msgs []state.Message)
+}
+
+// Verifier checks back stale PREPAREs in the owned partitions.
+type Verifier struct {
+	cfg    Config
+	biz    map[string]*resolved
+	st     Store
+	owned  Owned
+	fwd    Handoff
+	caller *caller
+	gates  *gates
+	m      *metrics
+	log    *slog.Logger
+
+	slots   chan struct{} // one per running call (Config.Workers)
+	freed   chan struct{} // a call finished
+	results chan result
+
+	mu          sync.Mutex
+	started     bool
+	cancel      context.CancelFunc
+	applyCancel context.CancelFunc
+	done        chan struct{}
+}
+
+// result is one change for the applier, with what it needs to report.
+type result struct {
+	change store.Change
+	proto  Protocol
+}
+
+// New builds a Verifier. fwd may be nil (committed messages are then left
+// due for the forwarder's scan).
+func New(cfg Config, st Store, owned Owned, fwd Handoff) (*Verifier, error) {
+	if st == nil {
+		return nil, errors.New("verifier: nil Store")
+	}
+	if owned == nil {
+		return nil, errors.New("verifier: nil Owned")
+	}
+	cfg.setDefaults()
+	biz, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	rt := cfg.Transport
+	if rt == nil {
+		rt = newTransport(cfg.EndpointConcurrency)
+	}
+	v := &Verifier{
+		cfg: cfg, biz: biz, st: st, owned: owned, fwd: fwd,
+		caller: newCaller(rt, cfg.Now, cfg.Logger),
+		gates: &gates{m: map[string]*gate{}, cap: cfg.EndpointConcurrency, failures: cfg.BreakerFailures,
+			coolDown: cfg.BreakerCoolDown, metrics: m, log: cfg.Logger},
+		m:       m,
+		log:     cfg.Logger,
+		slots:   make(chan struct{}, cfg.Workers),
+		freed:   make(chan struct{}, 1),
+		results: make(chan result, 2*cfg.ApplyBatch),
+	}
+	return v, nil
+}
+
+// Config returns the effective configuration (defaults applied).
+func (v *Verifier) Config() *Config { return &v.cfg }
+
+// Start runs the verifier until Stop or until ctx ends; it returns at once.
+func (v *Verifier) Start(ctx context.Context) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.started {
+		return errors.New("verifier: already started")
+	}
+	v.started = true
+	runCtx, cancel := context.WithCancel(ctx)
+	applyCtx, applyCancel := context.WithCancel(context.WithoutCancel(ctx))
+	v.cancel, v.applyCancel = cancel, applyCancel
+	v.done = make(chan struct{})
+	go v.run(runCtx, applyCtx)
+	return nil
+}
+
+// Stop stops claiming, cancels the calls in flight (their messages are
+// checked again when their lease runs out, no attempt burned), writes the
+// answers already received and waits for every goroutine. When ctx ends
+// first, pending writes are abandoned and Stop returns ctx's error once the
+// goroutines are gone.
+func (v *Verifier) Stop(ctx context.Context) error {
+	v.mu.Lock()
+	started, done := v.started, v.done
+	v.mu.Unlock()
+	if !started {
+		return nil
+	}
+	v.cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		v.applyCancel()
+		<-done
+		return fmt.Errorf("stop verifier: %w", ctx.Err())
+	}
+}
+
+func (v *Verifier) run(ctx, applyCtx context.Context) {
+	defer close(v.done)
+	defer v.applyCancel()
+	applied := make(chan struct{})
+	go func() {
+		defer close(applied)
+		v.applier(applyCtx)
+	}()
+	var calls sync.WaitGroup
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		changed := v.owned.Changed()
+		more := v.claim(ctx, &calls)
+		if ctx.Err() != nil {
+			break
+		}
+		if more && len(v.slots) < cap(v.slots) {
+			continue
+		}
+		timer.Reset(v.cfg.PollInterval)
+		var wake <-chan struct{}
+		if more {
+			wake = v.freed // full batch but no free worker: go on when one frees
+		}
+		select {
+		case <-ctx.Done():
+		case <-timer.C:
+		case <-changed:
+		case <-wake:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	calls.Wait()
+	close(v.results)
+	<-applied
+}
+
+// claim claims due check-backs for the free workers and dispatches them; it
+// tells whether it got a full batch (more may be due).
+func (v *Verifier) claim(ctx context.Context, calls *sync.WaitGroup) bool {
+	limit := min(v.cfg.ClaimLimit, cap(v.slots)-len(v.slots))
+	if limit <= 0 {
+		return true
+	}
+	parts := v.owned.Partitions()
+	if len(parts) == 0 {
+		return false
+	}
+	msgs, err := v.st.ClaimCheckbacks(ctx, store.Claim{Partitions: parts, Limit: limit, Lease: v.cfg.Lease})
+	if err != nil {
+		if ctx.Err() == nil {
+			v.log.Error("claim check-backs", "err", err)
+		}
+		return false
+	}
+	now := v.cfg.Now()
+	for i := range msgs {
+		v.dispatch(ctx, &msgs[i], now, calls)
+	}
+	return len(msgs) == limit
+}
+
+// bizConf returns a bizID's effective configuration.
+func (v *Verifier) bizConf(bizID string) *resolved {
+	if r, ok := v.biz[bizID]; ok {
+		return r
+	}
+	return v.biz[""]
+}
+
+// endpointFor picks and checks the endpoint of m; reason is set when the
+// message must be parked instead.
+func (v *Verifier) endpointFor(m *state.Message, r *resolved) (ep Endpoint, reason string, disallowed bool) {
+	switch {
+	case r.endpoint != nil && (r.force || m.Verify == ""):
+		return *r.endpoint, "", false
+	case m.Verify == "":
+		return Endpoint{}, fmt.Sprintf("no check-back endpoint: the PREPARE named none and bizID %q has no configured endpoint", m.BizID), false
+	}
+	ep, err := ParseEndpoint(m.Verify)
+	if err != nil {
+		return Endpoint{}, err.Error(), false
+	}
+	if r.endpoint != nil && r.endpoint.Origin() == ep.Origin() && r.endpoint.Path == ep.Path {
+		return ep, "", false
+	}
+	for _, rule := range r.allow {
+		if rule.allows(ep) {
+			return ep, "", false
+		}
+	}
+	return ep, fmt.Sprintf("check-back endpoint %s is not allowed for bizID %q: add its origin (%s) or a prefix to that bizID's allow list, then retry the message",
+		ep, m.BizID, ep.Origin()), true
+}
+
+func (v *Verifier) dispatch(ctx context.Context, m *state.Message, now time.Time, calls *sync.WaitGroup) {
+	r := v.bizConf(m.BizID)
+	ep, reason, disallowed := v.endpointFor(m, r)
+	if reason != "" {
+		v.m.total.WithLabelValues(ep.Protocol.String(), outcomeParked).Inc()
+		if disallowed {
+			v.m.disallowed.Inc()
+		}
+		v.log.Warn("check-back not called; message parked as VERIFY_FAILED",
+			"biz_id", m.BizID, "key", m.Key, "reason", reason)
+		v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckParked, At: now, Err: reason})
+		return
+	}
+	g := v.gates.get(ep.Host)
+	if !g.tryAcquire() {
+		d := v.cfg.BusyDelay/2 + time.Duration(v.cfg.Rand()*float64(v.cfg.BusyDelay/2))
+		v.deferMsg(m, ep, now.Add(d), fmt.Sprintf("endpoint %s at its concurrency cap", ep.Host))
+		return
+	}
+	done, err := g.breaker.Allow()
+	if err != nil {
+		g.release()
+		v.deferMsg(m, ep, now.Add(v.cfg.BreakerCoolDown), fmt.Sprintf("endpoint %s circuit open", ep.Host))
+		return
+	}
+	v.slots <- struct{}{}
+	calls.Add(1)
+	msg := *m
+	go func() {
+		defer calls.Done()
+		defer func() {
+			<-v.slots
+			select {
+			case v.freed <- struct{}{}:
+			default:
+			}
+		}()
+		defer g.release()
+		v.check(ctx, &msg, ep, r, done)
+	}()
+}
+
+func (v *Verifier) deferMsg(m *state.Message, ep Endpoint, at time.Time, why string) {
+	v.m.total.WithLabelValues(ep.Protocol.String(), outcomeDeferred).Inc()
+	v.log.Debug("check-back deferred", "biz_id", m.BizID, "key", m.Key, "reason", why, "retry_at", at)
+	v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckDeferred, At: v.cfg.Now(), RetryAt: at})
+}
+
+// check runs one call and queues its result.
+func (v *Verifier) check(ctx context.Context, m *state.Message, ep Endpoint, r *resolved, done func(error)) {
+	start := time.Now()
+	a := v.caller.do(ctx, call{ep: ep, bizID: m.BizID, key: m.Key, attempt: m.VerifyAttempts + 1,
+		timeout: r.policy.Timeout, secret: r.secret})
+	if ctx.Err() != nil {
+		done(errShutdown) // cut short by Stop: no answer, no attempt burned
+		return
+	}
+	done(a.Err)
+	v.m.duration.WithLabelValues(ep.Protocol.String()).Observe(time.Since(start).Seconds())
+	now := v.cfg.Now()
+	ev := state.Event{At: now}
+	outcome := ""
+	switch {
+	case a.Err == nil && a.Decision == DecisionCommit:
+		ev.Kind, outcome = state.KindCheckCommit, outcomeCommit
+	case a.Err == nil && a.Decision == DecisionRollback:
+		ev.Kind, outcome = state.KindCheckRollback, outcomeRollback
+	default:
+		n := m.VerifyAttempts + 1
+		ev.Kind = state.KindCheckUnknown
+		ev.MaxAttempts = r.policy.MaxAttempts
+		ev.RetryAt = now.Add(r.policy.Backoff(n, v.cfg.Rand()))
+		if a.Err != nil {
+			outcome = outcomeError
+			ev.Err = fmt.Sprintf("check-back %d via %s: %v", n, ep, a.Err)
+		} else {
+			outcome = outcomeUnknown
+			ev.Err = fmt.Sprintf("check-back %d via %s: producer answered unknown", n, ep)
+		}
+	}
+	v.m.total.WithLabelValues(ep.Protocol.String(), outcome).Inc()
+	v.emit(m, ep.Protocol, ev)
+}
+
+func (v *Verifier) emit(m *state.Message, p Protocol, ev state.Event) {
+	v.results <- result{
+		change: store.Change{BizID: m.BizID, Key: m.Key, Partition: m.Partition, Event: ev, LeaseToken: m.LeaseToken},
+		proto:  p,
+	}
+}
+
+// applier writes results in batches until the results channel closes.
+func (v *Verifier) applier(ctx context.Context) {
+	tick := time.NewTicker(v.cfg.ApplyInterval)
+	defer tick.Stop()
+	batch := make([]result, 0, v.cfg.ApplyBatch)
+	flush := func() {
+		if len(batch) > 0 {
+			v.apply(ctx, batch)
+			batch = batch[:0]
+		}
+	}
+	for {
+		select {
+		case r, ok := <-v.results:
+			if !ok {
+				flush()
+				return
+			}
+			batch = append(batch, r)
+			if len(batch) >= v.cfg.ApplyBatch {
+				flush()
+			}
+		case <-tick.C:
+			flush()
+		}
+	}
+}
+
+func (v *Verifier) apply(ctx context.Context, batch []result) {
+	changes := make([]store.Change, len(batch))
+	for i, r := range batch {
+		changes[i] = r.change
+	}
+	res, err := v.st.Apply(ctx, store.ApplyRequest{Changes: changes, SendLease: v.cfg.SendLease})
+	if err != nil {
+		v.m.applyErrors.Inc()
+		v.log.Error("apply check-back results; the messages are checked again after their lease",
+			"n", len(changes), "err", err)
+		return
+	}
+	for i, out := range res.Outcomes {
+		if i >= len(changes) {
+			break
+		}
+		c := changes[i]
+		switch {
+		case out.Err != nil:
+			v.log.Error("apply check-back result", "biz_id", c.BizID, "key", c.Key, "err", out.Err)
+		case out.Stale:
+			v.log.Debug("check-back result dropped: lease taken over", "biz_id", c.BizID, "key", c.Key)
+		case out.Parked && c.Event.Kind == state.KindCheckUnknown:
+			label := "other"
+			if _, ok := v.cfg.BizIDs[c.BizID]; ok {
+				label = c.BizID
+			}
+			v.m.verifyFailed.WithLabelValues(label).Inc()
+			v.log.Error("check-backs exhausted; message parked as VERIFY_FAILED (resolve it or retry it)",
+				"biz_id", c.BizID, "key", c.Key, "attempts", c.Event.MaxAttempts, "last_error", c.Event.Err)
+		case out.Effect == state.Conflict:
+			v.log.Warn("check-back answer contradicts the recorded decision; kept the first",
+				"biz_id", c.BizID, "key", c.Key, "answer", c.Event.Kind.String())
+		}
+	}
+	if len(res.Sendable) > 0 && v.fwd != nil {
+		v.fwd.Handoff(res.Sendable)
+	}
+}
