@@ -1,0 +1,165 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventcenter/eventcenter/envelope"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	DefaultControlTopic   = "eventcenter.control"
+	DefaultGroup          = "eventcenter"
+	DefaultMaxPayload     = envelope.DefaultMaxPayload
+	DefaultCheckAfter     = 30 * time.Second
+	DefaultSendLease      = 30 * time.Second
+	DefaultMaxPollRecords = 5000
+	DefaultParallelism    = 4
+	DefaultRetryMin       = 100 * time.Millisecond
+	DefaultRetryMax       = 10 * time.Second
+)
+
+// DLQSuffix is appended to the control topic to name the default
+// dead-letter topic.
+const DLQSuffix = ".dlq"
+
+// Config configures an Ingester. Zero fields take the defaults above.
+type Config struct {
+	// Brokers are the seed brokers of the control topic's cluster.
+	Brokers []string
+	// ControlTopic is the topic envelopes are read from.
+	ControlTopic string
+	// DLQTopic receives malformed control records; default
+	// ControlTopic+".dlq".
+	DLQTopic string
+	// Group is the consumer group of all eventcenter instances.
+	Group string
+	// MaxPayload bounds a PREPARE's payload in bytes; larger records go to
+	// the dead-letter topic.
+	MaxPayload int
+	// CheckAfter returns the first check-back delay for a bizID when the
+	// envelope carries none (the verifier's configuration); nil, or a
+	// result <= 0, means DefaultCheckAfter.
+	CheckAfter func(bizID string) time.Duration
+	// SendLease is how long a message handed to the forwarder stays leased
+	// before the forwarder's scan may pick it up again.
+	SendLease time.Duration
+	// MaxPollRecords bounds the records taken per poll (over all
+	// partitions).
+	MaxPollRecords int
+	// Parallelism bounds the partitions applied at the same time.
+	Parallelism int
+	// RetryMin and RetryMax bound the backoff between attempts to apply a
+	// batch (or produce its dead letters) while the store or broker fails.
+	RetryMin time.Duration
+	RetryMax time.Duration
+	// ClientOptions are appended to the franz-go client options (TLS, SASL,
+	// client id, tests' timeouts); they may override the defaults.
+	ClientOptions []kgo.Opt
+	// Now is the clock stamped on envelopes (nil: time.Now).
+	Now func() time.Time
+	// Logger (nil: slog.Default()).
+	Logger *slog.Logger
+	// Registerer receives the metrics (nil: not registered).
+	Registerer prometheus.Registerer
+}
+
+func (c *Config) setDefaults() {
+	if c.ControlTopic == "" {
+		c.ControlTopic = DefaultControlTopic
+	}
+	if c.DLQTopic == "" {
+		c.DLQTopic = c.ControlTopic + DLQSuffix
+	}
+	if c.Group == "" {
+		c.Group = DefaultGroup
+	}
+	if c.MaxPayload == 0 {
+		c.MaxPayload = DefaultMaxPayload
+	}
+	if c.SendLease == 0 {
+		c.SendLease = DefaultSendLease
+	}
+	if c.MaxPollRecords == 0 {
+		c.MaxPollRecords = DefaultMaxPollRecords
+	}
+	if c.Parallelism == 0 {
+		c.Parallelism = DefaultParallelism
+	}
+	if c.RetryMin == 0 {
+		c.RetryMin = DefaultRetryMin
+	}
+	if c.RetryMax == 0 {
+		c.RetryMax = max(DefaultRetryMax, c.RetryMin)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate checks a Config after defaults (New applies them first); its
+// errors name the field.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("ingest config: %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if len(c.Brokers) == 0 {
+		bad("Brokers", "at least one seed broker is required")
+	}
+	for i, b := range c.Brokers {
+		if b == "" {
+			bad(fmt.Sprintf("Brokers[%d]", i), "is empty")
+		}
+	}
+	if c.ControlTopic == "" {
+		bad("ControlTopic", "is required")
+	}
+	if c.DLQTopic == c.ControlTopic {
+		bad("DLQTopic", "must differ from ControlTopic %q", c.ControlTopic)
+	}
+	if c.Group == "" {
+		bad("Group", "is required")
+	}
+	if c.MaxPayload < 1 {
+		bad("MaxPayload", "must be positive, got %d", c.MaxPayload)
+	}
+	if c.SendLease < 0 {
+		bad("SendLease", "must not be negative, got %v", c.SendLease)
+	}
+	if c.MaxPollRecords < 1 {
+		bad("MaxPollRecords", "must be positive, got %d", c.MaxPollRecords)
+	}
+	if c.Parallelism < 1 {
+		bad("Parallelism", "must be positive, got %d", c.Parallelism)
+	}
+	if c.RetryMin <= 0 {
+		bad("RetryMin", "must be positive, got %v", c.RetryMin)
+	}
+	if c.RetryMax < c.RetryMin {
+		bad("RetryMax", "must be at least RetryMin (%v), got %v", c.RetryMin, c.RetryMax)
+	}
+	return errors.Join(errs...)
+}
+
+// checkAfter resolves the first check-back delay of an envelope.
+func (c *Config) checkAfter(e *envelope.Envelope) time.Duration {
+	if e.CheckAfter > 0 {
+		return e.CheckAfter
+	}
+	if c.CheckAfter != nil {
+		if d := c.CheckAfter(e.BizID); d > 0 {
+			return d
+		}
+	}
+	return DefaultCheckAfter
+}

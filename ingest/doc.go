@@ -1,0 +1,23 @@
+// Package ingest consumes the control topic in a Kafka consumer group and
+// applies its envelopes to the store.
+//
+// Each poll is split per partition. A partition's records are decoded
+// (envelope.Decoder); the good ones become store.Changes applied with one
+// Store.Apply call (one database transaction, in which the store folds a
+// PREPARE and a COMMIT of one key into one insert), the malformed ones are
+// copied to the dead-letter topic with the reason. Partitions are applied in
+// parallel. Messages that became sendable are handed to the forwarder at
+// once (the fast path). Offsets are committed only after the store
+// committed, so a crash replays the batch, and replays are no-ops.
+//
+// When the store (or the dead-letter produce) fails, the same batch is
+// retried with capped backoff until it succeeds or the ingester is stopped;
+// nothing is committed meanwhile, and nothing is skipped.
+//
+// The ingester also owns the set of assigned control partitions
+// (internal/ownership): the cooperative-sticky balancer assigns and revokes
+// partitions, and the verifier and forwarder act only on owned ones.
+// Rebalances are blocked while a poll is processed (BlockRebalanceOnPoll),
+// and offsets applied for a revoked partition are committed before it is
+// given up.
+package ingest

@@ -1,0 +1,325 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// Store is what the ingester needs from the database.
+type Store interface {
+	Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error)
+}
+
+// Handoff takes messages that became sendable (leased for SendLease) for
+// immediate forwarding. It must not block for long: it is called on the
+// consumer's path.
+type Handoff interface {
+	Handoff(msgs []state.Message)
+}
+
+// Ingester consumes the control topic and applies it to the store.
+type Ingester struct {
+	cfg   Config
+	st    Store
+	fwd   Handoff
+	owned *ownership.Set
+	log   *slog.Logger
+	met   *metrics
+	dec   envelope.Decoder
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	r       *run
+}
+
+// New checks the configuration and builds an Ingester; it connects nothing
+// (Start does). fwd may be nil when nothing takes sendable messages (the
+// forwarder's scan then finds them once their lease runs out).
+func New(cfg Config, st Store, fwd Handoff, owned *ownership.Set) (*Ingester, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, errors.New("ingest: store is nil")
+	}
+	if owned == nil {
+		return nil, errors.New("ingest: ownership set is nil")
+	}
+	met, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	return &Ingester{
+		cfg: cfg, st: st, fwd: fwd, owned: owned,
+		log: cfg.Logger.With("component", "ingest", "topic", cfg.ControlTopic, "group", cfg.Group),
+		met: met,
+		dec: envelope.Decoder{MaxPayload: cfg.MaxPayload},
+	}, nil
+}
+
+// run is one started consumer: its client, its lifetime and the offsets it
+// applied but has not committed yet.
+type run struct {
+	cl *kgo.Client
+
+	// pollCtx ends when the ingester is asked to stop (Stop, or the
+	// context given to Start ends): no more polls, no more retries.
+	pollCtx  context.Context
+	stopPoll context.CancelFunc
+	// workCtx carries store applies, dead-letter produces and commits; it
+	// ends when Stop's context does (abandon the batch in hand) or when
+	// the consumer is gone.
+	workCtx context.Context
+	abort   context.CancelFunc
+
+	done chan struct{}
+	err  error // set before done is closed
+
+	mu sync.Mutex
+	// applied are the next offsets to commit for partitions whose records
+	// were applied but not committed yet.
+	applied map[int32]kgo.EpochOffset
+	// assigned are the partitions this run added to the ownership set.
+	assigned map[int32]bool
+}
+
+// Start joins the consumer group and starts consuming in a goroutine; it
+// returns at once. When ctx ends, the ingester stops as if Stop were called
+// (Stop must still be called to wait for it).
+func (in *Ingester) Start(ctx context.Context) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.started {
+		return errors.New("ingest: already started")
+	}
+	r := &run{
+		done:     make(chan struct{}),
+		applied:  map[int32]kgo.EpochOffset{},
+		assigned: map[int32]bool{},
+	}
+	r.pollCtx, r.stopPoll = context.WithCancel(ctx)
+	r.workCtx, r.abort = context.WithCancel(context.WithoutCancel(ctx))
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(in.cfg.Brokers...),
+		kgo.ConsumerGroup(in.cfg.Group),
+		kgo.ConsumeTopics(in.cfg.ControlTopic),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// Dead letters are produced synchronously: lingering only delays.
+		kgo.ProducerLinger(0),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			in.assigned(r, m[in.cfg.ControlTopic])
+		}),
+		kgo.OnPartitionsRevoked(func(_ context.Context, cl *kgo.Client, m map[string][]int32) {
+			in.revoked(r, cl, m[in.cfg.ControlTopic], true)
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, cl *kgo.Client, m map[string][]int32) {
+			in.revoked(r, cl, m[in.cfg.ControlTopic], false)
+		}),
+	}
+	opts = append(opts, in.cfg.ClientOptions...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		r.stopPoll()
+		r.abort()
+		return fmt.Errorf("ingest: create kafka client: %w", err)
+	}
+	r.cl = cl
+	in.started = true
+	in.r = r
+	go in.loop(r)
+	in.log.Info("ingest started", "brokers", in.cfg.Brokers)
+	return nil
+}
+
+// Stop stops polling, finishes the batch in hand (applies it and commits its
+// offsets), leaves the group and waits until the consumer is gone. If ctx
+// ends first, the batch in hand is abandoned uncommitted (it is replayed by
+// the partition's next owner) and Stop returns ctx's error after the
+// consumer is gone.
+func (in *Ingester) Stop(ctx context.Context) error {
+	in.mu.Lock()
+	r := in.r
+	already := in.stopped
+	in.stopped = true
+	in.mu.Unlock()
+	if r == nil || already {
+		if r != nil {
+			<-r.done
+		}
+		return nil
+	}
+	r.stopPoll()
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		r.abort()
+		<-r.done
+		return fmt.Errorf("ingest: stop: %w", ctx.Err())
+	}
+}
+
+// loop is the consumer: poll, apply per partition, commit, allow rebalance.
+func (in *Ingester) loop(r *run) {
+	defer close(r.done)
+	defer r.abort()
+	for r.pollCtx.Err() == nil {
+		fs := r.cl.PollRecords(r.pollCtx, in.cfg.MaxPollRecords)
+		if fs.IsClientClosed() {
+			break
+		}
+		fs.EachError(func(topic string, p int32, err error) {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return
+			}
+			in.log.Warn("fetch error", "fetch_topic", topic, "partition", p, "err", err)
+		})
+		in.process(r, fs)
+		in.commit(r, r.cl, nil)
+		r.cl.AllowRebalance()
+	}
+	r.err = in.shutdown(r)
+}
+
+// shutdown commits what was applied, leaves the group (the final revoke
+// commits again) and closes the client.
+func (in *Ingester) shutdown(r *run) error {
+	var errs []error
+	if err := in.commit(r, r.cl, nil); err != nil {
+		errs = append(errs, err)
+	}
+	r.cl.AllowRebalance()
+	if err := r.cl.LeaveGroupContext(r.workCtx); err != nil {
+		errs = append(errs, fmt.Errorf("ingest: leave group: %w", err))
+	}
+	r.cl.Close()
+	// A leave that was cut short may not have run the final revoke.
+	r.mu.Lock()
+	var left []int32
+	for p := range r.assigned {
+		left = append(left, p)
+	}
+	r.mu.Unlock()
+	if len(left) > 0 {
+		in.revoked(r, nil, left, false)
+	}
+	in.log.Info("ingest stopped")
+	return errors.Join(errs...)
+}
+
+// assigned adds newly assigned partitions to the ownership set.
+func (in *Ingester) assigned(r *run, parts []int32) {
+	if len(parts) == 0 {
+		return
+	}
+	r.mu.Lock()
+	for _, p := range parts {
+		r.assigned[p] = true
+	}
+	n := len(r.assigned)
+	r.mu.Unlock()
+	in.owned.Assign(parts...)
+	in.met.owned.Set(float64(n))
+	in.log.Info("partitions assigned", "partitions", parts, "owned", n)
+}
+
+// revoked gives partitions up: for a revoke (not a loss) it first commits
+// what was applied for them, then removes them from the ownership set.
+func (in *Ingester) revoked(r *run, cl *kgo.Client, parts []int32, commit bool) {
+	if len(parts) == 0 {
+		return
+	}
+	if commit && cl != nil {
+		in.commit(r, cl, parts) //nolint:errcheck // logged; the next owner replays
+	}
+	r.mu.Lock()
+	for _, p := range parts {
+		delete(r.applied, p)
+		delete(r.assigned, p)
+	}
+	n := len(r.assigned)
+	r.mu.Unlock()
+	in.owned.Revoke(parts...)
+	for _, p := range parts {
+		in.met.lag.DeleteLabelValues(partitionLabel(p))
+	}
+	in.met.owned.Set(float64(n))
+	how := "revoked"
+	if !commit {
+		how = "lost"
+	}
+	in.log.Info("partitions "+how, "partitions", parts, "owned", n)
+}
+
+// commit commits the applied offsets of parts (nil: all partitions).
+// Offsets stay pending when the commit fails; the next call retries them.
+func (in *Ingester) commit(r *run, cl *kgo.Client, parts []int32) error {
+	r.mu.Lock()
+	offs := make(map[int32]kgo.EpochOffset, len(r.applied))
+	if parts == nil {
+		for p, o := range r.applied {
+			offs[p] = o
+		}
+	} else {
+		for _, p := range parts {
+			if o, ok := r.applied[p]; ok {
+				offs[p] = o
+			}
+		}
+	}
+	r.mu.Unlock()
+	if len(offs) == 0 {
+		return nil
+	}
+	var err error
+	cl.CommitOffsetsSync(r.workCtx, map[string]map[int32]kgo.EpochOffset{in.cfg.ControlTopic: offs},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, cerr error) {
+			err = commitErr(resp, cerr)
+		})
+	if err != nil {
+		in.met.commitErrs.Inc()
+		in.log.Warn("offset commit failed; retried with the next commit", "err", err)
+		return fmt.Errorf("ingest: commit offsets: %w", err)
+	}
+	r.mu.Lock()
+	for p, o := range offs {
+		if cur, ok := r.applied[p]; ok && cur == o {
+			delete(r.applied, p)
+		}
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+// commitErr is the error of a commit: the request's, or the first
+// partition's.
+func commitErr(resp *kmsg.OffsetCommitResponse, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("partition %d: %w", p.Partition, err)
+			}
+		}
+	}
+	return nil
+}

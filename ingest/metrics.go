@@ -1,0 +1,149 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/state"
+)
+
+// Values of the result label of eventcenter_envelopes_total.
+const (
+	resultApplied   = "applied"
+	resultDuplicate = "duplicate"
+	resultConflict  = "conflict"
+	resultInvalid   = "invalid"
+)
+
+type metrics struct {
+	envelopes  *prometheus.CounterVec
+	applyDur   prometheus.Histogram
+	batchSize  prometheus.Histogram
+	lag        *prometheus.GaugeVec
+	dlq        *prometheus.CounterVec
+	storeErrs  prometheus.Counter
+	dlqErrs    prometheus.Counter
+	commitErrs prometheus.Counter
+	owned      prometheus.Gauge
+	conflicts  prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		envelopes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_envelopes_total",
+			Help: "Control records read, by envelope type (prepare, commit, rollback, unknown) and result (applied, duplicate, conflict, invalid).",
+		}, []string{"type", "result"}),
+		applyDur: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "eventcenter_ingest_batch_apply_duration_seconds",
+			Help:    "Time of one successful store apply of a partition's batch.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "eventcenter_ingest_batch_size",
+			Help:    "Records per partition batch (one store transaction).",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 9),
+		}),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "eventcenter_consumer_lag",
+			Help: "Control records not yet applied per owned partition (high watermark minus next offset to apply), as of the last fetch.",
+		}, []string{"partition"}),
+		dlq: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_dlq_total",
+			Help: "Malformed control records copied to the dead-letter topic, by reason (the offending field, too_large or unknown_type).",
+		}, []string{"reason"}),
+		storeErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventcenter_ingest_store_errors_total",
+			Help: "Failed store applies of a batch (each is retried; the partition waits).",
+		}),
+		dlqErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventcenter_ingest_dlq_errors_total",
+			Help: "Failed dead-letter produces (each is retried; the partition waits).",
+		}),
+		commitErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventcenter_ingest_commit_errors_total",
+			Help: "Failed offset commits (retried at the next poll; a rebalance replays, replays are no-ops).",
+		}),
+		owned: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "eventcenter_owned_partitions",
+			Help: "Control partitions this instance owns.",
+		}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventcenter_conflicts_total",
+			Help: "Envelopes whose decision contradicted the message's first decision and was ignored.",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.envelopes, m.applyDur, m.batchSize, m.lag, m.dlq,
+		m.storeErrs, m.dlqErrs, m.commitErrs, m.owned, m.conflicts} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register ingest metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func partitionLabel(p int32) string { return strconv.FormatInt(int64(p), 10) }
+
+// typeLabel is the type label of an envelope type.
+func typeLabel(t envelope.Type) string {
+	switch t {
+	case envelope.Prepare, envelope.Commit, envelope.Rollback:
+		return t.String()
+	}
+	return "unknown"
+}
+
+// effectResult is the result label of an applied change.
+func effectResult(e state.Effect) string {
+	switch e {
+	case state.Changed:
+		return resultApplied
+	case state.Conflict:
+		return resultConflict
+	default:
+		return resultDuplicate
+	}
+}
+
+// boundedFields are the DecodeError fields used as dlq reasons as they are;
+// any other field (a forwarded header name, a compatibility-format JSON
+// field) is folded into a fixed category so the label stays bounded.
+var boundedFields = map[string]bool{
+	"key": true, "value": true,
+	envelope.HeaderType: true, envelope.HeaderBiz: true, envelope.HeaderKey: true,
+	envelope.HeaderTopic: true, envelope.HeaderForwardKey: true, envelope.HeaderTarget: true,
+	envelope.HeaderTag: true, envelope.HeaderVerify: true, envelope.HeaderCheckAfter: true,
+	envelope.HeaderForwardPrefix + "*": true,
+}
+
+// dlqReason is the bounded reason label of a decode failure.
+func dlqReason(err error, native bool) string {
+	switch {
+	case errors.Is(err, envelope.ErrTooLarge):
+		return "too_large"
+	case errors.Is(err, envelope.ErrUnknownType):
+		return "unknown_type"
+	}
+	var de *envelope.DecodeError
+	if !errors.As(err, &de) {
+		return "other"
+	}
+	if boundedFields[de.Field] {
+		return de.Field
+	}
+	if strings.HasPrefix(de.Field, envelope.HeaderForwardPrefix) {
+		return envelope.HeaderForwardPrefix + "*"
+	}
+	if !native {
+		return "compat"
+	}
+	return "other"
+}

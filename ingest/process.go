@@ -1,0 +1,276 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// Headers added to dead letters, next to the original record's headers.
+const (
+	HeaderDLQReason    = "ec-dlq-reason"
+	HeaderDLQTopic     = "ec-dlq-topic"
+	HeaderDLQPartition = "ec-dlq-partition"
+	HeaderDLQOffset    = "ec-dlq-offset"
+)
+
+// errStopping: a retry was abandoned because the ingester is stopping.
+var errStopping = errors.New("ingester stopping")
+
+// batch is one partition's records of one poll.
+type batch struct {
+	partition int32
+	records   []*kgo.Record
+	hwm       int64
+}
+
+// process applies every partition of a poll, in parallel, and records the
+// offsets of those that were applied.
+func (in *Ingester) process(r *run, fs kgo.Fetches) {
+	byPart := map[int32]*batch{}
+	var order []*batch
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if p.Topic != in.cfg.ControlTopic || len(p.Records) == 0 {
+			return
+		}
+		b := byPart[p.Partition]
+		if b == nil {
+			b = &batch{partition: p.Partition}
+			byPart[p.Partition] = b
+			order = append(order, b)
+		}
+		b.records = append(b.records, p.Records...)
+		b.hwm = max(b.hwm, p.HighWatermark)
+	})
+	if len(order) == 0 {
+		return
+	}
+	sem := make(chan struct{}, in.cfg.Parallelism)
+	var wg sync.WaitGroup
+	for _, b := range order {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			in.processPartition(r, b)
+		})
+	}
+	wg.Wait()
+}
+
+// processPartition decodes a partition's batch, dead-letters the malformed
+// records, applies the rest in one store transaction, hands the sendable
+// messages over and marks the batch's offsets for commit. It returns only
+// when that is done or the ingester stops (then nothing is marked).
+func (in *Ingester) processPartition(r *run, b *batch) {
+	now := in.cfg.Now()
+	changes := make([]store.Change, 0, len(b.records))
+	types := make([]envelope.Type, 0, len(b.records))
+	origin := make([]*kgo.Record, 0, len(b.records))
+	var dead []*kgo.Record
+	var reasons, deadTypes []string
+	for _, rec := range b.records {
+		e, err := in.decode(rec)
+		if err != nil {
+			dead = append(dead, in.deadLetter(rec, err))
+			typ, native := headerType(rec)
+			reasons = append(reasons, dlqReason(err, native))
+			deadTypes = append(deadTypes, typ)
+			in.log.Warn("malformed control record sent to the dead-letter topic",
+				"partition", rec.Partition, "offset", rec.Offset, "err", err)
+			continue
+		}
+		changes = append(changes, in.change(&e, rec.Partition, now))
+		types = append(types, e.Type)
+		origin = append(origin, rec)
+	}
+
+	if len(dead) > 0 {
+		err := in.retry(r, "produce dead letters", b.partition, in.met.dlqErrs, func(ctx context.Context) error {
+			return r.cl.ProduceSync(ctx, dead...).FirstErr()
+		})
+		if err != nil {
+			return
+		}
+		for i, reason := range reasons {
+			in.met.dlq.WithLabelValues(reason).Inc()
+			in.met.envelopes.WithLabelValues(deadTypes[i], resultInvalid).Inc()
+		}
+	}
+
+	if len(changes) > 0 {
+		var res store.ApplyResult
+		err := in.retry(r, "apply batch", b.partition, in.met.storeErrs, func(ctx context.Context) error {
+			start := time.Now()
+			var err error
+			res, err = in.st.Apply(ctx, store.ApplyRequest{Changes: changes, SendLease: in.cfg.SendLease})
+			if err == nil {
+				in.met.applyDur.Observe(time.Since(start).Seconds())
+			}
+			return err
+		})
+		if err != nil {
+			return
+		}
+		if len(res.Sendable) > 0 && in.fwd != nil {
+			in.fwd.Handoff(res.Sendable)
+		}
+		in.account(changes, types, origin, res.Outcomes)
+	}
+	in.met.batchSize.Observe(float64(len(b.records)))
+
+	last := b.records[len(b.records)-1]
+	next := last.Offset + 1
+	r.mu.Lock()
+	owned := r.assigned[b.partition]
+	if owned {
+		r.applied[b.partition] = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: next}
+	}
+	r.mu.Unlock()
+	if owned {
+		in.met.lag.WithLabelValues(partitionLabel(b.partition)).Set(float64(max(b.hwm-next, 0)))
+	}
+}
+
+// decode reads a kgo record as an envelope.
+func (in *Ingester) decode(rec *kgo.Record) (envelope.Envelope, error) {
+	var hs []envelope.Header
+	if len(rec.Headers) > 0 {
+		hs = make([]envelope.Header, len(rec.Headers))
+		for i, h := range rec.Headers {
+			hs[i] = envelope.Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	return in.dec.Decode(envelope.Record{
+		Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
+		Key: rec.Key, Value: rec.Value, Headers: hs,
+	})
+}
+
+// headerType is the type label of a record from its ec-type header, and
+// whether it has one (the native format).
+func headerType(rec *kgo.Record) (label string, native bool) {
+	for _, h := range rec.Headers {
+		if h.Key == envelope.HeaderType {
+			switch v := string(h.Value); v {
+			case "prepare", "commit", "rollback":
+				return v, true
+			}
+			return "unknown", true
+		}
+	}
+	return "unknown", false
+}
+
+// change turns an envelope into a store change.
+func (in *Ingester) change(e *envelope.Envelope, partition int32, now time.Time) store.Change {
+	c := store.Change{BizID: e.BizID, Key: e.MessageKey, Partition: partition, Event: state.Event{At: now}}
+	switch e.Type {
+	case envelope.Prepare:
+		c.Event.Kind = state.KindPrepare
+		c.Event.Body = &state.Body{
+			Payload:    e.Payload,
+			Headers:    e.Headers,
+			Target:     e.Target,
+			Topic:      e.ForwardTopic,
+			ForwardKey: e.ForwardKey,
+			Tag:        e.Tag,
+			Verify:     e.Verify,
+			CheckAfter: in.cfg.checkAfter(e),
+		}
+	case envelope.Commit:
+		c.Event.Kind = state.KindCommit
+	case envelope.Rollback:
+		c.Event.Kind = state.KindRollback
+	}
+	return c
+}
+
+// deadLetter copies a malformed record for the dead-letter topic, with
+// why and where it came from.
+func (in *Ingester) deadLetter(rec *kgo.Record, err error) *kgo.Record {
+	hs := make([]kgo.RecordHeader, 0, len(rec.Headers)+4)
+	hs = append(hs, rec.Headers...)
+	hs = append(hs,
+		kgo.RecordHeader{Key: HeaderDLQReason, Value: []byte(err.Error())},
+		kgo.RecordHeader{Key: HeaderDLQTopic, Value: []byte(rec.Topic)},
+		kgo.RecordHeader{Key: HeaderDLQPartition, Value: []byte(strconv.FormatInt(int64(rec.Partition), 10))},
+		kgo.RecordHeader{Key: HeaderDLQOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
+	)
+	return &kgo.Record{
+		Topic:     in.cfg.DLQTopic,
+		Key:       rec.Key,
+		Value:     rec.Value,
+		Headers:   hs,
+		Timestamp: rec.Timestamp,
+	}
+}
+
+// account counts and logs the outcomes of an applied batch.
+func (in *Ingester) account(changes []store.Change, types []envelope.Type, origin []*kgo.Record, outs []store.ChangeOutcome) {
+	for i, o := range outs {
+		if i >= len(changes) {
+			break
+		}
+		c := &changes[i]
+		switch {
+		case o.Err != nil:
+			in.met.envelopes.WithLabelValues(typeLabel(types[i]), resultInvalid).Inc()
+			in.log.Error("envelope rejected by the store", "biz_id", c.BizID, "key", c.Key,
+				"partition", origin[i].Partition, "offset", origin[i].Offset, "err", o.Err)
+		case o.Effect == state.Conflict:
+			in.met.envelopes.WithLabelValues(typeLabel(types[i]), resultConflict).Inc()
+			in.met.conflicts.Inc()
+			in.log.Warn("conflicting decision ignored: the message's first decision stands",
+				"biz_id", c.BizID, "key", c.Key, "ignored", types[i].String(),
+				"partition", origin[i].Partition, "offset", origin[i].Offset)
+		default:
+			in.met.envelopes.WithLabelValues(typeLabel(types[i]), effectResult(o.Effect)).Inc()
+		}
+	}
+}
+
+// retry runs f until it succeeds, with capped exponential backoff and
+// jitter. It gives up only when the ingester stops (returning the last
+// error): the batch then stays uncommitted and is replayed.
+func (in *Ingester) retry(r *run, what string, partition int32, failures interface{ Inc() }, f func(context.Context) error) error {
+	backoff := in.cfg.RetryMin
+	for attempt := 1; ; attempt++ {
+		err := f(r.workCtx)
+		if err == nil {
+			if attempt > 1 {
+				in.log.Info(what+" succeeded after retries", "partition", partition, "attempts", attempt)
+			}
+			return nil
+		}
+		failures.Inc()
+		if r.workCtx.Err() != nil || r.pollCtx.Err() != nil {
+			in.log.Warn(what+" abandoned: stopping; the batch stays uncommitted", "partition", partition, "err", err)
+			return fmt.Errorf("%s: %w: %w", what, errStopping, err)
+		}
+		// Full jitter over the upper half keeps retries spread but bounded.
+		wait := backoff/2 + rand.N(backoff/2+1)
+		in.log.Error(what+" failed; retrying the same batch", "partition", partition,
+			"attempt", attempt, "retry_in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-r.pollCtx.Done():
+			t.Stop()
+			return fmt.Errorf("%s: %w: %w", what, errStopping, err)
+		case <-r.workCtx.Done():
+			t.Stop()
+			return fmt.Errorf("%s: %w: %w", what, errStopping, err)
+		}
+		backoff = min(backoff*2, in.cfg.RetryMax)
+	}
+}
