@@ -2,6 +2,12 @@
 // (key "bizID:messageKey", ec-* headers and the raw payload) and TrustMessage's
 // MiddlewareMessage JSON, decoding with validation and encoding.
 //
+// Decoder.Decode turns a Record into a validated Envelope or a *DecodeError
+// naming the field and the record; Encode writes the native format and
+// validates the same way, so that Decode(Encode(e)) == e for every valid e.
+// The limits (MaxBizIDLen, MaxHeaders, DefaultMaxPayload, ...) are constants
+// of this package.
+//
 // It is a leaf package: it imports no broker client and no store, so producers
 // (clientlib) and the center share it without pulling each other's
 // dependencies.

@@ -1,0 +1,248 @@
+package envelope
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Record is a control record as read from or written to Kafka, without a
+// dependency on any client library.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Headers   []Header
+}
+
+// Decoder decodes control records. The zero value is ready to use.
+type Decoder struct {
+	// MaxPayload bounds the payload in bytes; 0 means DefaultMaxPayload,
+	// a negative value means no limit.
+	MaxPayload int
+}
+
+// Decode reads and validates one control record. A record with an ec-type
+// header is read in the native format; one without is read as TrustMessage's
+// MiddlewareMessage JSON. Any failure is a *DecodeError (errors.Is matches
+// ErrInvalid, and ErrTooLarge or ErrUnknownType where they apply).
+//
+// Policy for what is not part of the format: headers that do not start with
+// "ec-" and unknown ec-* headers are ignored; a repeated ec-* header is an
+// error; on commit and rollback the prepare-only headers are ignored but the
+// value must be empty.
+//
+// The returned envelope's Payload and header values share memory with r;
+// its strings do not. Empty byte slices are returned as nil.
+func (d Decoder) Decode(r Record) (Envelope, error) {
+	e, p := d.decode(&r)
+	if p != nil {
+		return Envelope{}, &DecodeError{
+			Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+			Field: p.field, Reason: p.reason, Err: p.err,
+		}
+	}
+	return e, nil
+}
+
+func (d Decoder) maxPayload() int {
+	switch {
+	case d.MaxPayload == 0:
+		return DefaultMaxPayload
+	case d.MaxPayload < 0:
+		return int(^uint(0) >> 1)
+	default:
+		return d.MaxPayload
+	}
+}
+
+// native holds the ec-* header values of one record, still as bytes.
+type native struct {
+	typ, biz, key, topic, fkey, target, tag, verify, checkAfter []byte
+	seen                                                        uint16
+	forwarded                                                   int
+}
+
+const (
+	seenType = 1 << iota
+	seenBiz
+	seenKey
+	seenTopic
+	seenFkey
+	seenTarget
+	seenTag
+	seenVerify
+	seenCheckAfter
+)
+
+func (n *native) set(name string, bit uint16, dst *[]byte, v []byte) *problem {
+	if n.seen&bit != 0 {
+		return invalid(name, "header repeated")
+	}
+	n.seen |= bit
+	*dst = v
+	return nil
+}
+
+func (d Decoder) decode(r *Record) (Envelope, *problem) {
+	var n native
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		if !strings.HasPrefix(h.Key, "ec-") {
+			continue
+		}
+		var p *problem
+		switch h.Key {
+		case HeaderType:
+			p = n.set(h.Key, seenType, &n.typ, h.Value)
+		case HeaderBiz:
+			p = n.set(h.Key, seenBiz, &n.biz, h.Value)
+		case HeaderKey:
+			p = n.set(h.Key, seenKey, &n.key, h.Value)
+		case HeaderTopic:
+			p = n.set(h.Key, seenTopic, &n.topic, h.Value)
+		case HeaderForwardKey:
+			p = n.set(h.Key, seenFkey, &n.fkey, h.Value)
+		case HeaderTarget:
+			p = n.set(h.Key, seenTarget, &n.target, h.Value)
+		case HeaderTag:
+			p = n.set(h.Key, seenTag, &n.tag, h.Value)
+		case HeaderVerify:
+			p = n.set(h.Key, seenVerify, &n.verify, h.Value)
+		case HeaderCheckAfter:
+			p = n.set(h.Key, seenCheckAfter, &n.checkAfter, h.Value)
+		default:
+			if strings.HasPrefix(h.Key, HeaderForwardPrefix) {
+				n.forwarded++
+			}
+		}
+		if p != nil {
+			return Envelope{}, p
+		}
+	}
+	if n.seen&seenType == 0 {
+		return d.decodeCompat(r)
+	}
+	return d.decodeNative(r, &n)
+}
+
+func (d Decoder) decodeNative(r *Record, n *native) (Envelope, *problem) {
+	var e Envelope
+	e.Format = Native
+	switch string(n.typ) {
+	case "prepare":
+		e.Type = Prepare
+	case "commit":
+		e.Type = Commit
+	case "rollback":
+		e.Type = Rollback
+	default:
+		return e, &problem{field: HeaderType, reason: "unknown type " + quoteBytes(n.typ) + " (want prepare, commit or rollback)", err: ErrUnknownType}
+	}
+	if len(n.biz) == 0 {
+		return e, invalid(HeaderBiz, "required")
+	}
+	if len(n.key) == 0 {
+		return e, invalid(HeaderKey, "required")
+	}
+	// The key must be exactly ec-biz ":" ec-key.
+	if len(r.Key) != len(n.biz)+1+len(n.key) || !bytes.HasPrefix(r.Key, n.biz) ||
+		r.Key[len(n.biz)] != ':' || !bytes.Equal(r.Key[len(n.biz)+1:], n.key) {
+		return e, invalid("key", "%s is not ec-biz:ec-key (%s:%s)", quoteBytes(r.Key), quoteBytes(n.biz), quoteBytes(n.key))
+	}
+	if len(r.Value) > d.maxPayload() {
+		return e, &problem{field: "value", reason: "payload of " + itoa(len(r.Value)) + " bytes exceeds the limit of " + itoa(d.maxPayload()), err: ErrTooLarge}
+	}
+
+	if e.Type != Prepare {
+		if len(r.Value) != 0 {
+			return e, invalid("value", "%s must have an empty value, got %d bytes", e.Type, len(r.Value))
+		}
+		// One allocation for both strings: the key is "biz:key".
+		s := string(r.Key)
+		e.BizID, e.MessageKey = s[:len(n.biz)], s[len(n.biz)+1:]
+		if p := validate(&e); p != nil {
+			return Envelope{}, p
+		}
+		return e, nil
+	}
+
+	if len(n.topic) == 0 {
+		return e, invalid(HeaderTopic, "required on prepare")
+	}
+	if len(n.checkAfter) != 0 {
+		ms, ok := parseMillis(n.checkAfter)
+		if !ok {
+			return e, invalid(HeaderCheckAfter, "%s is not a non-negative integer number of milliseconds", quoteBytes(n.checkAfter))
+		}
+		e.CheckAfter = time.Duration(ms) * time.Millisecond
+	}
+	if n.forwarded > MaxHeaders {
+		return e, invalid(HeaderForwardPrefix+"*", "%d forwarded headers, at most %d", n.forwarded, MaxHeaders)
+	}
+
+	// All strings of the envelope share one allocation.
+	var b strings.Builder
+	b.Grow(len(r.Key) + len(n.topic) + len(n.fkey) + len(n.target) + len(n.tag) + len(n.verify))
+	b.Write(r.Key)
+	b.Write(n.topic)
+	b.Write(n.fkey)
+	b.Write(n.target)
+	b.Write(n.tag)
+	b.Write(n.verify)
+	s := b.String()
+	cut := func(k int) string {
+		v := s[:k]
+		s = s[k:]
+		return v
+	}
+	e.BizID = cut(len(n.biz))
+	cut(1)
+	e.MessageKey = cut(len(n.key))
+	e.ForwardTopic = cut(len(n.topic))
+	e.ForwardKey = cut(len(n.fkey))
+	e.Target = cut(len(n.target))
+	e.Tag = cut(len(n.tag))
+	e.Verify = cut(len(n.verify))
+
+	if len(r.Value) != 0 {
+		e.Payload = r.Value
+	}
+	if n.forwarded > 0 {
+		e.Headers = make([]Header, 0, n.forwarded)
+		for i := range r.Headers {
+			h := &r.Headers[i]
+			if name, ok := strings.CutPrefix(h.Key, HeaderForwardPrefix); ok {
+				v := h.Value
+				if len(v) == 0 {
+					v = nil
+				}
+				e.Headers = append(e.Headers, Header{Key: name, Value: v})
+			}
+		}
+	}
+	if p := validate(&e); p != nil {
+		return Envelope{}, p
+	}
+	return e, nil
+}
+
+// parseMillis parses a non-negative decimal integer of at most 12 digits.
+func parseMillis(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 12 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return v, true
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
