@@ -95,7 +95,7 @@ func (c *caller) do(ctx context.Context, cl call) answer {
 		u.RawQuery = q.Encode()
 		req.SetHeader("Accept", "application/json")
 	case ProtoTriple:
-		body = mustJSON([]any{bizParam(cl.bizID, cl.ep.BizIDInt), cl.key})
+		body, _ = json.Marshal([]any{bizParam(cl.bizID, cl.ep.BizIDInt), cl.key}) // plain values: cannot fail
 		ms := strconv.FormatInt(cl.timeout.Milliseconds(), 10)
 		req.SetHeader("Content-Type", "application/json").
 			SetHeader("tri-service-timeout", ms).
@@ -108,7 +108,7 @@ func (c *caller) do(ctx context.Context, cl call) answer {
 		}
 	case ProtoJSONRPC:
 		id = c.ids.Add(1)
-		body = mustJSON(map[string]any{
+		body, _ = json.Marshal(map[string]any{ // plain values: cannot fail
 			"jsonrpc": "2.0",
 			"method":  cl.ep.Method,
 			"params":  []any{bizParam(cl.bizID, cl.ep.BizIDInt), cl.key},
@@ -169,17 +169,13 @@ func bizParam(bizID string, asInt bool) any {
 	return bizID
 }
 
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("verifier: marshal request: %v", err)) // only plain values are marshalled
-	}
-	return b
-}
-
 // restyLogger sends resty's own messages to slog at debug level.
 type restyLogger struct{ l *slog.Logger }
 
-func (r restyLogger) Errorf(format string, v ...any) { r.l.Debug("resty: " + fmt.Sprintf(format, v...)) }
-func (r restyLogger) Warnf(format string, v ...any)  { r.l.Debug("resty: " + fmt.Sprintf(format, v...)) }
-func (r restyLogger) Debugf(format string, v ...any) { r.l.Debug("resty: " + fmt.Sprintf(format, v...)) }
+func (r restyLogger) Errorf(format string, v ...any) {
+	r.l.Debug("resty: " + fmt.Sprintf(format, v...))
+}
+func (r restyLogger) Warnf(format string, v ...any) { r.l.Debug("resty: " + fmt.Sprintf(format, v...)) }
+func (r restyLogger) Debugf(format string, v ...any) {
+	r.l.Debug("resty: " + fmt.Sprintf(format, v...))
+}

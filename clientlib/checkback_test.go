@@ -1,0 +1,224 @@
+package clientlib
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// checkbackDecisions answers by key: c… commit, r… rollback, e… error,
+// anything else unknown.
+func checkbackDecisions(_ context.Context, bizID, key string) (Decision, error) {
+	switch {
+	case bizID == "":
+		return DecisionUnknown, errors.New("no bizID")
+	case strings.HasPrefix(key, "c"):
+		return DecisionCommit, nil
+	case strings.HasPrefix(key, "r"):
+		return DecisionRollback, nil
+	case strings.HasPrefix(key, "e"):
+		return DecisionUnknown, errors.New("database down")
+	}
+	return DecisionUnknown, nil
+}
+
+func newTestCheckbackHandler(opts ...CheckbackOption) http.Handler {
+	opts = append([]CheckbackOption{WithCheckbackLogger(slog.New(slog.DiscardHandler))}, opts...)
+	return NewCheckbackHandler(checkbackDecisions, opts...)
+}
+
+func serve(h http.Handler, method, target, contentType, body string) (int, string, http.Header) {
+	r := httptest.NewRequest(method, target, strings.NewReader(body))
+	if contentType != "" {
+		r.Header.Set("Content-Type", contentType)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w.Code, strings.TrimSpace(w.Body.String()), w.Header()
+}
+
+func TestCheckbackHandlerHTTP(t *testing.T) {
+	t.Parallel()
+	h := newTestCheckbackHandler()
+	for _, tc := range []struct {
+		name, target string
+		code         int
+		body         string
+	}{
+		{"commit", "/cb?bizID=1001&messageKey=c1&attempt=1", 200, `{"status":"SUCCESS","data":{"messageKey":"c1","messageStatus":2}}`},
+		{"rollback", "/cb?bizID=1001&messageKey=r1", 200, `{"status":"SUCCESS","data":{"messageKey":"r1","messageStatus":3}}`},
+		{"unknown", "/cb?bizID=1001&messageKey=u1", 200, `{"status":"SUCCESS","data":{"messageKey":"u1","messageStatus":1}}`},
+		{"error", "/cb?bizID=1001&messageKey=e1", 500, `{"message":"check-back handler failed","status":"FAIL"}`},
+		{"missing key", "/cb?bizID=1001", 400, `{"message":"bizID and messageKey are required","status":"FAIL"}`},
+		{"path ending in method name", "/x/verifyMessage?bizID=1001&messageKey=c1", 200, `{"status":"SUCCESS","data":{"messageKey":"c1","messageStatus":2}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, body, hdr := serve(h, http.MethodGet, tc.target, "", "")
+			require.Equal(t, tc.code, code)
+			require.Equal(t, tc.body, body)
+			require.Equal(t, "application/json", hdr.Get("Content-Type"))
+		})
+	}
+	code, _, hdr := serve(h, http.MethodPut, "/cb", "", "")
+	require.Equal(t, http.StatusMethodNotAllowed, code)
+	require.Equal(t, "GET, POST", hdr.Get("Allow"))
+}
+
+func TestCheckbackHandlerTriple(t *testing.T) {
+	t.Parallel()
+	h := newTestCheckbackHandler()
+	const path = "/com.example.TxChecker/verifyMessage"
+	for _, tc := range []struct {
+		name, method, ct, body string
+		code                   int
+		answer                 string
+	}{
+		{"commit int bizID", "POST", "application/json", `[1001,"c1"]`, 200, `2`},
+		{"rollback string bizID", "POST", "application/json", `["1001","r1"]`, 200, `3`},
+		{"unknown with charset", "POST", "application/json; charset=utf-8", `[1001,"u1"]`, 200, `1`},
+		{"fn error", "POST", "application/json", `[1001,"e1"]`, 500, `{"code":"internal","message":"check-back handler failed"}`},
+		{"no content type", "POST", "", `[1001,"c1"]`, 415, `{"code":"invalid_argument","message":"Content-Type must be application/json"}`},
+		{"GET", "GET", "", ``, 405, `{"code":"unimplemented","message":"only POST is served"}`},
+		{"not an array", "POST", "application/json", `{"a":1}`, 400, `{"code":"invalid_argument","message":"body must be a JSON array [bizID, messageKey]"}`},
+		{"one argument", "POST", "application/json", `[1001]`, 400, `{"code":"invalid_argument","message":"want 2 arguments [bizID, messageKey], got 1"}`},
+		{"key not a string", "POST", "application/json", `[1001, 5]`, 400, `{"code":"invalid_argument","message":"messageKey must be a string"}`},
+		{"bizID an object", "POST", "application/json", `[{}, "c1"]`, 400, `{"code":"invalid_argument","message":"bizID must be a number or a string"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, body, _ := serve(h, tc.method, path, tc.ct, tc.body)
+			require.Equal(t, tc.code, code)
+			require.Equal(t, tc.answer, body)
+		})
+	}
+	// Another method name by option.
+	h2 := newTestCheckbackHandler(WithTripleMethod("check"))
+	code, body, _ := serve(h2, "POST", "/svc.Tx/check", "application/json", `[1,"c1"]`)
+	require.Equal(t, 200, code)
+	require.Equal(t, "2", body)
+}
+
+func TestCheckbackHandlerJSONRPC(t *testing.T) {
+	t.Parallel()
+	h := newTestCheckbackHandler()
+	const path = "/com.example.TxChecker"
+	for _, tc := range []struct {
+		name, ct, body string
+		code           int
+		answer         string
+	}{
+		{"commit", "application/json", `{"jsonrpc":"2.0","method":"verifyMessage","params":[1001,"c1"],"id":1}`, 200,
+			`{"jsonrpc":"2.0","id":1,"result":2}`},
+		{"rollback, string id, capitalised method", "application/json", `{"jsonrpc":"2.0","method":"VerifyMessage","params":["1001","r1"],"id":"a"}`, 200,
+			`{"jsonrpc":"2.0","id":"a","result":3}`},
+		{"unknown", "application/json", `{"jsonrpc":"2.0","method":"verifyMessage","params":[1001,"u1"],"id":3}`, 200,
+			`{"jsonrpc":"2.0","id":3,"result":1}`},
+		{"fn error", "application/json", `{"jsonrpc":"2.0","method":"verifyMessage","params":[1001,"e1"],"id":4}`, 200,
+			`{"jsonrpc":"2.0","id":4,"error":{"code":-32603,"message":"check-back handler failed"}}`},
+		{"parse error", "application/json", `{"jsonrpc":"2.0",`, 200,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`},
+		{"batch", "application/json", `[{"jsonrpc":"2.0"}]`, 200,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: want one JSON-RPC 2.0 request object"}}`},
+		{"no version", "application/json", `{"method":"verifyMessage","params":[1001,"c1"],"id":5}`, 200,
+			`{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"invalid request: \"jsonrpc\" must be \"2.0\""}}`},
+		{"unknown method", "application/json", `{"jsonrpc":"2.0","method":"drop","params":[1001,"c1"],"id":6}`, 200,
+			`{"jsonrpc":"2.0","id":6,"error":{"code":-32601,"message":"method \"drop\" not found"}}`},
+		{"bad params", "application/json", `{"jsonrpc":"2.0","method":"verifyMessage","params":["c1"],"id":7}`, 200,
+			`{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"invalid params: want 2 arguments [bizID, messageKey], got 1"}}`},
+		{"no content type", "", `{"jsonrpc":"2.0","method":"verifyMessage","params":[1001,"c1"],"id":8}`, 415,
+			`{"message":"Content-Type must be application/json","status":"FAIL"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, body, _ := serve(h, http.MethodPost, path, tc.ct, tc.body)
+			require.Equal(t, tc.code, code)
+			require.Equal(t, tc.answer, body)
+		})
+	}
+}
+
+func TestCheckbackHandlerBodyLimit(t *testing.T) {
+	t.Parallel()
+	h := newTestCheckbackHandler()
+	code, _, _ := serve(h, http.MethodPost, "/a/verifyMessage", "application/json", "["+strings.Repeat(" ", maxCheckbackBody)+"]")
+	require.Equal(t, http.StatusRequestEntityTooLarge, code)
+}
+
+func signForTest(secret string, t int64, method, target, body string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	ts := strconv.FormatInt(t, 10)
+	m.Write([]byte(ts + "." + method + "." + target + "." + body))
+	return "t=" + ts + ",v1=" + hex.EncodeToString(m.Sum(nil))
+}
+
+func TestCheckbackHandlerSignature(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	h := newTestCheckbackHandler(WithSecret("old"), WithSecret("s3cret"), WithCheckbackClock(func() time.Time { return now }))
+	const target = "/com.example.TxChecker/verifyMessage"
+	const body = `[1001,"c1"]`
+	for _, tc := range []struct {
+		name, header string
+		code         int
+	}{
+		{"good", signForTest("s3cret", now.Unix(), "POST", target, body), 200},
+		{"good with the older secret", signForTest("old", now.Unix(), "POST", target, body), 200},
+		{"two v1, one good", signForTest("s3cret", now.Unix(), "POST", target, body) + ",v1=00ff", 200},
+		{"within skew", signForTest("s3cret", now.Add(-4*time.Minute).Unix(), "POST", target, body), 200},
+		{"missing", "", 401},
+		{"wrong secret", signForTest("nope", now.Unix(), "POST", target, body), 401},
+		{"other body", signForTest("s3cret", now.Unix(), "POST", target, `[1001,"c2"]`), 401},
+		{"other path", signForTest("s3cret", now.Unix(), "POST", "/x/verifyMessage", body), 401},
+		{"other method", signForTest("s3cret", now.Unix(), "GET", target, body), 401},
+		{"stale", signForTest("s3cret", now.Add(-6*time.Minute).Unix(), "POST", target, body), 401},
+		{"future", signForTest("s3cret", now.Add(6*time.Minute).Unix(), "POST", target, body), 401},
+		{"garbage", "t=abc,v1=zz", 401},
+		{"no v1", "t=" + strconv.FormatInt(now.Unix(), 10), 401},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := httptest.NewRequest(http.MethodPost, target, strings.NewReader(body))
+			r.Header.Set("Content-Type", "application/json")
+			if tc.header != "" {
+				r.Header.Set("EC-Signature", tc.header)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			require.Equal(t, tc.code, w.Code, w.Body.String())
+			if tc.code == 200 {
+				require.Equal(t, "2", w.Body.String())
+			}
+		})
+	}
+}
+
+// The signature covers the request target as sent, query included.
+func TestCheckbackHandlerSignatureQuery(t *testing.T) {
+	t.Parallel()
+	h := newTestCheckbackHandler(WithSecret("k"))
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	target := "/cb?attempt=2&bizID=7&messageKey=c%2F1"
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+target, nil)
+	require.NoError(t, err)
+	req.Header.Set("EC-Signature", signForTest("k", time.Now().Unix(), "GET", target, ""))
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode, string(b))
+	require.JSONEq(t, `{"status":"SUCCESS","data":{"messageKey":"c/1","messageStatus":2}}`, string(b))
+}
