@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/eventcenter/eventcenter/state"
@@ -73,6 +74,11 @@ func Fold(loaded map[MessageRef]*state.Message, changes []Change) Folded {
 		before := cur.Status
 		next, out, err := state.Apply(*cur, c.Event)
 		if err != nil {
+			if errors.Is(err, state.ErrNoMessage) {
+				// Operator action on a missing message: callers test for
+				// ErrNotFound, as for Get.
+				err = fmt.Errorf("%w: %w", ErrNotFound, err)
+			}
 			f.Outcomes[i] = ChangeOutcome{Err: fmt.Errorf("%s:%s: %w", c.BizID, c.Key, err)}
 			continue
 		}

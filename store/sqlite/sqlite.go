@@ -1,0 +1,708 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/internal/codec"
+	"github.com/eventcenter/eventcenter/store/migrate"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Options configures the store. The zero value is usable.
+type Options struct {
+	// Now is the clock for leases and operator actions; nil means time.Now.
+	Now func() time.Time
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// BusyTimeout is how long a write waits for another process's write
+	// lock before failing; 0 means 10s.
+	BusyTimeout time.Duration
+	// ReadConns is the number of read-only connections; 0 means 4.
+	ReadConns int
+}
+
+func (o *Options) validate() error {
+	if o.BusyTimeout < 0 {
+		return errors.New("sqlite options: BusyTimeout must not be negative")
+	}
+	if o.ReadConns < 0 {
+		return errors.New("sqlite options: ReadConns must not be negative")
+	}
+	return nil
+}
+
+// Store is the SQLite store.Store. Create it with Open.
+type Store struct {
+	w, r *sql.DB
+	now  func() time.Time
+	log  *slog.Logger
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens or creates the database file at path, applies the embedded
+// migrations, and returns the store. path is a file name (":memory:" is not
+// supported: the store uses several connections; tests use a file in
+// t.TempDir()). Close releases it.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file::memory:") {
+		return nil, fmt.Errorf("open sqlite: path %q: a database file is needed", path)
+	}
+	if opts.BusyTimeout == 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	if opts.ReadConns == 0 {
+		opts.ReadConns = 4
+	}
+	s := &Store{now: opts.Now, log: opts.Logger}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	wq := url.Values{}
+	for k, v := range q {
+		wq[k] = v
+	}
+	wq.Set("_txlock", "immediate")
+	var err error
+	s.w, err = sql.Open("sqlite", "file:"+escapePath(path)+"?"+wq.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	s.w.SetConnMaxIdleTime(0)
+	if err := s.migrate(ctx); err != nil {
+		_ = s.w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	q.Add("_pragma", "query_only(1)")
+	s.r, err = sql.Open("sqlite", "file:"+escapePath(path)+"?"+q.Encode())
+	if err != nil {
+		_ = s.w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	s.r.SetMaxOpenConns(opts.ReadConns)
+	s.r.SetMaxIdleConns(opts.ReadConns)
+	if err := s.r.PingContext(ctx); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func escapePath(p string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	var errs []error
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	errs = append(errs, s.w.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close sqlite: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrate.Load(migrationFS, "migrations")
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, "migrate", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+migrate.Table+` (
+			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+			return err
+		}
+		var cur int
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM `+migrate.Table).Scan(&cur); err != nil {
+			return err
+		}
+		if cur > migrate.Latest(ms) {
+			s.log.Warn("sqlite schema is newer than this binary", "schema_version", cur, "binary_version", migrate.Latest(ms))
+		}
+		for _, m := range ms {
+			if m.Version <= cur {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %d %s: %w", m.Version, m.Name, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO `+migrate.Table+` (version, name, applied_at) VALUES (?, ?, ?)`,
+				m.Version, m.Name, s.now().UnixMicro()); err != nil {
+				return fmt.Errorf("migration %d %s: %w", m.Version, m.Name, err)
+			}
+			s.log.Info("applied sqlite migration", "version", m.Version, "name", m.Name)
+		}
+		return nil
+	})
+}
+
+// write runs fn in a BEGIN IMMEDIATE transaction on the write connection.
+func (s *Store) write(ctx context.Context, what string, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s: begin: %w", what, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%s: commit: %w", what, err)
+	}
+	return nil
+}
+
+// ---- row mapping ----
+
+func micro(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+func fromMicro(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.UnixMicro(n.Int64).UTC()
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanMessage(sc scanner) (state.Message, error) {
+	var m state.Message
+	var headers []byte
+	var vna, sna, ca, ua, da, sa sql.NullInt64
+	err := sc.Scan(&m.ID, &m.BizID, &m.Key, &m.Partition, &m.Status, &m.HasBody, &m.Payload, &headers,
+		&m.Target, &m.Topic, &m.ForwardKey, &m.Tag, &m.Verify, &m.VerifyAttempts, &vna,
+		&m.SendStatus, &m.SendAttempts, &sna, &m.SendRef, &m.LeaseToken, &m.LastError, &m.Conflicts,
+		&ca, &ua, &da, &sa)
+	if err != nil {
+		return m, err
+	}
+	m.VerifyNextAt, m.SendNextAt = fromMicro(vna), fromMicro(sna)
+	m.CreatedAt, m.UpdatedAt, m.DecidedAt, m.SentAt = fromMicro(ca), fromMicro(ua), fromMicro(da), fromMicro(sa)
+	if m.Headers, err = codec.DecodeHeaders(headers); err != nil {
+		return m, fmt.Errorf("message %d: %w", m.ID, err)
+	}
+	return m, nil
+}
+
+func scanMessages(rows *sql.Rows) ([]state.Message, error) {
+	defer rows.Close()
+	var ms []state.Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	return ms, rows.Err()
+}
+
+func payloadArg(m *state.Message) any {
+	if m.Payload == nil {
+		return nil
+	}
+	return m.Payload
+}
+
+func headersArg(m *state.Message) any {
+	if h := codec.EncodeHeaders(m.Headers); h != nil {
+		return h
+	}
+	return nil
+}
+
+// ---- Apply ----
+
+const insertSQL = `INSERT INTO eventcenter_messages (biz_id, message_key, partition, status, has_body, payload, headers,
+	target, topic, forward_key, tag, verify, verify_attempts, verify_next_at,
+	send_status, send_attempts, send_next_at, send_ref, lease_token, last_error, conflicts,
+	created_at, updated_at, decided_at, sent_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// updateSQL writes the mutable columns; updateBodySQL also the body, only
+// when it was filled in (the body never changes once set).
+const updateSQL = `UPDATE eventcenter_messages SET status = ?, verify_attempts = ?, verify_next_at = ?,
+	send_status = ?, send_attempts = ?, send_next_at = ?, send_ref = ?, lease_token = ?, last_error = ?, conflicts = ?,
+	updated_at = ?, decided_at = ?, sent_at = ? WHERE id = ?`
+
+const updateBodySQL = `UPDATE eventcenter_messages SET has_body = 1, payload = ?, headers = ?, target = ?, topic = ?,
+	forward_key = ?, tag = ?, verify = ? WHERE id = ?`
+
+const insertAuditSQL = `INSERT INTO eventcenter_audit (biz_id, message_key, action, who, reason, at, status_before, status_after)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
+// Apply implements store.Store.
+func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
+	if len(req.Changes) == 0 {
+		return store.ApplyResult{}, nil
+	}
+	var res store.ApplyResult
+	err := s.write(ctx, "apply", func(tx *sql.Tx) error {
+		loaded, err := loadRefs(ctx, tx, store.Refs(req.Changes))
+		if err != nil {
+			return err
+		}
+		f := store.Fold(loaded, req.Changes)
+		codec.Prepare(&f, s.now(), req.SendLease)
+		if err := writeFolded(ctx, tx, loaded, &f); err != nil {
+			return err
+		}
+		res = codec.Result(&f)
+		return nil
+	})
+	return res, err
+}
+
+func loadRefs(ctx context.Context, tx *sql.Tx, refs []store.MessageRef) (map[store.MessageRef]*state.Message, error) {
+	loaded := make(map[store.MessageRef]*state.Message, len(refs))
+	const chunk = 400
+	for start := 0; start < len(refs); start += chunk {
+		part := refs[start:min(start+chunk, len(refs))]
+		var b strings.Builder
+		b.WriteString(`SELECT ` + codec.Columns + ` FROM eventcenter_messages WHERE (biz_id, message_key) IN (VALUES `)
+		args := make([]any, 0, 2*len(part))
+		for i, r := range part {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?)")
+			args = append(args, r.BizID, r.Key)
+		}
+		b.WriteString(")")
+		rows, err := tx.QueryContext(ctx, b.String(), args...)
+		if err != nil {
+			return nil, fmt.Errorf("load messages: %w", err)
+		}
+		ms, err := scanMessages(rows)
+		if err != nil {
+			return nil, fmt.Errorf("load messages: %w", err)
+		}
+		for i := range ms {
+			loaded[store.MessageRef{BizID: ms[i].BizID, Key: ms[i].Key}] = &ms[i]
+		}
+	}
+	return loaded, nil
+}
+
+func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
+	if len(f.Inserts) > 0 {
+		st, err := tx.PrepareContext(ctx, insertSQL)
+		if err != nil {
+			return fmt.Errorf("insert messages: %w", err)
+		}
+		defer st.Close()
+		for _, m := range f.Inserts {
+			r, err := st.ExecContext(ctx, m.BizID, m.Key, m.Partition, m.Status, m.HasBody, payloadArg(m), headersArg(m),
+				m.Target, m.Topic, m.ForwardKey, m.Tag, m.Verify, m.VerifyAttempts, micro(m.VerifyNextAt),
+				m.SendStatus, m.SendAttempts, micro(m.SendNextAt), m.SendRef, m.LeaseToken, m.LastError, m.Conflicts,
+				micro(m.CreatedAt), micro(m.UpdatedAt), micro(m.DecidedAt), micro(m.SentAt))
+			if err != nil {
+				return fmt.Errorf("insert message %s: %w", m.MessageID(), err)
+			}
+			if m.ID, err = r.LastInsertId(); err != nil {
+				return fmt.Errorf("insert message %s: %w", m.MessageID(), err)
+			}
+		}
+	}
+	if len(f.Updates) > 0 {
+		st, err := tx.PrepareContext(ctx, updateSQL)
+		if err != nil {
+			return fmt.Errorf("update messages: %w", err)
+		}
+		defer st.Close()
+		var body *sql.Stmt
+		for _, m := range f.Updates {
+			if _, err := st.ExecContext(ctx, m.Status, m.VerifyAttempts, micro(m.VerifyNextAt),
+				m.SendStatus, m.SendAttempts, micro(m.SendNextAt), m.SendRef, m.LeaseToken, m.LastError, m.Conflicts,
+				micro(m.UpdatedAt), micro(m.DecidedAt), micro(m.SentAt), m.ID); err != nil {
+				return fmt.Errorf("update message %s: %w", m.MessageID(), err)
+			}
+			if old := loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}]; m.HasBody && !old.HasBody {
+				if body == nil {
+					if body, err = tx.PrepareContext(ctx, updateBodySQL); err != nil {
+						return fmt.Errorf("update messages: %w", err)
+					}
+					defer body.Close()
+				}
+				if _, err := body.ExecContext(ctx, payloadArg(m), headersArg(m), m.Target, m.Topic, m.ForwardKey,
+					m.Tag, m.Verify, m.ID); err != nil {
+					return fmt.Errorf("update message %s: %w", m.MessageID(), err)
+				}
+			}
+		}
+	}
+	if len(f.Audits) > 0 {
+		st, err := tx.PrepareContext(ctx, insertAuditSQL)
+		if err != nil {
+			return fmt.Errorf("insert audit: %w", err)
+		}
+		defer st.Close()
+		for _, a := range f.Audits {
+			if _, err := st.ExecContext(ctx, a.BizID, a.Key, a.Action, a.Who, a.Reason, micro(a.At), a.Before, a.After); err != nil {
+				return fmt.Errorf("insert audit %s:%s: %w", a.BizID, a.Key, err)
+			}
+		}
+	}
+	return nil
+}
+
+// ---- claims and sends ----
+
+func partitionsJSON(ps []int32) string {
+	b, _ := json.Marshal(ps) // cannot fail for []int32
+	return string(b)
+}
+
+// ClaimSends implements store.Store.
+func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	return s.claim(ctx, "claim sends", c, `UPDATE eventcenter_messages SET send_next_at = ?, lease_token = ?
+		WHERE id IN (SELECT id FROM eventcenter_messages
+			WHERE status = 2 AND send_status = 0 AND has_body = 1
+			AND partition IN (SELECT value FROM json_each(?)) AND send_next_at <= ?
+			ORDER BY send_next_at LIMIT ?)
+		RETURNING `+codec.Columns)
+}
+
+// ClaimCheckbacks implements store.Store.
+func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	return s.claim(ctx, "claim checkbacks", c, `UPDATE eventcenter_messages SET verify_next_at = ?, lease_token = ?
+		WHERE id IN (SELECT id FROM eventcenter_messages
+			WHERE status = 1
+			AND partition IN (SELECT value FROM json_each(?)) AND verify_next_at <= ?
+			ORDER BY verify_next_at LIMIT ?)
+		RETURNING `+codec.Columns)
+}
+
+func (s *Store) claim(ctx context.Context, what string, c store.Claim, q string) ([]state.Message, error) {
+	if err := codec.CheckClaim(c); err != nil {
+		return nil, err
+	}
+	if len(c.Partitions) == 0 {
+		return nil, nil
+	}
+	now := codec.Time(s.now())
+	var ms []state.Message
+	err := s.write(ctx, what, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, q, now.Add(c.Lease).UnixMicro(), codec.LeaseToken(),
+			partitionsJSON(c.Partitions), now.UnixMicro(), c.Limit)
+		if err != nil {
+			return err
+		}
+		ms, err = scanMessages(rows)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ms, nil
+}
+
+// MarkSent implements store.Store.
+func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
+	if len(sent) == 0 {
+		return nil
+	}
+	now := codec.Time(s.now()).UnixMicro()
+	return s.write(ctx, "mark sent", func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, `UPDATE eventcenter_messages SET send_status = 1, sent_at = ?, send_ref = ?, updated_at = ?
+			WHERE id = ? AND status = 2 AND send_status = 0 AND has_body = 1`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for _, x := range sent {
+			if _, err := st.ExecContext(ctx, now, x.Ref, now, x.ID); err != nil {
+				return fmt.Errorf("message %d: %w", x.ID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// ---- reads ----
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, bizID, key string) (state.Message, error) {
+	m, err := scanMessage(s.r.QueryRowContext(ctx, `SELECT `+codec.Columns+` FROM eventcenter_messages
+		WHERE biz_id = ? AND message_key = ?`, bizID, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, fmt.Errorf("get %s:%s: %w", bizID, key, store.ErrNotFound)
+	}
+	if err != nil {
+		return m, fmt.Errorf("get %s:%s: %w", bizID, key, err)
+	}
+	return m, nil
+}
+
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
+	after, err := codec.DecodeCursor(f.Cursor)
+	if err != nil {
+		return store.Page{}, fmt.Errorf("list: %w", err)
+	}
+	limit := codec.Limit(f.Limit, 100, 1000)
+	var where []string
+	var args []any
+	add := func(cond string, a any) {
+		where = append(where, cond)
+		args = append(args, a)
+	}
+	if after > 0 {
+		add("id < ?", after)
+	}
+	if f.BizID != "" {
+		add("biz_id = ?", f.BizID)
+	}
+	if f.Status != state.None {
+		add("status = ?", f.Status)
+	}
+	if f.SendStatus != nil {
+		add("send_status = ?", *f.SendStatus)
+	}
+	if f.KeyContains != "" {
+		add("instr(message_key, ?) > 0", f.KeyContains)
+	}
+	if !f.CreatedBefore.IsZero() {
+		add("created_at < ?", f.CreatedBefore.UnixMicro())
+	}
+	q := `SELECT ` + codec.Columns + ` FROM eventcenter_messages`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC LIMIT ?"
+	args = append(args, limit+1)
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return store.Page{}, fmt.Errorf("list: %w", err)
+	}
+	ms, err := scanMessages(rows)
+	if err != nil {
+		return store.Page{}, fmt.Errorf("list: %w", err)
+	}
+	var p store.Page
+	if len(ms) > limit {
+		ms = ms[:limit]
+		p.Next = codec.EncodeCursor(ms[limit-1].ID)
+	}
+	p.Messages = ms
+	return p, nil
+}
+
+// Counts implements store.Store.
+func (s *Store) Counts(ctx context.Context) ([]store.Count, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT biz_id, status, send_status, count(*) FROM eventcenter_messages
+		GROUP BY biz_id, status, send_status ORDER BY biz_id, status, send_status`)
+	if err != nil {
+		return nil, fmt.Errorf("counts: %w", err)
+	}
+	defer rows.Close()
+	var cs []store.Count
+	for rows.Next() {
+		var c store.Count
+		if err := rows.Scan(&c.BizID, &c.Status, &c.SendStatus, &c.N); err != nil {
+			return nil, fmt.Errorf("counts: %w", err)
+		}
+		cs = append(cs, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("counts: %w", err)
+	}
+	return cs, nil
+}
+
+// OldestPrepared implements store.Store.
+func (s *Store) OldestPrepared(ctx context.Context) (map[string]time.Time, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT biz_id, min(created_at) FROM eventcenter_messages
+		WHERE status = 1 GROUP BY biz_id`)
+	if err != nil {
+		return nil, fmt.Errorf("oldest prepared: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var biz string
+		var at sql.NullInt64
+		if err := rows.Scan(&biz, &at); err != nil {
+			return nil, fmt.Errorf("oldest prepared: %w", err)
+		}
+		out[biz] = fromMicro(at)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("oldest prepared: %w", err)
+	}
+	return out, nil
+}
+
+// Audit implements store.Store.
+func (s *Store) Audit(ctx context.Context, bizID, key string) ([]store.AuditEntry, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT biz_id, message_key, action, who, reason, at, status_before, status_after
+		FROM eventcenter_audit WHERE biz_id = ? AND message_key = ? ORDER BY id`, bizID, key)
+	if err != nil {
+		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, err)
+	}
+	defer rows.Close()
+	var out []store.AuditEntry
+	for rows.Next() {
+		var a store.AuditEntry
+		var at sql.NullInt64
+		if err := rows.Scan(&a.BizID, &a.Key, &a.Action, &a.Who, &a.Reason, &at, &a.Before, &a.After); err != nil {
+			return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, err)
+		}
+		a.At = fromMicro(at)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, err)
+	}
+	return out, nil
+}
+
+// ---- operator bulk actions and retention ----
+
+// retryNowChunk is how many messages one RetryNowBizID transaction resets.
+const retryNowChunk = 500
+
+// RetryNowBizID implements store.Store.
+func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error) {
+	total := 0
+	var lastID int64
+	for {
+		n := 0
+		err := s.write(ctx, "retry now "+bizID, func(tx *sql.Tx) error {
+			rows, err := tx.QueryContext(ctx, `SELECT `+codec.Columns+` FROM eventcenter_messages
+				WHERE biz_id = ? AND id > ?
+				AND (status IN (1, 4) OR (status = 2 AND has_body = 1 AND send_status IN (0, 2)))
+				ORDER BY id LIMIT ?`, bizID, lastID, retryNowChunk)
+			if err != nil {
+				return err
+			}
+			ms, err := scanMessages(rows)
+			if err != nil {
+				return err
+			}
+			n = len(ms)
+			if n == 0 {
+				return nil
+			}
+			lastID = ms[n-1].ID
+			loaded, changes := retryNowChanges(ms, codec.Time(s.now()), who)
+			f := store.Fold(loaded, changes)
+			codec.Prepare(&f, s.now(), 0)
+			if err := writeFolded(ctx, tx, loaded, &f); err != nil {
+				return err
+			}
+			total += len(f.Updates)
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		if n < retryNowChunk {
+			return total, nil
+		}
+	}
+}
+
+func retryNowChanges(ms []state.Message, now time.Time, who store.Actor) (map[store.MessageRef]*state.Message, []store.Change) {
+	loaded := make(map[store.MessageRef]*state.Message, len(ms))
+	changes := make([]store.Change, len(ms))
+	for i := range ms {
+		m := &ms[i]
+		loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}] = m
+		a := who
+		changes[i] = store.Change{BizID: m.BizID, Key: m.Key, Partition: m.Partition,
+			Event: state.Event{Kind: state.KindRetryNow, At: now}, Audit: &a}
+	}
+	return loaded, changes
+}
+
+// Purge implements store.Store.
+func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, errors.New("purge: limit must be positive")
+	}
+	n := 0
+	err := s.write(ctx, "purge", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `DELETE FROM eventcenter_messages WHERE id IN (
+				SELECT id FROM eventcenter_messages WHERE status = 3 AND decided_at < ?1
+				UNION ALL
+				SELECT id FROM eventcenter_messages WHERE status = 2 AND send_status = 1 AND sent_at < ?1
+				LIMIT ?2)
+			RETURNING biz_id, message_key`, before.UnixMicro(), limit)
+		if err != nil {
+			return err
+		}
+		var gone []store.MessageRef
+		for rows.Next() {
+			var r store.MessageRef
+			if err := rows.Scan(&r.BizID, &r.Key); err != nil {
+				rows.Close()
+				return err
+			}
+			gone = append(gone, r)
+		}
+		err = rows.Err()
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		n = len(gone)
+		if n == 0 {
+			return nil
+		}
+		st, err := tx.PrepareContext(ctx, `DELETE FROM eventcenter_audit WHERE biz_id = ? AND message_key = ?`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for _, r := range gone {
+			if _, err := st.ExecContext(ctx, r.BizID, r.Key); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
