@@ -108,7 +108,7 @@ func sent(b *bundle, t *testing.T) {
 	m := b.get(t, biz, key)
 	require.NoError(t, b.s.MarkSent(t.Context(), []store.Sent{{ID: m.ID, Ref: "p0@1"}}))
 }
-func rolledBack(b *bundle, t *testing.T)        { b.apply(t, Rollback(biz, key, 3, b.now())) }
+func rolledBack(b *bundle, t *testing.T)         { b.apply(t, Rollback(biz, key, 3, b.now())) }
 func rolledBackWithBody(b *bundle, t *testing.T) { prepared(b, t); rolledBack(b, t) }
 func verifyFailed(b *bundle, t *testing.T) {
 	prepared(b, t)
