@@ -1,0 +1,239 @@
+package forwarder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// Store is what the forwarder needs from the database.
+type Store interface {
+	// ClaimSends leases due sends in the given partitions.
+	ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error)
+	// MarkSent records successful sends.
+	MarkSent(ctx context.Context, sent []store.Sent) error
+	// Apply records send failures (state.KindSendFailed).
+	Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error)
+}
+
+// Owned is the set of control partitions this instance owns
+// (*ownership.Set).
+type Owned interface {
+	// Partitions returns the owned partitions.
+	Partitions() []int32
+	// Changed returns a channel closed at the next change of the set.
+	Changed() <-chan struct{}
+}
+
+// Backoff is a capped exponential backoff with jitter: attempt n waits a
+// random time in [d/2, d] where d = min(Cap, Base·2ⁿ).
+type Backoff struct {
+	// Base is the first delay; 0 means 1s.
+	Base time.Duration
+	// Cap bounds the delay; 0 means 5m.
+	Cap time.Duration
+	// Rand returns a number in [0, 1) for the jitter; nil means
+	// math/rand/v2.Float64. Tests inject a fixed source.
+	Rand func() float64
+}
+
+// Delay returns the wait before the retry following attempt (0 for the
+// first failure).
+func (b Backoff) Delay(attempt int) time.Duration {
+	if attempt < 0 {
+		attempt = 0
+	}
+	d := b.Cap
+	if attempt < 62 {
+		if e := b.Base << attempt; e > 0 && e < b.Cap && e>>attempt == b.Base {
+			d = e
+		}
+	}
+	r := rand.Float64
+	if b.Rand != nil {
+		r = b.Rand
+	}
+	half := d / 2
+	return half + time.Duration(r()*float64(d-half))
+}
+
+func (b *Backoff) setDefaults() {
+	if b.Base == 0 {
+		b.Base = time.Second
+	}
+	if b.Cap == 0 {
+		b.Cap = 5 * time.Minute
+	}
+}
+
+func (b *Backoff) validate(field string) error {
+	if b.Base < 0 {
+		return fmt.Errorf("%s.Base must be positive, got %s", field, b.Base)
+	}
+	if b.Cap < b.Base {
+		return fmt.Errorf("%s.Cap (%s) must not be below %s.Base (%s)", field, b.Cap, field, b.Base)
+	}
+	return nil
+}
+
+// Config configures a Forwarder. Zero fields take the documented defaults.
+type Config struct {
+	// Targets are the named forward targets. Required. The forwarder does
+	// not close them; their owner does, after Stop.
+	Targets map[string]Target
+	// DefaultTarget is used for messages that name no target. Required
+	// when there are several targets; with one it defaults to that one.
+	DefaultTarget string
+
+	// ScanInterval is the period of the scan for due sends (restarts,
+	// expired leases, retries); 0 means 1s. A change of the owned
+	// partitions scans at once.
+	ScanInterval time.Duration
+	// ClaimLimit is the most messages one scan claims; 0 means 1000.
+	ClaimLimit int
+	// Lease is how long claimed messages stay leased to this instance; 0
+	// means 30s. It must exceed SendTimeout.
+	Lease time.Duration
+	// SendTimeout bounds one batch send; 0 means 10s.
+	SendTimeout time.Duration
+
+	// BatchSize is the most records per send call; 0 means 256.
+	BatchSize int
+	// Concurrency is the number of send batches in flight per target; 0
+	// means 4.
+	Concurrency int
+	// QueueSize is the number of messages waiting per target; 0 means
+	// 4096. Handoffs beyond it are dropped (the lease brings them back).
+	QueueSize int
+
+	// MarkBatch is the most sent-marks written per statement, and the
+	// number of pending marks that triggers a write; 0 means 500.
+	MarkBatch int
+	// MarkInterval is the longest a sent-mark waits before it is written;
+	// 0 means 50ms.
+	MarkInterval time.Duration
+
+	// Backoff spaces the retries of a failed send, per message by attempt.
+	Backoff Backoff
+	// StoreBackoff spaces the retries of failed store writes (sent marks,
+	// failures); zero fields mean Base 100ms, Cap 5s.
+	StoreBackoff Backoff
+	// MaxAttempts is the number of send attempts after which a message is
+	// DEAD; 0 means 20.
+	MaxAttempts int
+
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the metrics; nil means they are not registered.
+	Registerer prometheus.Registerer
+}
+
+func (c *Config) setDefaults() {
+	if c.DefaultTarget == "" && len(c.Targets) == 1 {
+		for name := range c.Targets {
+			c.DefaultTarget = name
+		}
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	defInt := func(n *int, v int) {
+		if *n == 0 {
+			*n = v
+		}
+	}
+	def(&c.ScanInterval, time.Second)
+	defInt(&c.ClaimLimit, 1000)
+	def(&c.Lease, 30*time.Second)
+	def(&c.SendTimeout, 10*time.Second)
+	defInt(&c.BatchSize, 256)
+	defInt(&c.Concurrency, 4)
+	defInt(&c.QueueSize, 4096)
+	defInt(&c.MarkBatch, 500)
+	def(&c.MarkInterval, 50*time.Millisecond)
+	c.Backoff.setDefaults()
+	def(&c.StoreBackoff.Base, 100*time.Millisecond)
+	def(&c.StoreBackoff.Cap, 5*time.Second)
+	if c.StoreBackoff.Rand == nil {
+		c.StoreBackoff.Rand = c.Backoff.Rand
+	}
+	defInt(&c.MaxAttempts, 20)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// validate checks a Config after setDefaults.
+func (c *Config) validate() error {
+	var errs []error
+	if len(c.Targets) == 0 {
+		errs = append(errs, errors.New("Targets: at least one forward target is required"))
+	}
+	names := make([]string, 0, len(c.Targets))
+	for name, t := range c.Targets {
+		names = append(names, name)
+		if name == "" {
+			errs = append(errs, errors.New("Targets: a target has an empty name"))
+		}
+		if t == nil {
+			errs = append(errs, fmt.Errorf("Targets[%q]: nil target", name))
+		}
+	}
+	slices.Sort(names)
+	switch {
+	case c.DefaultTarget == "" && len(c.Targets) > 1:
+		errs = append(errs, fmt.Errorf("DefaultTarget: required with several targets (one of %s)", strings.Join(names, ", ")))
+	case c.DefaultTarget != "" && c.Targets[c.DefaultTarget] == nil && len(c.Targets) > 0:
+		errs = append(errs, fmt.Errorf("DefaultTarget: %q is not one of the targets (%s)", c.DefaultTarget, strings.Join(names, ", ")))
+	}
+	pos := func(field string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", field, d))
+		}
+	}
+	posInt := func(field string, n int) {
+		if n <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %d", field, n))
+		}
+	}
+	pos("ScanInterval", c.ScanInterval)
+	posInt("ClaimLimit", c.ClaimLimit)
+	pos("Lease", c.Lease)
+	pos("SendTimeout", c.SendTimeout)
+	if c.SendTimeout > 0 && c.Lease > 0 && c.SendTimeout >= c.Lease {
+		errs = append(errs, fmt.Errorf("SendTimeout (%s) must be shorter than Lease (%s), or a send could outlive its lease", c.SendTimeout, c.Lease))
+	}
+	posInt("BatchSize", c.BatchSize)
+	posInt("Concurrency", c.Concurrency)
+	posInt("QueueSize", c.QueueSize)
+	posInt("MarkBatch", c.MarkBatch)
+	pos("MarkInterval", c.MarkInterval)
+	posInt("MaxAttempts", c.MaxAttempts)
+	if err := c.Backoff.validate("Backoff"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.StoreBackoff.validate("StoreBackoff"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("forwarder config: %w", err)
+	}
+	return nil
+}

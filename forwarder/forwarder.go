@@ -1,0 +1,412 @@
+package forwarder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// unconfiguredLabel is the target label of messages naming a target that is
+// not configured (the name itself is producer-chosen, so not a label).
+const unconfiguredLabel = "unconfigured"
+
+// finalFlushTimeout bounds the last write of sent marks when the forwarder
+// ends because its Start context was cancelled (Stop gives its own context).
+const finalFlushTimeout = 10 * time.Second
+
+// storeWriteTimeout bounds one regular write of marks or failures.
+const storeWriteTimeout = 30 * time.Second
+
+// Forwarder sends committed messages to their targets. Create it with New,
+// then Start it; Handoff is safe for concurrent use at any time.
+type Forwarder struct {
+	cfg   Config
+	st    Store
+	owned Owned
+	view  ownedView
+	log   *slog.Logger
+	met   *metrics
+
+	lanes map[string]*lane
+	// results carries send outcomes from the workers to the recorder.
+	results chan batchResult
+
+	closed atomic.Bool // Handoff drops once stopping
+
+	mu       sync.Mutex
+	started  bool
+	stopReq  chan struct{} // closed by Stop
+	stopOnce sync.Once
+	stopCtx  context.Context // Stop's context, for the final flush
+
+	hardCtx    context.Context // cancelled to abort in-flight sends
+	cancelHard context.CancelFunc
+	draining   chan struct{} // closed: workers finish their queues and exit
+	recStop    chan struct{} // closed: the recorder flushes and exits
+	done       chan struct{} // closed when every goroutine is gone
+	stopErr    error         // set by the recorder before done
+}
+
+// lane is one target: its queue and its workers.
+type lane struct {
+	name     string
+	target   Target
+	ch       chan state.Message
+	sent     prometheus.Counter
+	duration prometheus.Observer
+}
+
+// New returns a Forwarder over the targets in cfg. It does not take
+// ownership of the targets.
+func New(cfg Config, st Store, owned Owned) (*Forwarder, error) {
+	if st == nil {
+		return nil, errors.New("forwarder: nil Store")
+	}
+	if owned == nil {
+		return nil, errors.New("forwarder: nil Owned")
+	}
+	cfg.Targets = maps.Clone(cfg.Targets)
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	met, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	f := &Forwarder{
+		cfg:      cfg,
+		st:       st,
+		owned:    owned,
+		view:     ownedView{owned: owned},
+		log:      cfg.Logger.With("component", "forwarder"),
+		met:      met,
+		lanes:    make(map[string]*lane, len(cfg.Targets)),
+		results:  make(chan batchResult, 2*cfg.Concurrency*len(cfg.Targets)+16),
+		stopReq:  make(chan struct{}),
+		draining: make(chan struct{}),
+		recStop:  make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	for name, t := range cfg.Targets {
+		f.lanes[name] = f.newLane(name, t)
+	}
+	// Touch the labels so dashboards see zeros rather than nothing.
+	for _, name := range append(slices.Collect(maps.Keys(cfg.Targets)), unconfiguredLabel) {
+		for _, r := range []string{resultSent, resultRetry, resultDead} {
+			met.forward.WithLabelValues(name, r)
+		}
+		met.dead.WithLabelValues(name)
+	}
+	return f, nil
+}
+
+func (f *Forwarder) newLane(name string, t Target) *lane {
+	return &lane{
+		name:     name,
+		target:   t,
+		ch:       make(chan state.Message, f.cfg.QueueSize),
+		sent:     f.met.forward.WithLabelValues(name, resultSent),
+		duration: f.met.duration.WithLabelValues(name),
+	}
+}
+
+// Start starts the scan, the per-target send workers and the sent-mark
+// writer, and returns at once. Cancelling ctx stops the forwarder abruptly
+// (in-flight sends are abandoned to their leases); Stop is the graceful way
+// and must be called in either case to wait for the goroutines.
+func (f *Forwarder) Start(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.started {
+		return errors.New("forwarder: already started")
+	}
+	f.started = true
+	f.hardCtx, f.cancelHard = context.WithCancel(context.WithoutCancel(ctx))
+	scanCtx, cancelScan := context.WithCancel(ctx)
+
+	var scanDone = make(chan struct{})
+	go func() {
+		defer close(scanDone)
+		f.scanLoop(scanCtx)
+	}()
+	var workers sync.WaitGroup
+	for _, name := range slices.Sorted(maps.Keys(f.lanes)) {
+		l := f.lanes[name]
+		for range f.cfg.Concurrency {
+			workers.Go(func() { f.work(l) })
+		}
+	}
+	recDone := make(chan struct{})
+	go func() {
+		defer close(recDone)
+		f.record(ctx)
+	}()
+
+	// The owner of the shutdown order: scan first, then the workers drain
+	// their queues, then the recorder writes what is pending.
+	go func() {
+		defer close(f.done)
+		select {
+		case <-f.stopReq:
+		case <-ctx.Done():
+			f.cancelHard()
+		}
+		f.closed.Store(true)
+		cancelScan()
+		<-scanDone
+		close(f.draining)
+		workers.Wait()
+		close(f.recStop)
+		<-recDone
+		f.cancelHard()
+	}()
+	return nil
+}
+
+// Stop stops scanning, lets the workers finish the sends in flight and the
+// messages already queued, writes the pending sent marks and failures, and
+// waits for every goroutine. When ctx ends first, in-flight sends are
+// cancelled (their messages come back after the lease) and marks that could
+// not be written are reported in the error: those messages will be sent
+// again (at least once). Stop before Start does nothing.
+func (f *Forwarder) Stop(ctx context.Context) error {
+	f.mu.Lock()
+	if !f.started {
+		f.mu.Unlock()
+		f.closed.Store(true)
+		return nil
+	}
+	f.stopOnce.Do(func() {
+		f.stopCtx = ctx
+		close(f.stopReq)
+	})
+	f.mu.Unlock()
+	stopAbort := context.AfterFunc(ctx, f.cancelHard)
+	defer stopAbort()
+	<-f.done
+	return f.stopErr
+}
+
+// Handoff queues messages for sending at once: the fast path used by ingest
+// and the verifier for messages that just became sendable (leased by the
+// store). It never blocks: when a target's queue is full (or the forwarder
+// is stopping) the message is dropped and counted, and the scan picks it up
+// when its lease runs out. The slice may be reused after Handoff returns.
+func (f *Forwarder) Handoff(msgs []state.Message) {
+	if f.closed.Load() {
+		f.met.dropped.Add(float64(len(msgs)))
+		return
+	}
+	f.route(msgs)
+}
+
+// route puts messages on their targets' queues without blocking; messages
+// naming an unconfigured target are failed permanently.
+func (f *Forwarder) route(msgs []state.Message) {
+	var unknown []failure
+	for i := range msgs {
+		m := &msgs[i]
+		name := m.Target
+		if name == "" {
+			name = f.cfg.DefaultTarget
+		}
+		l := f.lanes[name]
+		if l == nil {
+			err := Permanent(fmt.Errorf("forward target %q is not configured", name))
+			unknown = append(unknown, f.newFailure(unconfiguredLabel, m, err, f.cfg.Now()))
+			continue
+		}
+		select {
+		case l.ch <- *m:
+		default:
+			f.met.dropped.Inc()
+		}
+	}
+	if len(unknown) == 0 {
+		return
+	}
+	select {
+	case f.results <- batchResult{fails: unknown}:
+	default:
+		f.met.dropped.Add(float64(len(unknown)))
+	}
+}
+
+// newFailure builds the KindSendFailed change for a failed send.
+func (f *Forwarder) newFailure(label string, m *state.Message, err error, now time.Time) failure {
+	return failure{
+		label: label,
+		change: store.Change{
+			BizID:      m.BizID,
+			Key:        m.Key,
+			Partition:  m.Partition,
+			LeaseToken: m.LeaseToken,
+			Event: state.Event{
+				Kind:        state.KindSendFailed,
+				At:          now,
+				RetryAt:     now.Add(f.cfg.Backoff.Delay(m.SendAttempts)),
+				MaxAttempts: f.cfg.MaxAttempts,
+				Permanent:   IsPermanent(err),
+				Err:         err.Error(),
+			},
+		},
+	}
+}
+
+// scanLoop claims due sends periodically and whenever ownership changes.
+func (f *Forwarder) scanLoop(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		changed := f.owned.Changed()
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-changed:
+		}
+		next := f.cfg.ScanInterval
+		if f.scan(ctx) {
+			next = 0 // more are due: claim again at once
+		}
+		timer.Reset(next)
+	}
+}
+
+// scan claims due sends in the owned partitions, as many as the queues have
+// room for, and queues them. It tells whether the claim was full.
+func (f *Forwarder) scan(ctx context.Context) bool {
+	parts := f.owned.Partitions()
+	if len(parts) == 0 {
+		return false
+	}
+	limit := f.cfg.ClaimLimit
+	for _, l := range f.lanes {
+		limit = min(limit, f.cfg.QueueSize-len(l.ch))
+	}
+	if limit <= 0 {
+		return false // queues are full; the workers are behind
+	}
+	msgs, err := f.st.ClaimSends(ctx, store.Claim{Partitions: parts, Limit: limit, Lease: f.cfg.Lease})
+	if err != nil {
+		if ctx.Err() == nil {
+			f.log.Warn("claim due sends failed; retrying at the next scan", "err", err)
+		}
+		return false
+	}
+	if len(msgs) > 0 {
+		f.log.Debug("claimed due sends", "n", len(msgs))
+		f.route(msgs)
+	}
+	return len(msgs) == limit
+}
+
+// work is one send worker of a lane: it takes what is queued, up to
+// BatchSize, and sends it as one batch.
+func (f *Forwarder) work(l *lane) {
+	batch := make([]state.Message, 0, f.cfg.BatchSize)
+	recs := make([]Record, 0, f.cfg.BatchSize)
+	for {
+		batch = batch[:0]
+		select {
+		case m := <-l.ch:
+			batch = append(batch, m)
+		case <-f.draining:
+			if f.hardCtx.Err() != nil {
+				return // aborted: what is queued comes back after its lease
+			}
+			select {
+			case m := <-l.ch:
+				batch = append(batch, m)
+			default:
+				return
+			}
+		}
+	fill:
+		for len(batch) < f.cfg.BatchSize {
+			select {
+			case m := <-l.ch:
+				batch = append(batch, m)
+			default:
+				break fill
+			}
+		}
+		recs = f.send(l, batch, recs[:0])
+	}
+}
+
+// send sends one batch and hands the outcomes to the recorder. It returns
+// recs for reuse.
+func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record {
+	owned := f.view.snapshot()
+	keep := batch[:0]
+	for _, m := range batch {
+		if _, ok := owned[m.Partition]; ok {
+			keep = append(keep, m)
+			continue
+		}
+		f.log.Debug("skipping send of a message whose partition is no longer owned",
+			"id", m.MessageID(), "partition", m.Partition)
+	}
+	if len(keep) == 0 {
+		return recs
+	}
+	for i := range keep {
+		recs = append(recs, BuildRecord(&keep[i]))
+	}
+	ctx, cancel := context.WithTimeout(f.hardCtx, f.cfg.SendTimeout)
+	began := time.Now()
+	res := l.target.Send(ctx, recs)
+	cancel()
+	l.duration.Observe(time.Since(began).Seconds())
+	aborted := f.hardCtx.Err() != nil
+
+	var br batchResult
+	now := f.cfg.Now()
+	for i := range keep {
+		m := &keep[i]
+		var err error
+		if i < len(res) {
+			err = res[i].Err
+		} else {
+			err = fmt.Errorf("forward target %q returned %d results for %d records", l.name, len(res), len(recs))
+		}
+		if err == nil {
+			l.sent.Inc()
+			br.marks = append(br.marks, mark{
+				sent: store.Sent{ID: m.ID, Ref: res[i].Ref}, decided: m.DecidedAt,
+			})
+			continue
+		}
+		if aborted {
+			continue // stopping: do not burn an attempt; the lease brings it back
+		}
+		f.log.Debug("send failed", "target", l.name, "id", m.MessageID(), "attempt", m.SendAttempts+1, "err", err)
+		br.fails = append(br.fails, f.newFailure(l.name, m, err, now))
+	}
+	clear(recs) // drop references to payloads
+	if len(br.marks) == 0 && len(br.fails) == 0 {
+		return recs[:0]
+	}
+	select {
+	case f.results <- br:
+	case <-f.hardCtx.Done():
+		if len(br.marks) > 0 {
+			f.log.Warn("forwarder aborted: sent marks not recorded; these messages will be sent again after their lease",
+				"target", l.name, "n", len(br.marks))
+		}
+	}
+	return recs[:0]
+}

@@ -1,0 +1,494 @@
+package forwarder_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/forwarder"
+	"github.com/eventcenter/eventcenter/forwarder/internal/memstore"
+	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+func TestFastPathSendsAtOnceAndBatchesMarks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *forwarder.Config) {
+		c.ScanInterval = time.Hour // only the handoff can send
+		c.MarkInterval = 20 * time.Millisecond
+	})
+	msgs := h.commit(t, 300, 0, "", testLease)
+	began := time.Now()
+	h.f.Handoff(msgs[:1])
+	h.f.Handoff(msgs[1:150])
+	h.f.Handoff(msgs[150:])
+	require.Eventually(t, func() bool { return h.st.Count(state.SendSent) == 300 }, 10*time.Second, time.Millisecond)
+	h.targets["main"].mu.Lock()
+	firstAfter := h.targets["main"].first.Sub(began)
+	h.targets["main"].mu.Unlock()
+	t.Logf("first record reached the target %s after Handoff", firstAfter)
+	require.Less(t, firstAfter, time.Second)
+
+	marks, _, _ := h.st.Calls()
+	t.Logf("300 messages marked sent in %d MarkSent calls", marks)
+	require.LessOrEqual(t, marks, 30, "sent marks are not batched")
+	require.Len(t, h.targets["main"].sentIDs(), 300)
+
+	got := h.get(t, msgs[0])
+	require.Equal(t, state.SendSent, got.SendStatus)
+	require.True(t, strings.HasPrefix(got.SendRef, "fake/"), got.SendRef)
+	require.Equal(t, 300.0, h.counter(t, "eventcenter_forward_total", "target", "main", "result", "sent"))
+	require.Equal(t, uint64(300), h.histCount(t, "eventcenter_commit_to_sent_seconds"))
+}
+
+func TestRecordCarriesKeyValueHeadersAndID(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	msgs := h.commit(t, 1, 0, "", testLease)
+	h.f.Handoff(msgs)
+	h.waitStatus(t, msgs[0], state.SendSent)
+	recs := h.targets["main"].sent()
+	require.Len(t, recs, 1)
+	id := msgs[0].MessageID()
+	require.Equal(t, forwarder.Record{
+		ID:    id,
+		Topic: "biz-topic",
+		Key:   "fk-" + msgs[0].Key,
+		Tag:   "tagA",
+		Value: []byte("payload-" + msgs[0].Key),
+		Headers: []envelope.Header{
+			{Key: "trace", Value: []byte("t-" + msgs[0].Key)},
+			{Key: "ec-id", Value: []byte(id)},
+		},
+	}, recs[0])
+}
+
+func TestBuildRecordReplacesProducerID(t *testing.T) {
+	t.Parallel()
+	m := state.Message{
+		BizID: "b", Key: "k:1", Topic: "t", ForwardKey: "fk", Payload: []byte("v"),
+		Headers: []envelope.Header{{Key: "ec-id", Value: []byte("forged")}, {Key: "a", Value: nil}},
+	}
+	r := forwarder.BuildRecord(&m)
+	require.Equal(t, "b:k:1", r.ID)
+	require.Equal(t, []envelope.Header{{Key: "a"}, {Key: "ec-id", Value: []byte("b:k:1")}}, r.Headers)
+	require.Equal(t, "ec-id", forwarder.HeaderID)
+}
+
+func TestScanPicksUpDueAndExpiredLeases(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	// Leased for the fast path, but never handed over (the process died).
+	leased := h.commit(t, 5, 0, "", testLease)
+	// Due now (written without a lease, as after a restart).
+	due := h.commit(t, 3, 0, "", 0)
+	for _, m := range due {
+		h.waitStatus(t, m, state.SendSent)
+	}
+	_, _, claims := h.st.Calls()
+	require.Eventually(t, func() bool { _, _, c := h.st.Calls(); return c >= claims+3 }, 5*time.Second, time.Millisecond)
+	for _, m := range leased {
+		require.Equal(t, state.SendPending, h.get(t, m).SendStatus, "sent before its lease ran out")
+	}
+	h.clock.Advance(testLease)
+	for _, m := range leased {
+		h.waitStatus(t, m, state.SendSent)
+	}
+	require.Len(t, h.targets["main"].sentIDs(), 8)
+}
+
+func TestClaimErrorsAreRetriedAtTheNextScan(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.st.FailClaim(errors.New("db down"), errors.New("db down"), errors.New("db down"))
+	due := h.commit(t, 2, 0, "", 0)
+	for _, m := range due {
+		h.waitStatus(t, m, state.SendSent)
+	}
+}
+
+func TestFailedSendRetriedWithBackoffThenDelivered(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	failures := 0
+	h.targets["main"].setFail(func(forwarder.Record) error {
+		if failures < 2 {
+			failures++
+			return errBroker
+		}
+		return nil
+	})
+	msgs := h.commit(t, 1, 0, "", testLease)
+	t0 := h.clock.Now()
+	h.f.Handoff(msgs)
+
+	var got state.Message
+	require.Eventually(t, func() bool { got = h.get(t, msgs[0]); return got.SendAttempts == 1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, state.SendPending, got.SendStatus)
+	require.Equal(t, errBroker.Error(), got.LastError)
+	// Base 1s, attempt 0: uniform in [0.5s, 1s]; the injected source gives 0.75s.
+	require.Equal(t, t0.Add(750*time.Millisecond), got.SendNextAt)
+
+	h.clock.Advance(750 * time.Millisecond)
+	require.Eventually(t, func() bool { got = h.get(t, msgs[0]); return got.SendAttempts == 2 }, 5*time.Second, time.Millisecond)
+	// Attempt 1: 2s → 1.5s.
+	require.Equal(t, t0.Add(750*time.Millisecond+1500*time.Millisecond), got.SendNextAt)
+
+	h.clock.Advance(1500 * time.Millisecond)
+	got = h.waitStatus(t, msgs[0], state.SendSent)
+	require.Equal(t, 2, got.SendAttempts)
+	require.Equal(t, map[string]int{msgs[0].MessageID(): 1}, h.targets["main"].sentIDs())
+	require.Eventually(t, func() bool {
+		return h.counter(t, "eventcenter_forward_total", "target", "main", "result", "retry") == 2
+	}, 5*time.Second, time.Millisecond)
+	require.Equal(t, 1.0, h.counter(t, "eventcenter_forward_total", "target", "main", "result", "sent"))
+}
+
+func TestPersistentFailureEndsDeadWithTheError(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil) // MaxAttempts 5
+	h.targets["main"].setFail(func(forwarder.Record) error { return errBroker })
+	msgs := h.commit(t, 1, 0, "", testLease)
+	h.f.Handoff(msgs)
+	var got state.Message
+	require.Eventually(t, func() bool {
+		got = h.get(t, msgs[0])
+		if got.SendStatus == state.SendDead {
+			return true
+		}
+		h.clock.Advance(8 * time.Second) // past any backoff (Cap 8s)
+		return false
+	}, 10*time.Second, 2*time.Millisecond)
+	require.Equal(t, 5, got.SendAttempts)
+	require.Equal(t, errBroker.Error(), got.LastError)
+	require.Eventually(t, func() bool {
+		return h.counter(t, "eventcenter_forward_dead_total", "target", "main") == 1
+	}, 5*time.Second, time.Millisecond)
+	require.Equal(t, 1.0, h.counter(t, "eventcenter_forward_total", "target", "main", "result", "dead"))
+	require.Equal(t, 4.0, h.counter(t, "eventcenter_forward_total", "target", "main", "result", "retry"))
+}
+
+func TestPermanentErrorIsDeadAtOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.targets["main"].setFail(func(forwarder.Record) error {
+		return forwarder.Permanent(errors.New(`record for topic "biz-topic" is too large`))
+	})
+	msgs := h.commit(t, 1, 0, "", testLease)
+	h.f.Handoff(msgs)
+	got := h.waitStatus(t, msgs[0], state.SendDead)
+	require.Equal(t, 1, got.SendAttempts)
+	require.Equal(t, `record for topic "biz-topic" is too large`, got.LastError)
+}
+
+func TestUnknownTargetIsDeadWhileOthersFlow(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	bad := h.commit(t, 3, 0, "nowhere", testLease)
+	good := h.commit(t, 10, 0, "", testLease)
+	other := h.commit(t, 5, 0, "other", testLease)
+	h.f.Handoff(append(append(append([]state.Message{}, good[:5]...), bad...), append(good[5:], other...)...))
+	for _, m := range bad {
+		got := h.waitStatus(t, m, state.SendDead)
+		require.Equal(t, `forward target "nowhere" is not configured`, got.LastError)
+	}
+	for _, m := range append(good, other...) {
+		h.waitStatus(t, m, state.SendSent)
+	}
+	require.Len(t, h.targets["main"].sentIDs(), 10)
+	require.Len(t, h.targets["other"].sentIDs(), 5)
+	require.Eventually(t, func() bool {
+		return h.counter(t, "eventcenter_forward_dead_total", "target", "unconfigured") == 3
+	}, 5*time.Second, time.Millisecond)
+}
+
+func TestStoreOutageDoesNotLoseMarks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	down := errors.New("database is down")
+	h.st.FailMarkSent(down, down, down, down)
+	msgs := h.commit(t, 50, 0, "", testLease)
+	h.f.Handoff(msgs)
+	require.Eventually(t, func() bool { return h.st.Count(state.SendSent) == 50 }, 10*time.Second, time.Millisecond)
+	marks, _, _ := h.st.Calls()
+	require.GreaterOrEqual(t, marks, 5)
+	for id, n := range h.targets["main"].sentIDs() {
+		require.Equal(t, 1, n, "%s sent %d times", id, n)
+	}
+}
+
+func TestStoreOutageDoesNotLoseFailures(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	down := errors.New("database is down")
+	h.targets["main"].setFail(func(forwarder.Record) error { return forwarder.Permanent(errors.New("rejected")) })
+	msgs := h.commit(t, 1, 0, "", testLease)
+	h.st.FailApply(down, down, down)
+	h.f.Handoff(msgs)
+	got := h.waitStatus(t, msgs[0], state.SendDead)
+	require.Equal(t, "rejected", got.LastError)
+	_, applies, _ := h.st.Calls()
+	require.GreaterOrEqual(t, applies, 1+4) // the commit, three failed writes, the one that worked
+}
+
+func TestStopFlushesPendingMarks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *forwarder.Config) {
+		c.MarkInterval = time.Hour
+		c.MarkBatch = 10_000
+	})
+	msgs := h.commit(t, 20, 0, "", testLease)
+	h.f.Handoff(msgs)
+	require.Eventually(t, func() bool { return len(h.targets["main"].sentIDs()) == 20 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 0, h.st.Count(state.SendSent), "marks written before the batch filled or the ticker fired")
+	require.NoError(t, h.f.Stop(t.Context()))
+	require.Equal(t, 20, h.st.Count(state.SendSent))
+	marks, _, _ := h.st.Calls()
+	require.Equal(t, 1, marks)
+}
+
+func TestStopReportsMarksItCouldNotWrite(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *forwarder.Config) { c.MarkInterval = time.Hour })
+	errs := make([]error, 100_000)
+	for i := range errs {
+		errs[i] = errors.New("database is down")
+	}
+	h.st.FailMarkSent(errs...)
+	msgs := h.commit(t, 1, 0, "", testLease)
+	h.f.Handoff(msgs)
+	require.Eventually(t, func() bool { return len(h.targets["main"].sentIDs()) == 1 }, 5*time.Second, time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	err := h.f.Stop(ctx)
+	require.ErrorContains(t, err, "1 sent marks and 0 send failures not written")
+	require.ErrorContains(t, err, "database is down")
+}
+
+func TestStopAbortsInFlightSendWithoutBurningAnAttempt(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	inSend := make(chan struct{}, 1)
+	h := newHarness(t, nil)
+	h.targets["main"].mu.Lock()
+	h.targets["main"].gate, h.targets["main"].inSend = gate, inSend
+	h.targets["main"].mu.Unlock()
+	msgs := h.commit(t, 1, 0, "", testLease)
+	h.f.Handoff(msgs)
+	<-inSend
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.NoError(t, h.f.Stop(ctx))
+	got := h.get(t, msgs[0])
+	require.Equal(t, state.SendPending, got.SendStatus)
+	require.Equal(t, 0, got.SendAttempts)
+	h.f.Handoff(msgs) // after Stop: dropped, counted
+	require.Equal(t, 1.0, h.counter(t, "eventcenter_forward_handoff_dropped_total"))
+}
+
+func TestStopDrainsQueuedSends(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	inSend := make(chan struct{}, 1)
+	h := newHarness(t, func(c *forwarder.Config) { c.Concurrency = 1; c.BatchSize = 1 })
+	ft := h.targets["main"]
+	ft.mu.Lock()
+	ft.gate, ft.inSend = gate, inSend
+	ft.mu.Unlock()
+	msgs := h.commit(t, 4, 0, "", testLease)
+	h.f.Handoff(msgs)
+	<-inSend
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.f.Stop(t.Context()) }()
+	close(gate)
+	require.NoError(t, <-stopped)
+	require.Equal(t, 4, h.st.Count(state.SendSent))
+}
+
+func TestRevokedPartitionsAreNotSent(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *forwarder.Config) { c.Concurrency = 1 })
+	notOwned := h.commit(t, 3, 1, "", testLease)
+	dueNotOwned := h.commit(t, 2, 1, "", 0)
+	h.f.Handoff(notOwned)
+	owned := h.commit(t, 2, 0, "", testLease)
+	h.f.Handoff(owned)
+	for _, m := range owned {
+		h.waitStatus(t, m, state.SendSent)
+	}
+	_, _, claims := h.st.Calls()
+	require.Eventually(t, func() bool { _, _, c := h.st.Calls(); return c >= claims+3 }, 5*time.Second, time.Millisecond)
+	require.Len(t, h.targets["main"].sentIDs(), 2)
+	for _, m := range append(notOwned, dueNotOwned...) {
+		require.Equal(t, state.SendPending, h.get(t, m).SendStatus)
+	}
+
+	// Revoked while queued: skipped when it comes up.
+	gate := make(chan struct{})
+	inSend := make(chan struct{}, 1)
+	ft := h.targets["main"]
+	ft.mu.Lock()
+	ft.gate, ft.inSend = gate, inSend
+	ft.mu.Unlock()
+	first := h.commit(t, 1, 0, "", testLease)
+	h.f.Handoff(first)
+	<-inSend // the only worker is busy with first
+	queued := h.commit(t, 2, 0, "", testLease)
+	h.f.Handoff(queued)
+	h.owned.Revoke(0)
+	close(gate)
+	h.waitStatus(t, first[0], state.SendSent)
+	h.owned.Assign(2) // a later batch proves the queue moved on
+	later := h.commit(t, 1, 2, "", testLease)
+	h.f.Handoff(later)
+	h.waitStatus(t, later[0], state.SendSent)
+	for _, m := range queued {
+		require.Equal(t, state.SendPending, h.get(t, m).SendStatus)
+		require.Zero(t, h.targets["main"].sentIDs()[m.MessageID()])
+	}
+}
+
+func TestOwnershipChangeScansAtOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *forwarder.Config) { c.ScanInterval = time.Hour })
+	due := h.commit(t, 2, 3, "", 0)
+	require.Eventually(t, func() bool { _, _, c := h.st.Calls(); return c >= 1 }, 5*time.Second, time.Millisecond)
+	h.owned.Assign(3)
+	for _, m := range due {
+		h.waitStatus(t, m, state.SendSent)
+	}
+}
+
+func TestHandoffDropsWhenTheQueueIsFull(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	inSend := make(chan struct{}, 1)
+	h := newHarness(t, func(c *forwarder.Config) { c.QueueSize = 2; c.Concurrency = 1; c.BatchSize = 1 })
+	ft := h.targets["main"]
+	ft.mu.Lock()
+	ft.gate, ft.inSend = gate, inSend
+	ft.mu.Unlock()
+	msgs := h.commit(t, 6, 0, "", testLease)
+	h.f.Handoff(msgs[:1])
+	<-inSend
+	began := time.Now()
+	h.f.Handoff(msgs[1:])
+	require.Less(t, time.Since(began), 100*time.Millisecond, "Handoff blocked")
+	require.Equal(t, 3.0, h.counter(t, "eventcenter_forward_handoff_dropped_total"))
+	close(gate)
+	require.Eventually(t, func() bool { return h.st.Count(state.SendSent) == 3 }, 5*time.Second, time.Millisecond)
+	// The dropped ones come back after their lease.
+	h.clock.Advance(testLease)
+	require.Eventually(t, func() bool { return h.st.Count(state.SendSent) == 6 }, 5*time.Second, time.Millisecond)
+}
+
+func TestStartTwiceAndStopBeforeStart(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	require.ErrorContains(t, h.f.Start(t.Context()), "already started")
+
+	f, err := forwarder.New(forwarder.Config{Targets: map[string]forwarder.Target{"x": &fakeTarget{}}},
+		memstore.New(nil), ownership.New())
+	require.NoError(t, err)
+	require.NoError(t, f.Stop(t.Context()))
+}
+
+func TestCancelledStartContextStops(t *testing.T) {
+	t.Parallel()
+	st := memstore.New(nil)
+	owned := ownership.New()
+	owned.Assign(0)
+	ft := &fakeTarget{}
+	f, err := forwarder.New(forwarder.Config{
+		Targets: map[string]forwarder.Target{"x": ft}, MarkInterval: time.Hour,
+	}, st, owned)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	require.NoError(t, f.Start(ctx))
+	res, err := st.Apply(t.Context(), commitReq("b", "k", 0))
+	require.NoError(t, err)
+	f.Handoff(res.Sendable)
+	require.Eventually(t, func() bool { return len(ft.sentIDs()) == 1 }, 5*time.Second, time.Millisecond)
+	cancel()
+	require.NoError(t, f.Stop(t.Context()))
+	require.Equal(t, 1, st.Count(state.SendSent), "the final flush must not use the cancelled context")
+}
+
+func TestMetricsRegistration(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	_, err := forwarder.New(h.cfg, h.st, h.owned)
+	require.ErrorContains(t, err, "register forwarder metrics")
+}
+
+func TestConfigValidation(t *testing.T) {
+	t.Parallel()
+	tgt := &fakeTarget{}
+	two := map[string]forwarder.Target{"a": tgt, "b": tgt}
+	for _, tc := range []struct {
+		name string
+		cfg  forwarder.Config
+		want string
+	}{
+		{"no targets", forwarder.Config{}, "Targets: at least one"},
+		{"nil target", forwarder.Config{Targets: map[string]forwarder.Target{"a": nil}}, `Targets["a"]: nil target`},
+		{"no default of several", forwarder.Config{Targets: two}, "DefaultTarget: required with several targets (one of a, b)"},
+		{"unknown default", forwarder.Config{Targets: two, DefaultTarget: "c"}, `DefaultTarget: "c" is not one of the targets (a, b)`},
+		{"negative lease", forwarder.Config{Targets: two, DefaultTarget: "a", Lease: -time.Second}, "Lease must be positive"},
+		{"send timeout over lease", forwarder.Config{Targets: two, DefaultTarget: "a", Lease: time.Second, SendTimeout: 2 * time.Second}, "SendTimeout (2s) must be shorter than Lease (1s)"},
+		{"batch", forwarder.Config{Targets: two, DefaultTarget: "a", BatchSize: -1}, "BatchSize must be positive"},
+		{"concurrency", forwarder.Config{Targets: two, DefaultTarget: "a", Concurrency: -1}, "Concurrency must be positive"},
+		{"mark batch", forwarder.Config{Targets: two, DefaultTarget: "a", MarkBatch: -1}, "MarkBatch must be positive"},
+		{"max attempts", forwarder.Config{Targets: two, DefaultTarget: "a", MaxAttempts: -1}, "MaxAttempts must be positive"},
+		{"backoff", forwarder.Config{Targets: two, DefaultTarget: "a", Backoff: forwarder.Backoff{Base: time.Minute, Cap: time.Second}}, "Backoff.Cap (1s) must not be below Backoff.Base (1m0s)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := forwarder.New(tc.cfg, memstore.New(nil), ownership.New())
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	_, err := forwarder.New(forwarder.Config{Targets: two, DefaultTarget: "a"}, nil, ownership.New())
+	require.ErrorContains(t, err, "nil Store")
+	_, err = forwarder.New(forwarder.Config{Targets: two, DefaultTarget: "a"}, memstore.New(nil), nil)
+	require.ErrorContains(t, err, "nil Owned")
+}
+
+func TestBackoffDelay(t *testing.T) {
+	t.Parallel()
+	lo := forwarder.Backoff{Base: time.Second, Cap: 10 * time.Second, Rand: func() float64 { return 0 }}
+	hi := lo
+	hi.Rand = func() float64 { return 0.999999999 }
+	for attempt, want := range []time.Duration{1, 2, 4, 8, 10, 10} {
+		want *= time.Second
+		require.Equal(t, want/2, lo.Delay(attempt), "attempt %d", attempt)
+		require.InDelta(t, float64(want), float64(hi.Delay(attempt)), float64(time.Microsecond), "attempt %d", attempt)
+	}
+	require.Equal(t, 5*time.Second, lo.Delay(1000), "no overflow")
+	require.Equal(t, 500*time.Millisecond, lo.Delay(-1))
+	// The default source stays within bounds.
+	d := forwarder.Backoff{Base: time.Second, Cap: time.Minute}
+	for range 100 {
+		got := d.Delay(3)
+		require.GreaterOrEqual(t, got, 4*time.Second)
+		require.LessOrEqual(t, got, 8*time.Second)
+	}
+}
+
+func commitReq(biz, key string, partition int32) store.ApplyRequest {
+	body := &state.Body{Payload: []byte("v"), Topic: "t"}
+	at := time.Now()
+	return store.ApplyRequest{
+		Changes: []store.Change{
+			{BizID: biz, Key: key, Partition: partition, Event: state.Event{Kind: state.KindPrepare, At: at, Body: body}},
+			{BizID: biz, Key: key, Partition: partition, Event: state.Event{Kind: state.KindCommit, At: at}},
+		},
+		SendLease: testLease,
+	}
+}

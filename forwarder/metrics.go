@@ -1,0 +1,59 @@
+package forwarder
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Results of eventcenter_forward_total.
+const (
+	resultSent  = "sent"
+	resultRetry = "retry"
+	resultDead  = "dead"
+)
+
+type metrics struct {
+	forward      *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	commitToSent prometheus.Histogram
+	dropped      prometheus.Counter
+	dead         *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		forward: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_forward_total",
+			Help: "Forward attempts by target and result (sent, retry, dead).",
+		}, []string{"target", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "eventcenter_forward_duration_seconds",
+			Help:    "Duration of one batch send to a forward target.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"target"}),
+		commitToSent: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "eventcenter_commit_to_sent_seconds",
+			Help: "Time from a message's commit decision to its sent-mark.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30,
+				60, 300, 900, 3600},
+		}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventcenter_forward_handoff_dropped_total",
+			Help: "Messages not queued for sending because the queue was full (or the forwarder stopped); their lease brings them back to the scan.",
+		}),
+		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_forward_dead_total",
+			Help: "Messages given up (DEAD) by target.",
+		}, []string{"target"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.forward, m.duration, m.commitToSent, m.dropped, m.dead} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register forwarder metrics: %w", err)
+		}
+	}
+	return m, nil
+}

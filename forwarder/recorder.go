@@ -1,0 +1,222 @@
+package forwarder
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// mark is one successful send waiting to be written.
+type mark struct {
+	sent    store.Sent
+	decided time.Time
+}
+
+// failure is one failed send waiting to be written.
+type failure struct {
+	label  string // target label for metrics
+	change store.Change
+}
+
+// batchResult is what a worker hands the recorder after one send.
+type batchResult struct {
+	marks []mark
+	fails []failure
+}
+
+// recorder writes sent marks and failures in batches (by size and by
+// ticker), retrying with backoff while the store fails, so that a success is
+// never dropped silently. It runs on one goroutine.
+type recorder struct {
+	f     *Forwarder
+	marks []mark
+	fails []failure
+	sents []store.Sent // reused statement buffer
+	errs  int          // consecutive store failures
+	retry *time.Timer  // set while waiting to retry after a failure
+}
+
+func (r *recorder) pending() int { return len(r.marks) + len(r.fails) }
+
+func (r *recorder) add(b batchResult) {
+	r.marks = append(r.marks, b.marks...)
+	r.fails = append(r.fails, b.fails...)
+}
+
+// record is the recorder's loop; it ends after recStop with a final flush.
+func (f *Forwarder) record(startCtx context.Context) {
+	r := &recorder{f: f}
+	tick := time.NewTicker(f.cfg.MarkInterval)
+	defer tick.Stop()
+	// Stop taking results while this many wait (the store is failing): the
+	// workers block, which stops the sending too.
+	maxPending := 16 * f.cfg.MarkBatch
+	for {
+		in := f.results
+		if r.pending() >= maxPending {
+			in = nil
+		}
+		var retryC <-chan time.Time
+		if r.retry != nil {
+			retryC = r.retry.C
+		}
+		select {
+		case b := <-in:
+			r.add(b)
+			if r.retry == nil && len(r.marks) >= f.cfg.MarkBatch {
+				r.flushNow()
+			}
+		case <-tick.C:
+			if r.retry == nil && r.pending() > 0 {
+				r.flushNow()
+			}
+		case <-retryC:
+			r.retry = nil
+			r.flushNow()
+		case <-f.recStop:
+			if r.retry != nil {
+				r.retry.Stop()
+			}
+			r.final(startCtx)
+			return
+		}
+	}
+}
+
+// flushNow writes what is pending with the regular context and schedules a
+// retry on failure.
+func (r *recorder) flushNow() {
+	ctx, cancel := context.WithTimeout(r.f.hardCtx, storeWriteTimeout)
+	defer cancel()
+	if err := r.flush(ctx); err != nil {
+		r.errs++
+		d := r.f.cfg.StoreBackoff.Delay(r.errs - 1)
+		r.f.log.Warn("writing send results failed; retrying",
+			"err", err, "pending_marks", len(r.marks), "pending_failures", len(r.fails), "retry_in", d)
+		r.retry = time.NewTimer(d)
+		return
+	}
+	r.errs = 0
+}
+
+// final takes the results still queued and writes everything pending with
+// Stop's context (or a fresh bounded one when Start's context ended),
+// retrying until it succeeds or that context ends.
+func (r *recorder) final(startCtx context.Context) {
+	f := r.f
+	for {
+		select {
+		case b := <-f.results:
+			r.add(b)
+			continue
+		default:
+		}
+		break
+	}
+	if r.pending() == 0 {
+		return
+	}
+	f.mu.Lock()
+	ctx := f.stopCtx
+	f.mu.Unlock()
+	if ctx == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(startCtx), finalFlushTimeout)
+		defer cancel()
+	}
+	for attempt := 0; ; attempt++ {
+		err := r.flush(ctx)
+		if err == nil {
+			return
+		}
+		d := f.cfg.StoreBackoff.Delay(attempt)
+		f.log.Warn("writing send results at stop failed; retrying", "err", err, "retry_in", d)
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+			continue
+		case <-ctx.Done():
+			t.Stop()
+		}
+		f.log.Error("stopping with send results not written; those messages will be sent again after their lease",
+			"err", err, "marks", len(r.marks), "failures", len(r.fails))
+		f.stopErr = fmt.Errorf("stop forwarder: %d sent marks and %d send failures not written: %w",
+			len(r.marks), len(r.fails), err)
+		return
+	}
+}
+
+// flush writes the pending marks, then the pending failures, in chunks of
+// MarkBatch. What is written is removed; on error the rest stays pending.
+func (r *recorder) flush(ctx context.Context) error {
+	f := r.f
+	for len(r.marks) > 0 {
+		n := min(len(r.marks), f.cfg.MarkBatch)
+		r.sents = r.sents[:0]
+		for _, m := range r.marks[:n] {
+			r.sents = append(r.sents, m.sent)
+		}
+		if err := f.st.MarkSent(ctx, r.sents); err != nil {
+			return fmt.Errorf("mark %d messages sent: %w", n, err)
+		}
+		now := f.cfg.Now()
+		for _, m := range r.marks[:n] {
+			if !m.decided.IsZero() {
+				f.met.commitToSent.Observe(max(now.Sub(m.decided), 0).Seconds())
+			}
+		}
+		r.marks = shift(r.marks, n)
+	}
+	for len(r.fails) > 0 {
+		n := min(len(r.fails), f.cfg.MarkBatch)
+		changes := make([]store.Change, n)
+		for i, fl := range r.fails[:n] {
+			changes[i] = fl.change
+		}
+		res, err := f.st.Apply(ctx, store.ApplyRequest{Changes: changes})
+		if err != nil {
+			return fmt.Errorf("record %d send failures: %w", n, err)
+		}
+		for i, fl := range r.fails[:n] {
+			var o store.ChangeOutcome
+			if i < len(res.Outcomes) {
+				o = res.Outcomes[i]
+			}
+			r.count(fl, o)
+		}
+		r.fails = shift(r.fails, n)
+	}
+	return nil
+}
+
+// count updates the metrics and logs for one recorded failure.
+func (r *recorder) count(fl failure, o store.ChangeOutcome) {
+	f := r.f
+	c := &fl.change
+	id := c.BizID + ":" + c.Key
+	switch {
+	case o.Err != nil:
+		f.log.Warn("send failure not recorded", "id", id, "err", o.Err)
+	case o.Stale:
+		f.log.Debug("send failure of a lease taken over since; ignored", "id", id)
+	case o.Dead:
+		f.met.forward.WithLabelValues(fl.label, resultDead).Inc()
+		f.met.dead.WithLabelValues(fl.label).Inc()
+		f.log.Error("message is DEAD: send given up", "id", id, "target", fl.label,
+			"permanent", c.Event.Permanent, "err", c.Event.Err)
+	case o.Effect == state.Changed:
+		f.met.forward.WithLabelValues(fl.label, resultRetry).Inc()
+		f.log.Warn("send failed; will retry", "id", id, "target", fl.label,
+			"retry_at", c.Event.RetryAt, "err", c.Event.Err)
+	}
+}
+
+// shift drops the first n elements, reusing the array.
+func shift[T any](s []T, n int) []T {
+	m := copy(s, s[n:])
+	clear(s[m:])
+	return s[:m]
+}
