@@ -1,0 +1,10 @@
+// Package pgtest gives each test an isolated PostgreSQL schema in the server
+// named by the EVENTCENTER_TEST_POSTGRES environment variable (a DSN, e.g.
+// postgres://postgres@127.0.0.1:5432/test?sslmode=disable).
+//
+// DSN creates a fresh schema with a random name, returns a DSN whose
+// connections use it as their search_path, and drops it when the test ends.
+// Pool does the same and returns a pgxpool.Pool on it, closed at cleanup.
+// Without the variable, tests skip with a message saying how to run them;
+// with CI=true they fail instead, so CI cannot silently skip them.
+package pgtest
