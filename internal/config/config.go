@@ -35,6 +35,10 @@ type Kafka struct {
 	DLQTopic string `yaml:"dlq_topic" env:"EVENTCENTER_KAFKA_DLQ_TOPIC"`
 	Group    string `yaml:"group" env:"EVENTCENTER_KAFKA_GROUP"`
 	ClientID string `yaml:"client_id" env:"EVENTCENTER_KAFKA_CLIENT_ID"`
+	// SessionTimeout is how long the group waits for a silent member
+	// before giving its partitions to others (a crashed instance's work
+	// moves after this long).
+	SessionTimeout time.Duration `yaml:"session_timeout" env:"EVENTCENTER_KAFKA_SESSION_TIMEOUT"`
 }
 
 // Store is the database.
@@ -160,7 +164,7 @@ type Log struct {
 // Default returns the built-in defaults.
 func Default() Config {
 	return Config{
-		Kafka:  Kafka{Brokers: []string{"127.0.0.1:9092"}, ControlTopic: "eventcenter.control", Group: "eventcenter", ClientID: "eventcenter"},
+		Kafka:  Kafka{Brokers: []string{"127.0.0.1:9092"}, ControlTopic: "eventcenter.control", Group: "eventcenter", ClientID: "eventcenter", SessionTimeout: 45 * time.Second},
 		Store:  Store{Driver: "postgres", MaxConns: 8},
 		HTTP:   HTTP{Listen: "127.0.0.1:8080"},
 		Ingest: Ingest{MaxPayloadBytes: 1 << 20, SendLease: 30 * time.Second},
@@ -264,6 +268,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Kafka.Group == "" {
 		bad("kafka.group", "is required")
+	}
+	if c.Kafka.SessionTimeout < time.Second {
+		bad("kafka.session_timeout", "must be at least 1s")
 	}
 	switch c.Store.Driver {
 	case "postgres":
