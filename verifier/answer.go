@@ -107,9 +107,9 @@ func trustMessage(st json.RawMessage, m map[string]json.RawMessage, key string) 
 	if err := json.Unmarshal(st, &status); err != nil || status != "SUCCESS" {
 		msg := ""
 		if raw, ok := m["message"]; ok {
-			msg = ": " + snippet(raw)
+			msg = ": " + rawSnippet(raw)
 		}
-		return DecisionUnknown, fmt.Errorf("%w: status %s%s", errUnreadable, snippet(st), msg)
+		return DecisionUnknown, fmt.Errorf("%w: status %s%s", errUnreadable, rawSnippet(st), msg)
 	}
 	var data struct {
 		MessageKey    *string         `json:"messageKey"`
@@ -175,4 +175,13 @@ func snippet(b []byte) string {
 		return strconv.Quote(string(b[:max])) + "…"
 	}
 	return strconv.Quote(string(b))
+}
+
+// rawSnippet renders at most 120 bytes of a valid JSON value as is.
+func rawSnippet(b json.RawMessage) string {
+	const max = 120
+	if len(b) > max {
+		return string(b[:max]) + "…"
+	}
+	return string(b)
 }

@@ -99,9 +99,11 @@ type Config struct {
 	// PollInterval is how often due check-backs are looked for when the
 	// last claim found none or little. Default 1s.
 	PollInterval time.Duration
-	// BusyDelay is how long a message is put off, without burning an
-	// attempt, when its endpoint is at its concurrency cap (jittered
-	// between BusyDelay/2 and BusyDelay). Default 2s.
+	// BusyDelay is the least a message is put off, without burning an
+	// attempt, when its endpoint is at its concurrency cap. Beyond it,
+	// put-offs for one endpoint are spaced by its average call time divided
+	// by EndpointConcurrency, so a backlog comes back at the pace the
+	// endpoint answers. Default 100ms.
 	BusyDelay time.Duration
 	// BreakerFailures is the number of consecutive failed calls to an
 	// endpoint that opens its circuit. Default 5.
@@ -152,7 +154,7 @@ func (c *Config) setDefaults() {
 	def(&c.ClaimLimit, 256)
 	def(&c.Lease, 2*time.Minute)
 	def(&c.PollInterval, time.Second)
-	def(&c.BusyDelay, 2*time.Second)
+	def(&c.BusyDelay, 100*time.Millisecond)
 	def(&c.BreakerFailures, 5)
 	def(&c.BreakerCoolDown, 30*time.Second)
 	def(&c.ApplyBatch, 256)

@@ -190,10 +190,22 @@ func unwrapURLError(err error) error {
 // redact removes user information from an endpoint for messages and logs.
 func redact(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err == nil {
+		if u.User == nil {
+			return raw
+		}
+		return u.Redacted()
+	}
+	// Unparsable: cut whatever sits between "//" and an "@" in the authority.
+	_, rest, ok := strings.Cut(raw, "//")
+	if !ok {
 		return raw
 	}
-	return u.Redacted()
+	authority, _, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndex(authority, "@"); i >= 0 {
+		return strings.Replace(raw, authority[:i+1], "xxxxx@", 1)
+	}
+	return raw
 }
 
 // Origin returns scheme://host:port with the port filled in.

@@ -17,6 +17,38 @@ var errShutdown = errors.New("verifier stopping")
 type gate struct {
 	slots   chan struct{}
 	breaker *gobreaker.TwoStepCircuitBreaker[struct{}]
+
+	mu       sync.Mutex
+	avg      time.Duration // moving average of call durations
+	nextSlot time.Time     // last put-off time handed out
+}
+
+// initialCallEstimate is a gate's call duration estimate before it has
+// measured one.
+const initialCallEstimate = 100 * time.Millisecond
+
+// observe feeds a call duration into the moving average.
+func (g *gate) observe(d time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.avg = (4*g.avg + d) / 5
+}
+
+// putOff returns when a message for this full endpoint should be tried
+// again: at least minDelay from now, and after every message put off
+// before it, spaced by the time the endpoint needs per call and slot, so a
+// backlog comes back at the pace the endpoint serves it instead of all at
+// once. r in [0, 1) adds jitter within one spacing.
+func (g *gate) putOff(now time.Time, minDelay time.Duration, r float64) time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	step := max(g.avg/time.Duration(cap(g.slots)), time.Millisecond)
+	at := now.Add(minDelay)
+	if next := g.nextSlot.Add(step); next.After(at) {
+		at = next
+	}
+	g.nextSlot = at
+	return at.Add(time.Duration(r * float64(step)))
 }
 
 // tryAcquire takes a slot without waiting.
@@ -51,6 +83,7 @@ func (gs *gates) get(host string) *gate {
 	}
 	failures := uint32(gs.failures)
 	g := &gate{
+		avg:   initialCallEstimate,
 		slots: make(chan struct{}, gs.cap),
 		breaker: gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 			Name:        host,

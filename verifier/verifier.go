@@ -182,6 +182,7 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 	calls.Wait()
 	close(v.results)
 	<-applied
+	v.caller.client.GetClient().CloseIdleConnections()
 }
 
 // claim claims due check-backs for the free workers and dispatches them; it
@@ -257,8 +258,7 @@ func (v *Verifier) dispatch(ctx context.Context, m *state.Message, now time.Time
 	}
 	g := v.gates.get(ep.Host)
 	if !g.tryAcquire() {
-		d := v.cfg.BusyDelay/2 + time.Duration(v.cfg.Rand()*float64(v.cfg.BusyDelay/2))
-		v.deferMsg(m, ep, now.Add(d), fmt.Sprintf("endpoint %s at its concurrency cap", ep.Host))
+		v.deferMsg(m, ep, g.putOff(now, v.cfg.BusyDelay, v.cfg.Rand()), fmt.Sprintf("endpoint %s at its concurrency cap", ep.Host))
 		return
 	}
 	done, err := g.breaker.Allow()
@@ -280,18 +280,18 @@ func (v *Verifier) dispatch(ctx context.Context, m *state.Message, now time.Time
 			}
 		}()
 		defer g.release()
-		v.check(ctx, &msg, ep, r, done)
+		v.check(ctx, &msg, ep, r, g, done)
 	}()
 }
 
 func (v *Verifier) deferMsg(m *state.Message, ep Endpoint, at time.Time, why string) {
 	v.m.total.WithLabelValues(ep.Protocol.String(), outcomeDeferred).Inc()
 	v.log.Debug("check-back deferred", "biz_id", m.BizID, "key", m.Key, "reason", why, "retry_at", at)
-	v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckDeferred, At: v.cfg.Now(), RetryAt: at})
+	v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckDeferred, At: v.cfg.Now(), RetryAt: at, Err: why})
 }
 
 // check runs one call and queues its result.
-func (v *Verifier) check(ctx context.Context, m *state.Message, ep Endpoint, r *resolved, done func(error)) {
+func (v *Verifier) check(ctx context.Context, m *state.Message, ep Endpoint, r *resolved, g *gate, done func(error)) {
 	start := time.Now()
 	a := v.caller.do(ctx, call{ep: ep, bizID: m.BizID, key: m.Key, attempt: m.VerifyAttempts + 1,
 		timeout: r.policy.Timeout, secret: r.secret})
@@ -300,7 +300,9 @@ func (v *Verifier) check(ctx context.Context, m *state.Message, ep Endpoint, r *
 		return
 	}
 	done(a.Err)
-	v.m.duration.WithLabelValues(ep.Protocol.String()).Observe(time.Since(start).Seconds())
+	took := time.Since(start)
+	g.observe(took)
+	v.m.duration.WithLabelValues(ep.Protocol.String()).Observe(took.Seconds())
 	now := v.cfg.Now()
 	ev := state.Event{At: now}
 	outcome := ""
