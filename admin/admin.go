@@ -1,0 +1,135 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// Store is the part of store.Store the admin handler uses.
+type Store interface {
+	Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error)
+	Get(ctx context.Context, bizID, key string) (state.Message, error)
+	List(ctx context.Context, f store.Filter) (store.Page, error)
+	Counts(ctx context.Context) ([]store.Count, error)
+	OldestPrepared(ctx context.Context) (map[string]time.Time, error)
+	Audit(ctx context.Context, bizID, key string) ([]store.AuditEntry, error)
+	RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error)
+}
+
+// Handoff receives messages an operator action made sendable (leased for
+// Config.SendLease) so that they are forwarded at once. It must not block
+// for long.
+type Handoff interface {
+	Handoff(msgs []state.Message)
+}
+
+// HandoffFunc adapts a function to Handoff.
+type HandoffFunc func([]state.Message)
+
+// Handoff calls f.
+func (f HandoffFunc) Handoff(msgs []state.Message) { f(msgs) }
+
+type handler struct {
+	cfg     Config
+	st      Store
+	dlq     DLQ
+	auth    *auth
+	log     *slog.Logger
+	actions *prometheus.CounterVec
+	pages   map[string]*template.Template
+	mux     *http.ServeMux
+	// cop rejects cross-origin state-changing browser requests.
+	cop *http.CrossOriginProtection
+}
+
+// NewHandler returns the admin API (/api/v1/...) and console (/ui/...)
+// handler. dlq may be nil: the dead-letter endpoints then answer 501.
+func NewHandler(cfg Config, st Store, dlq DLQ) (http.Handler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("admin config: %w", err)
+	}
+	if st == nil {
+		return nil, errors.New("admin: nil store")
+	}
+	cfg.setDefaults()
+	a, err := newAuth(&cfg)
+	if err != nil {
+		return nil, fmt.Errorf("admin: %w", err)
+	}
+	h := &handler{
+		cfg: cfg, st: st, dlq: dlq, auth: a, log: cfg.Logger,
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_admin_actions_total",
+			Help: "Operator actions through the admin API and console, by action and result (applied, noop, rejected, error).",
+		}, []string{"action", "result"}),
+		mux: http.NewServeMux(),
+		cop: http.NewCrossOriginProtection(),
+	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(h.actions); err != nil {
+			return nil, fmt.Errorf("admin: register metrics: %w", err)
+		}
+	}
+	if h.pages, err = parsePages(); err != nil {
+		return nil, fmt.Errorf("admin: parse templates: %w", err)
+	}
+	if cfg.Tokens == nil && !cfg.Insecure {
+		h.log.Warn("admin API and console refuse every request: no admin tokens configured")
+	}
+	if a.open {
+		h.log.Warn("admin API and console are open without authentication (insecure mode)")
+	}
+	h.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusForbidden, "cross-origin request refused")
+	}))
+	h.routesAPI()
+	h.routesUI()
+	return h.cop.Handler(h.mux), nil
+}
+
+// ServeHTTP is not used: NewHandler returns the wrapped mux.
+
+// apiError is an error with its HTTP status.
+type apiError struct {
+	code int
+	msg  string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &apiError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+// classify turns an error into an HTTP status and message.
+func classify(err error) (int, string) {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae.code, ae.msg
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, state.ErrNoMessage):
+		return http.StatusNotFound, err.Error()
+	case errors.Is(err, store.ErrWrongState):
+		return http.StatusConflict, err.Error()
+	case errors.Is(err, ErrDLQNotFound):
+		return http.StatusNotFound, err.Error()
+	case errors.Is(err, ErrBadDLQCursor):
+		return http.StatusBadRequest, err.Error()
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, store.ErrNotMigrated):
+		return http.StatusServiceUnavailable, err.Error()
+	default:
+		return http.StatusInternalServerError, err.Error()
+	}
+}
+
+func (h *handler) now() time.Time { return h.cfg.Now() }

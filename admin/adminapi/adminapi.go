@@ -1,0 +1,197 @@
+package adminapi
+
+import (
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Prefix is where the API lives.
+const Prefix = "/api/v1"
+
+// Message is one message as the list shows it.
+type Message struct {
+	// ID is "bizID:messageKey".
+	ID        string `json:"id"`
+	BizID     string `json:"biz_id"`
+	Key       string `json:"key"`
+	Partition int32  `json:"partition"`
+	// Status is PREPARED, COMMITTED, ROLLED_BACK or VERIFY_FAILED.
+	Status string `json:"status"`
+	// SendStatus is PENDING, SENT or DEAD; set for committed messages only.
+	SendStatus string `json:"send_status,omitempty"`
+	HasBody    bool   `json:"has_body"`
+
+	Target     string `json:"target,omitempty"`
+	Topic      string `json:"topic,omitempty"`
+	ForwardKey string `json:"forward_key,omitempty"`
+	Tag        string `json:"tag,omitempty"`
+	Verify     string `json:"verify,omitempty"`
+
+	VerifyAttempts int        `json:"verify_attempts"`
+	VerifyNextAt   *time.Time `json:"verify_next_at,omitempty"`
+	SendAttempts   int        `json:"send_attempts"`
+	SendNextAt     *time.Time `json:"send_next_at,omitempty"`
+	// SendRef is the broker's reference of the forwarded record.
+	SendRef   string `json:"send_ref,omitempty"`
+	LastError string `json:"last_error,omitempty"`
+	Conflicts int    `json:"conflicts,omitempty"`
+
+	PayloadSize int `json:"payload_size"`
+
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	DecidedAt *time.Time `json:"decided_at,omitempty"`
+	SentAt    *time.Time `json:"sent_at,omitempty"`
+}
+
+// Header is one forwarded header.
+type Header struct {
+	Key string `json:"key"`
+	// Value is the value as text when it is valid UTF-8.
+	Value *string `json:"value,omitempty"`
+	// ValueBase64 is the raw value.
+	ValueBase64 string `json:"value_base64"`
+}
+
+// AuditEntry is one recorded operator action.
+type AuditEntry struct {
+	Action string    `json:"action"`
+	Who    string    `json:"who"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+	Before string    `json:"before"`
+	After  string    `json:"after"`
+}
+
+// MessageDetail is the full record of one message.
+type MessageDetail struct {
+	Message
+	// PayloadBase64 is the payload, always present.
+	PayloadBase64 string `json:"payload_base64"`
+	// PayloadText is the payload when it is valid UTF-8.
+	PayloadText *string      `json:"payload_text,omitempty"`
+	Headers     []Header     `json:"headers,omitempty"`
+	Audit       []AuditEntry `json:"audit"`
+	// Actions lists what the message's state allows now: resolve,
+	// redeliver, retry.
+	Actions []string `json:"actions"`
+}
+
+// MessageList is one page of GET /api/v1/messages.
+type MessageList struct {
+	Messages []Message `json:"messages"`
+	// Next is the cursor of the next page; empty on the last page.
+	Next string `json:"next,omitempty"`
+}
+
+// Count is the number of messages with one bizID and status (and send
+// status for committed messages).
+type Count struct {
+	BizID      string `json:"biz_id"`
+	Status     string `json:"status"`
+	SendStatus string `json:"send_status,omitempty"`
+	N          int64  `json:"n"`
+}
+
+// Counts is GET /api/v1/counts.
+type Counts struct {
+	Counts []Count `json:"counts"`
+	// ByStatus sums over bizIDs; committed messages are split as
+	// COMMITTED/PENDING, COMMITTED/SENT, COMMITTED/DEAD.
+	ByStatus map[string]int64 `json:"by_status"`
+	// ByBizID is the same split per bizID.
+	ByBizID map[string]map[string]int64 `json:"by_biz_id"`
+	// OldestPrepared is the creation time of the oldest PREPARED message
+	// per bizID.
+	OldestPrepared map[string]time.Time `json:"oldest_prepared"`
+	Total          int64                `json:"total"`
+}
+
+// Decision values of ActionRequest.
+const (
+	DecisionCommit   = "commit"
+	DecisionRollback = "rollback"
+)
+
+// ActionRequest is the body of the action endpoints. Reason is required;
+// Decision only for resolve.
+type ActionRequest struct {
+	Decision string `json:"decision,omitempty"`
+	Reason   string `json:"reason"`
+}
+
+// ActionResult is what an action on one message did.
+type ActionResult struct {
+	// Action is the operator event applied (resolve_commit, resolve_rollback,
+	// redeliver, retry_now).
+	Action string `json:"action"`
+	// Effect is "applied" or "noop".
+	Effect string `json:"effect"`
+	// HandedOff tells whether the message was handed to the forwarder at
+	// once (otherwise its periodic scan picks it up when due).
+	HandedOff bool          `json:"handed_off"`
+	Message   MessageDetail `json:"message"`
+}
+
+// BulkRetryResult is the answer of POST /api/v1/bizids/{bizID}/retry.
+type BulkRetryResult struct {
+	BizID string `json:"biz_id"`
+	Reset int    `json:"reset"`
+}
+
+// DLQRecord is one record of the dead-letter topic.
+type DLQRecord struct {
+	Partition int32     `json:"partition"`
+	Offset    int64     `json:"offset"`
+	Timestamp time.Time `json:"timestamp"`
+	// Key is the record key (bizID:messageKey when it could be read).
+	Key string `json:"key"`
+	// Reason is why it was set aside (the ec-dlq-reason header).
+	Reason string `json:"reason,omitempty"`
+	// Info holds every ec-dlq-* header, by name without the prefix.
+	Info        map[string]string `json:"info,omitempty"`
+	ValueBase64 string            `json:"value_base64"`
+	ValueText   *string           `json:"value_text,omitempty"`
+	Headers     []Header          `json:"headers,omitempty"`
+}
+
+// DLQList is GET /api/v1/dlq.
+type DLQList struct {
+	Records []DLQRecord `json:"records"`
+	Next    string      `json:"next,omitempty"`
+}
+
+// DLQReplayResult is the answer of POST /api/v1/dlq/{partition}/{offset}/replay.
+type DLQReplayResult struct {
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`
+	Replayed  bool  `json:"replayed"`
+}
+
+// Error is the body of every error answer.
+type Error struct {
+	Error string `json:"error"`
+}
+
+// MessagePath is the path of one message: /api/v1/messages/{bizID}/{key},
+// each escaped as one segment.
+func MessagePath(bizID, key string) string {
+	return Prefix + "/messages/" + url.PathEscape(bizID) + "/" + url.PathEscape(key)
+}
+
+// ActionPath is the path of an action (resolve, redeliver, retry) on one
+// message.
+func ActionPath(bizID, key, action string) string {
+	return MessagePath(bizID, key) + "/" + action
+}
+
+// BizRetryPath is the path of the bulk retry of a bizID.
+func BizRetryPath(bizID string) string {
+	return Prefix + "/bizids/" + url.PathEscape(bizID) + "/retry"
+}
+
+// DLQReplayPath is the path that replays one dead-letter record.
+func DLQReplayPath(partition int32, offset int64) string {
+	return Prefix + "/dlq/" + strconv.FormatInt(int64(partition), 10) + "/" + strconv.FormatInt(offset, 10) + "/replay"
+}

@@ -1,0 +1,505 @@
+package admin
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/eventcenter/eventcenter/admin/adminapi"
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+func (h *handler) routesAPI() {
+	p := adminapi.Prefix
+	h.mux.Handle("GET "+p+"/messages", h.api(ScopeRead, h.apiList))
+	h.mux.Handle("GET "+p+"/messages/{bizID}/{key...}", h.api(ScopeRead, h.apiGet))
+	h.mux.Handle("GET "+p+"/counts", h.api(ScopeRead, h.apiCounts))
+	h.mux.Handle("POST "+p+"/messages/{bizID}/{rest...}", h.api(ScopeAdmin, h.apiAction))
+	h.mux.Handle("POST "+p+"/bizids/{bizID}/retry", h.api(ScopeAdmin, h.apiBizRetry))
+	h.mux.Handle("GET "+p+"/dlq", h.api(ScopeRead, h.apiDLQList))
+	h.mux.Handle("POST "+p+"/dlq/{partition}/{offset}/replay", h.api(ScopeAdmin, h.apiDLQReplay))
+	h.mux.Handle(p+"/", h.api(ScopeRead, func(w http.ResponseWriter, r *http.Request, _ principal) error {
+		return &apiError{http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)}
+	}))
+}
+
+type apiFunc func(w http.ResponseWriter, r *http.Request, p principal) error
+
+// api authenticates, authorizes and turns the returned error into a JSON
+// answer. Nothing runs for a request that fails authentication or lacks the
+// scope.
+func (h *handler) api(scope string, f apiFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, aerr := h.auth.bearer(r)
+		if aerr != nil {
+			w.Header().Set("WWW-Authenticate", aerr.challenge)
+			writeError(w, http.StatusUnauthorized, aerr.msg)
+			return
+		}
+		if scope == ScopeAdmin && !p.canAct() {
+			writeError(w, http.StatusForbidden, fmt.Sprintf("token %q has scope %q; this action needs scope %q", p.Name, p.Scope, ScopeAdmin))
+			return
+		}
+		if err := f(w, r, p); err != nil {
+			code, msg := classify(err)
+			if code >= 500 {
+				h.log.Error("admin API request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			}
+			writeError(w, code, msg)
+		}
+	})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, adminapi.Error{Error: msg})
+}
+
+// checkQuery refuses parameters the endpoint does not know (a typo would
+// otherwise silently list everything).
+func checkQuery(q url.Values, known ...string) error {
+	for k := range q {
+		ok := false
+		for _, n := range known {
+			ok = ok || k == n
+		}
+		if !ok {
+			return badRequest("unknown query parameter %q (known: %s)", k, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+func (h *handler) limit(s string) (int, error) {
+	if s == "" {
+		return h.cfg.DefaultLimit, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > h.cfg.MaxLimit {
+		return 0, badRequest("limit: %q is not a number between 1 and %d", s, h.cfg.MaxLimit)
+	}
+	return n, nil
+}
+
+// filterFrom reads the list filter from query parameters (shared by the API
+// and the console).
+func (h *handler) filterFrom(q url.Values) (store.Filter, error) {
+	var f store.Filter
+	var err error
+	if s := strings.TrimSpace(q.Get("status")); s != "" {
+		if f.Status, err = state.ParseStatus(strings.ToUpper(s)); err != nil {
+			return f, badRequest("status: %v", err)
+		}
+	}
+	if s := strings.TrimSpace(q.Get("send_status")); s != "" {
+		ss, err := state.ParseSendStatus(strings.ToUpper(s))
+		if err != nil {
+			return f, badRequest("send_status: %v", err)
+		}
+		f.SendStatus = &ss
+	}
+	f.BizID = strings.TrimSpace(q.Get("biz_id"))
+	f.KeyContains = q.Get("key")
+	if s := strings.TrimSpace(q.Get("older_than")); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return f, badRequest("older_than: %q is not a positive duration (e.g. 90s, 15m, 2h)", s)
+		}
+		f.CreatedBefore = h.now().Add(-d)
+	}
+	if f.Limit, err = h.limit(q.Get("limit")); err != nil {
+		return f, err
+	}
+	f.Cursor = q.Get("cursor")
+	return f, nil
+}
+
+// listErr turns a store's refusal of a cursor into a 400. The store keeps
+// its cursor error internal, so its text is matched.
+func listErr(err error) error {
+	if strings.Contains(err.Error(), "bad list cursor") {
+		return badRequest("cursor: %v", err)
+	}
+	return fmt.Errorf("list messages: %w", err)
+}
+
+func (h *handler) apiList(w http.ResponseWriter, r *http.Request, _ principal) error {
+	q := r.URL.Query()
+	if err := checkQuery(q, "status", "send_status", "biz_id", "older_than", "key", "limit", "cursor"); err != nil {
+		return err
+	}
+	f, err := h.filterFrom(q)
+	if err != nil {
+		return err
+	}
+	page, err := h.st.List(r.Context(), f)
+	if err != nil {
+		return listErr(err)
+	}
+	out := adminapi.MessageList{Messages: []adminapi.Message{}, Next: page.Next}
+	for _, m := range page.Messages {
+		out.Messages = append(out.Messages, toAPI(m))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// messageRef validates a bizID and key taken from a path.
+func messageRef(bizID, key string) error {
+	switch {
+	case bizID == "":
+		return badRequest("bizID: empty")
+	case strings.Contains(bizID, ":"):
+		return badRequest("bizID %q: contains ':'", bizID)
+	case key == "":
+		return badRequest("message key: empty")
+	case !utf8.ValidString(bizID) || !utf8.ValidString(key):
+		return badRequest("bizID and key must be valid UTF-8")
+	}
+	return nil
+}
+
+func (h *handler) detail(r *http.Request, bizID, key string) (adminapi.MessageDetail, error) {
+	m, err := h.st.Get(r.Context(), bizID, key)
+	if err != nil {
+		return adminapi.MessageDetail{}, fmt.Errorf("get %s: %w", envelopeKey(bizID, key), err)
+	}
+	audit, err := h.st.Audit(r.Context(), bizID, key)
+	if err != nil {
+		return adminapi.MessageDetail{}, fmt.Errorf("audit of %s: %w", envelopeKey(bizID, key), err)
+	}
+	return toDetail(m, audit, h.now()), nil
+}
+
+func envelopeKey(bizID, key string) string { return bizID + ":" + key }
+
+func (h *handler) apiGet(w http.ResponseWriter, r *http.Request, _ principal) error {
+	bizID, key := r.PathValue("bizID"), r.PathValue("key")
+	if err := messageRef(bizID, key); err != nil {
+		return err
+	}
+	d, err := h.detail(r, bizID, key)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+func (h *handler) counts(r *http.Request) (adminapi.Counts, error) {
+	cs, err := h.st.Counts(r.Context())
+	if err != nil {
+		return adminapi.Counts{}, fmt.Errorf("counts: %w", err)
+	}
+	oldest, err := h.st.OldestPrepared(r.Context())
+	if err != nil {
+		return adminapi.Counts{}, fmt.Errorf("oldest prepared: %w", err)
+	}
+	out := adminapi.Counts{
+		Counts: []adminapi.Count{}, ByStatus: map[string]int64{},
+		ByBizID: map[string]map[string]int64{}, OldestPrepared: map[string]time.Time{},
+	}
+	for _, c := range cs {
+		ac := adminapi.Count{BizID: c.BizID, Status: c.Status.String(), N: c.N}
+		label := ac.Status
+		if c.Status == state.Committed {
+			ac.SendStatus = c.SendStatus.String()
+			label += "/" + ac.SendStatus
+		}
+		out.Counts = append(out.Counts, ac)
+		out.ByStatus[label] += c.N
+		if out.ByBizID[c.BizID] == nil {
+			out.ByBizID[c.BizID] = map[string]int64{}
+		}
+		out.ByBizID[c.BizID][label] += c.N
+		out.Total += c.N
+	}
+	for b, t := range oldest {
+		out.OldestPrepared[b] = t.UTC()
+	}
+	return out, nil
+}
+
+func (h *handler) apiCounts(w http.ResponseWriter, r *http.Request, _ principal) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	out, err := h.counts(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+const maxReason = 1000
+
+// readAction decodes an action body. It must be JSON (a cross-site form
+// cannot send that without a CORS preflight).
+func readAction(r *http.Request) (adminapi.ActionRequest, error) {
+	var req adminapi.ActionRequest
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			return req, &apiError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q: want application/json", ct)}
+		}
+	} else {
+		return req, &apiError{http.StatusUnsupportedMediaType, "Content-Type missing: want application/json"}
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, badRequest("request body: %v (want {\"reason\": \"...\"})", err)
+	}
+	return req, nil
+}
+
+func checkReason(reason string) (string, error) {
+	reason = strings.TrimSpace(reason)
+	switch {
+	case reason == "":
+		return "", badRequest("reason: required (say why, it is written to the audit log)")
+	case len(reason) > maxReason:
+		return "", badRequest("reason: longer than %d bytes", maxReason)
+	case !utf8.ValidString(reason):
+		return "", badRequest("reason: not valid UTF-8")
+	}
+	return reason, nil
+}
+
+// actionKind maps an action name (and decision) to the operator event.
+func actionKind(action, decision string) (state.Kind, error) {
+	switch action {
+	case actionResolve:
+		switch strings.ToLower(strings.TrimSpace(decision)) {
+		case adminapi.DecisionCommit:
+			return state.KindResolveCommit, nil
+		case adminapi.DecisionRollback:
+			return state.KindResolveRollback, nil
+		case "":
+			return 0, badRequest("decision: required for resolve (commit or rollback)")
+		default:
+			return 0, badRequest("decision: %q, want commit or rollback", decision)
+		}
+	case actionRedeliver, actionRetry:
+		if decision != "" {
+			return 0, badRequest("decision: only for resolve")
+		}
+		if action == actionRedeliver {
+			return state.KindRedeliver, nil
+		}
+		return state.KindRetryNow, nil
+	}
+	return 0, &apiError{http.StatusNotFound, fmt.Sprintf("unknown action %q (want resolve, redeliver or retry)", action)}
+}
+
+// act applies one operator action through the store, with an audit record,
+// and hands a message it made sendable to the forwarder.
+func (h *handler) act(r *http.Request, p principal, bizID, key string, kind state.Kind, reason string) (res adminapi.ActionResult, err error) {
+	defer func() {
+		result := "applied"
+		switch {
+		case err != nil:
+			if code, _ := classify(err); code < 500 {
+				result = "rejected"
+			} else {
+				result = "error"
+			}
+		case res.Effect == state.NoOp.String():
+			result = "noop"
+		}
+		h.actions.WithLabelValues(kind.String(), result).Inc()
+	}()
+	req := store.ApplyRequest{Changes: []store.Change{{
+		BizID: bizID, Key: key,
+		Event: state.Event{Kind: kind, At: h.now()},
+		Audit: &store.Actor{Who: p.Name, Reason: reason},
+	}}}
+	if h.cfg.Handoff != nil {
+		req.SendLease = h.cfg.SendLease
+	}
+	out, err := h.st.Apply(r.Context(), req)
+	if err != nil {
+		return res, fmt.Errorf("apply %s to %s: %w", kind, envelopeKey(bizID, key), err)
+	}
+	if len(out.Outcomes) != 1 {
+		return res, fmt.Errorf("apply %s to %s: store returned %d outcomes for 1 change", kind, envelopeKey(bizID, key), len(out.Outcomes))
+	}
+	if oerr := out.Outcomes[0].Err; oerr != nil {
+		return res, oerr
+	}
+	res.Action = kind.String()
+	res.Effect = out.Outcomes[0].Effect.String()
+	if len(out.Sendable) > 0 && h.cfg.Handoff != nil {
+		h.cfg.Handoff.Handoff(out.Sendable)
+		res.HandedOff = true
+	}
+	h.log.Info("operator action", "action", kind.String(), "id", envelopeKey(bizID, key),
+		"who", p.Name, "reason", reason, "effect", res.Effect, "handed_off", res.HandedOff)
+	d, err := h.detail(r, bizID, key)
+	if err != nil {
+		return res, fmt.Errorf("%s applied, but reading the message back failed: %w", kind, err)
+	}
+	res.Message = d
+	return res, nil
+}
+
+// splitAction splits "{key}/{action}" (the key may contain '/').
+func splitAction(rest string) (key, action string) {
+	i := strings.LastIndexByte(rest, '/')
+	if i < 0 {
+		return "", rest
+	}
+	return rest[:i], rest[i+1:]
+}
+
+func (h *handler) apiAction(w http.ResponseWriter, r *http.Request, p principal) error {
+	bizID := r.PathValue("bizID")
+	key, action := splitAction(r.PathValue("rest"))
+	if key == "" {
+		return &apiError{http.StatusNotFound, fmt.Sprintf("no such endpoint: POST %s (want .../messages/{bizID}/{key}/resolve|redeliver|retry)", r.URL.Path)}
+	}
+	if err := messageRef(bizID, key); err != nil {
+		return err
+	}
+	req, err := readAction(r)
+	if err != nil {
+		return err
+	}
+	kind, err := actionKind(action, req.Decision)
+	if err != nil {
+		return err
+	}
+	reason, err := checkReason(req.Reason)
+	if err != nil {
+		return err
+	}
+	res, err := h.act(r, p, bizID, key, kind, reason)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (h *handler) bizRetry(r *http.Request, p principal, bizID, reason string) (adminapi.BulkRetryResult, error) {
+	n, err := h.st.RetryNowBizID(r.Context(), bizID, store.Actor{Who: p.Name, Reason: reason})
+	if err != nil {
+		h.actions.WithLabelValues("retry_bizid", "error").Inc()
+		return adminapi.BulkRetryResult{}, fmt.Errorf("retry bizID %s: %w", bizID, err)
+	}
+	h.actions.WithLabelValues("retry_bizid", "applied").Inc()
+	h.log.Info("operator action", "action", "retry_bizid", "biz_id", bizID, "who", p.Name, "reason", reason, "reset", n)
+	return adminapi.BulkRetryResult{BizID: bizID, Reset: n}, nil
+}
+
+func (h *handler) apiBizRetry(w http.ResponseWriter, r *http.Request, p principal) error {
+	bizID := r.PathValue("bizID")
+	if bizID == "" || strings.Contains(bizID, ":") {
+		return badRequest("bizID %q: empty or contains ':'", bizID)
+	}
+	req, err := readAction(r)
+	if err != nil {
+		return err
+	}
+	if req.Decision != "" {
+		return badRequest("decision: only for resolve")
+	}
+	reason, err := checkReason(req.Reason)
+	if err != nil {
+		return err
+	}
+	res, err := h.bizRetry(r, p, bizID, reason)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+var errNoDLQ = &apiError{http.StatusNotImplemented, "no dead-letter topic is configured"}
+
+func (h *handler) dlqList(r *http.Request, limitS, cursor string) (adminapi.DLQList, error) {
+	if h.dlq == nil {
+		return adminapi.DLQList{}, errNoDLQ
+	}
+	limit, err := h.limit(limitS)
+	if err != nil {
+		return adminapi.DLQList{}, err
+	}
+	recs, next, err := h.dlq.List(r.Context(), limit, cursor)
+	if err != nil {
+		return adminapi.DLQList{}, fmt.Errorf("list dead-letter records: %w", err)
+	}
+	out := adminapi.DLQList{Records: []adminapi.DLQRecord{}, Next: next}
+	for _, rec := range recs {
+		out.Records = append(out.Records, rec.toAPI())
+	}
+	return out, nil
+}
+
+func (h *handler) apiDLQList(w http.ResponseWriter, r *http.Request, _ principal) error {
+	q := r.URL.Query()
+	if err := checkQuery(q, "limit", "cursor"); err != nil {
+		return err
+	}
+	out, err := h.dlqList(r, q.Get("limit"), q.Get("cursor"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func parsePosition(ps, os string) (int32, int64, error) {
+	p, err := strconv.ParseInt(ps, 10, 32)
+	if err != nil || p < 0 {
+		return 0, 0, badRequest("partition: %q is not a partition number", ps)
+	}
+	o, err := strconv.ParseInt(os, 10, 64)
+	if err != nil || o < 0 {
+		return 0, 0, badRequest("offset: %q is not an offset", os)
+	}
+	return int32(p), o, nil
+}
+
+func (h *handler) dlqReplay(r *http.Request, p principal, partition int32, offset int64) error {
+	if h.dlq == nil {
+		return errNoDLQ
+	}
+	if err := h.dlq.Replay(r.Context(), partition, offset); err != nil {
+		h.actions.WithLabelValues("dlq_replay", "error").Inc()
+		return fmt.Errorf("replay dead-letter record %d/%d: %w", partition, offset, err)
+	}
+	h.actions.WithLabelValues("dlq_replay", "applied").Inc()
+	h.log.Info("operator action", "action", "dlq_replay", "partition", partition, "offset", offset, "who", p.Name)
+	return nil
+}
+
+func (h *handler) apiDLQReplay(w http.ResponseWriter, r *http.Request, p principal) error {
+	partition, offset, err := parsePosition(r.PathValue("partition"), r.PathValue("offset"))
+	if err != nil {
+		return err
+	}
+	if err := h.dlqReplay(r, p, partition, offset); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, adminapi.DLQReplayResult{Partition: partition, Offset: offset, Replayed: true})
+	return nil
+}

@@ -1,0 +1,132 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Token scopes.
+const (
+	// ScopeRead may read messages, counts and the dead-letter topic.
+	ScopeRead = "read"
+	// ScopeAdmin may also act: resolve, redeliver, retry, replay.
+	ScopeAdmin = "admin"
+)
+
+// Token is one bearer token.
+type Token struct {
+	// Name identifies the holder; it is written as "who" in audit records.
+	Name string `yaml:"name" json:"name"`
+	// Token is the secret the holder sends as "Authorization: Bearer ...".
+	Token string `yaml:"token" json:"token"`
+	// Scope is "read" or "admin".
+	Scope string `yaml:"scope" json:"scope"`
+}
+
+// Config configures the admin handler.
+type Config struct {
+	// Tokens are the accepted bearer tokens. With none, every request is
+	// refused unless Insecure is set.
+	Tokens []Token
+	// Insecure opens the API and the console without a token when no token
+	// is configured (development only). Actions are audited as
+	// InsecureUser. It has no effect when tokens are configured.
+	Insecure bool
+	// InsecureUser is "who" for actions in insecure mode (default "anonymous").
+	InsecureUser string
+
+	// Handoff, when set, receives messages an action made sendable, leased
+	// for SendLease, so they are forwarded at once. Without it they are left
+	// due now for the forwarder's periodic scan.
+	Handoff Handoff
+	// SendLease is the lease of handed-off messages (default 30s).
+	SendLease time.Duration
+
+	// StuckAfter is the age from which a PREPARED message is listed as stuck
+	// on the console (default 5m).
+	StuckAfter time.Duration
+	// SessionTTL is how long a console login lasts (default 12h).
+	SessionTTL time.Duration
+	// DefaultLimit and MaxLimit bound list pages (defaults 50 and 1000).
+	DefaultLimit int
+	MaxLimit     int
+
+	// Now is the clock (nil → time.Now).
+	Now func() time.Time
+	// Logger (nil → slog.Default()).
+	Logger *slog.Logger
+	// Registerer receives eventcenter_admin_actions_total{action,result}
+	// (nil → not registered).
+	Registerer prometheus.Registerer
+}
+
+func (c *Config) setDefaults() {
+	if c.InsecureUser == "" {
+		c.InsecureUser = "anonymous"
+	}
+	if c.SendLease == 0 {
+		c.SendLease = 30 * time.Second
+	}
+	if c.StuckAfter == 0 {
+		c.StuckAfter = 5 * time.Minute
+	}
+	if c.SessionTTL == 0 {
+		c.SessionTTL = 12 * time.Hour
+	}
+	if c.DefaultLimit == 0 {
+		c.DefaultLimit = 50
+	}
+	if c.MaxLimit == 0 {
+		c.MaxLimit = 1000
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate checks the configuration; errors name the field.
+func (c *Config) Validate() error {
+	var errs []error
+	names := map[string]bool{}
+	secrets := map[string]bool{}
+	for i, t := range c.Tokens {
+		switch {
+		case strings.TrimSpace(t.Name) == "":
+			errs = append(errs, fmt.Errorf("Tokens[%d].Name: empty", i))
+		case names[t.Name]:
+			errs = append(errs, fmt.Errorf("Tokens[%d].Name: %q used twice", i, t.Name))
+		}
+		names[t.Name] = true
+		switch {
+		case len(t.Token) < 16:
+			errs = append(errs, fmt.Errorf("Tokens[%d].Token (%s): shorter than 16 characters", i, t.Name))
+		case secrets[t.Token]:
+			errs = append(errs, fmt.Errorf("Tokens[%d].Token (%s): same secret as another token", i, t.Name))
+		}
+		secrets[t.Token] = true
+		if t.Scope != ScopeRead && t.Scope != ScopeAdmin {
+			errs = append(errs, fmt.Errorf("Tokens[%d].Scope (%s): %q, want %q or %q", i, t.Name, t.Scope, ScopeRead, ScopeAdmin))
+		}
+	}
+	if c.SendLease < 0 {
+		errs = append(errs, errors.New("SendLease: negative"))
+	}
+	if c.StuckAfter < 0 {
+		errs = append(errs, errors.New("StuckAfter: negative"))
+	}
+	if c.SessionTTL < 0 {
+		errs = append(errs, errors.New("SessionTTL: negative"))
+	}
+	if c.DefaultLimit < 0 || c.MaxLimit < 0 || (c.MaxLimit > 0 && c.DefaultLimit > c.MaxLimit) {
+		errs = append(errs, fmt.Errorf("DefaultLimit/MaxLimit: %d/%d, want 0 < DefaultLimit <= MaxLimit", c.DefaultLimit, c.MaxLimit))
+	}
+	return errors.Join(errs...)
+}

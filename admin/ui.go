@@ -1,0 +1,509 @@
+package admin
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/eventcenter/eventcenter/admin/adminapi"
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+var pageNames = []string{"login", "overview", "messages", "message", "dlq", "error"}
+
+func uiMsgURL(bizID, key string) string {
+	return "/ui/m/" + url.PathEscape(bizID) + "/" + url.PathEscape(key)
+}
+
+func timeOf(v any) (time.Time, bool) {
+	switch t := v.(type) {
+	case time.Time:
+		return t, !t.IsZero()
+	case *time.Time:
+		if t == nil {
+			return time.Time{}, false
+		}
+		return *t, !t.IsZero()
+	}
+	return time.Time{}, false
+}
+
+func parsePages() (map[string]*template.Template, error) {
+	funcs := template.FuncMap{
+		"msgURL":     uiMsgURL,
+		"actionURL":  func(b, k, a string) string { return uiMsgURL(b, k) + "/" + a },
+		"pathEscape": url.PathEscape,
+		"has":        func(xs []string, x string) bool { return slices.Contains(xs, x) },
+		"isStuck":    func(col string) bool { return col == "VERIFY_FAILED" || col == "COMMITTED/DEAD" },
+		"deref":      func(s *string) string { return *s },
+		"trunc": func(s string, n int) string {
+			if len(s) <= n {
+				return s
+			}
+			return strings.ToValidUTF8(s[:n], "") + "…"
+		},
+		"fmtTime": func(v any) string {
+			t, ok := timeOf(v)
+			if !ok {
+				return "—"
+			}
+			return t.UTC().Format("2006-01-02 15:04:05Z")
+		},
+		// ago is filled per request (it needs the clock); see render.
+		"ago": func(any) string { return "" },
+	}
+	base, err := template.New("layout").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
+	if err != nil {
+		return nil, err
+	}
+	pages := map[string]*template.Template{}
+	for _, n := range pageNames {
+		t, err := base.Clone()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := t.ParseFS(templateFS, "templates/"+n+".html"); err != nil {
+			return nil, err
+		}
+		pages[n] = t
+	}
+	return pages, nil
+}
+
+func agoFrom(now time.Time) func(any) string {
+	return func(v any) string {
+		t, ok := timeOf(v)
+		if !ok {
+			return "—"
+		}
+		d := now.Sub(t)
+		switch {
+		case d < 0:
+			return "in " + roundDur(-d)
+		case d < time.Second:
+			return "just now"
+		}
+		return roundDur(d) + " ago"
+	}
+}
+
+func roundDur(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// page is what every console template gets.
+type page struct {
+	tmpl   string
+	code   int
+	Title  string
+	User   string
+	Scope  string
+	Open   bool
+	CanAct bool
+	CSRF   string
+	Flash  string
+	Error  string
+	Data   any
+}
+
+func (h *handler) render(w http.ResponseWriter, p principal, pg *page) {
+	if p.Name != "" {
+		pg.User, pg.Scope, pg.Open, pg.CanAct = p.Name, p.Scope, h.auth.open, p.canAct()
+		pg.CSRF = p.formToken()
+	}
+	t, err := h.pages[pg.tmpl].Clone()
+	if err == nil {
+		t = t.Funcs(template.FuncMap{"ago": agoFrom(h.now())})
+		var buf bytes.Buffer
+		if err = t.ExecuteTemplate(&buf, "layout", pg); err == nil {
+			uiHeaders(w)
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			code := pg.code
+			if code == 0 {
+				code = http.StatusOK
+			}
+			w.WriteHeader(code)
+			_, _ = w.Write(buf.Bytes())
+			return
+		}
+	}
+	h.log.Error("render console page", "page", pg.tmpl, "err", err)
+	http.Error(w, "console page failed to render", http.StatusInternalServerError)
+}
+
+func uiHeaders(w http.ResponseWriter) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "same-origin")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Cache-Control", "no-store")
+}
+
+func (h *handler) renderErr(w http.ResponseWriter, p principal, err error) {
+	code, msg := classify(err)
+	if code >= 500 {
+		h.log.Error("console request failed", "err", err)
+	}
+	h.render(w, p, &page{tmpl: "error", code: code, Title: http.StatusText(code), Error: msg})
+}
+
+func secureRequest(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+type uiGet func(w http.ResponseWriter, r *http.Request, p principal) (*page, error)
+
+// uiPost returns where to redirect after the form; "" means it rendered
+// the answer itself.
+type uiPost func(w http.ResponseWriter, r *http.Request, p principal) (redirect string, err error)
+
+// ui authenticates a console page; without a session it redirects to the
+// login form.
+func (h *handler) ui(f uiGet) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, ok := h.auth.session(r)
+		if !ok {
+			if len(h.auth.tokens) == 0 {
+				h.render(w, principal{}, &page{tmpl: "error", code: http.StatusUnauthorized, Title: "Console closed", Error: noTokensMsg})
+				return
+			}
+			http.Redirect(w, r, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		pg, err := f(w, r, p)
+		if err != nil {
+			h.renderErr(w, p, err)
+			return
+		}
+		h.render(w, p, pg)
+	}
+}
+
+// post authenticates a console form, checks its form token (cross-site
+// request forgery) and, for actions, the admin scope; nothing runs when a
+// check fails.
+func (h *handler) post(needAdmin bool, f uiPost) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, ok := h.auth.session(r)
+		if !ok {
+			h.render(w, principal{}, &page{tmpl: "error", code: http.StatusUnauthorized, Title: "Not logged in", Error: "log in first (your session may have expired)"})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		if err := r.ParseForm(); err != nil {
+			h.renderErr(w, p, badRequest("form: %v", err))
+			return
+		}
+		if !p.checkFormToken(r.PostForm.Get("csrf")) {
+			h.renderErr(w, p, &apiError{http.StatusForbidden, "form token missing or invalid: reload the page and try again"})
+			return
+		}
+		if needAdmin && !p.canAct() {
+			h.renderErr(w, p, &apiError{http.StatusForbidden, fmt.Sprintf("%q has scope %q; actions need scope %q", p.Name, p.Scope, ScopeAdmin)})
+			return
+		}
+		to, err := f(w, r, p)
+		switch {
+		case err != nil:
+			h.renderErr(w, p, err)
+		case to != "":
+			http.Redirect(w, r, to, http.StatusSeeOther)
+		}
+	}
+}
+
+func (h *handler) routesUI() {
+	h.mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+	})
+	h.mux.HandleFunc("GET /ui/{$}", h.ui(h.uiOverview))
+	h.mux.HandleFunc("GET /ui/login", h.uiLoginForm)
+	h.mux.HandleFunc("POST /ui/login", h.uiLogin)
+	h.mux.HandleFunc("POST /ui/logout", h.post(false, h.uiLogout))
+	h.mux.HandleFunc("GET /ui/messages", h.ui(h.uiMessages))
+	h.mux.HandleFunc("GET /ui/m/{bizID}/{key...}", h.ui(h.uiMessage))
+	h.mux.HandleFunc("POST /ui/m/{bizID}/{rest...}", h.uiAction)
+	h.mux.HandleFunc("POST /ui/bizids/{bizID}/retry", h.post(true, h.uiBizRetry))
+	h.mux.HandleFunc("GET /ui/dlq", h.ui(h.uiDLQ))
+	h.mux.HandleFunc("POST /ui/dlq/{partition}/{offset}/replay", h.post(true, h.uiDLQReplay))
+	h.mux.HandleFunc("/ui/", h.ui(func(w http.ResponseWriter, r *http.Request, p principal) (*page, error) {
+		return nil, &apiError{http.StatusNotFound, "no such page: " + r.URL.Path}
+	}))
+}
+
+// safeNext keeps a post-login redirect on the console.
+func safeNext(next string) string {
+	if strings.HasPrefix(next, "/ui") && !strings.HasPrefix(next, "//") && !strings.Contains(next, "\\") {
+		return next
+	}
+	return "/ui/"
+}
+
+func (h *handler) uiLoginForm(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.auth.session(r); ok {
+		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
+		return
+	}
+	pg := &page{tmpl: "login", Title: "Log in", Data: map[string]string{"Next": safeNext(r.URL.Query().Get("next"))}}
+	if len(h.auth.tokens) == 0 {
+		pg.code, pg.Error = http.StatusUnauthorized, noTokensMsg
+	}
+	h.render(w, principal{}, pg)
+}
+
+func (h *handler) uiLogin(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		h.renderErr(w, principal{}, badRequest("form: %v", err))
+		return
+	}
+	next := safeNext(r.PostForm.Get("next"))
+	if h.auth.open {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	c, ok := h.auth.login(r.PostForm.Get("token"), secureRequest(r))
+	if !ok {
+		msg := "invalid token"
+		if len(h.auth.tokens) == 0 {
+			msg = noTokensMsg
+		}
+		h.log.Warn("console login refused", "remote", r.RemoteAddr)
+		h.render(w, principal{}, &page{tmpl: "login", code: http.StatusUnauthorized, Title: "Log in", Error: msg, Data: map[string]string{"Next": next}})
+		return
+	}
+	http.SetCookie(w, c)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (h *handler) uiLogout(w http.ResponseWriter, r *http.Request, _ principal) (string, error) {
+	http.SetCookie(w, logoutCookie(secureRequest(r)))
+	return "/ui/login", nil
+}
+
+var overviewColumns = []string{"PREPARED", "VERIFY_FAILED", "COMMITTED/PENDING", "COMMITTED/DEAD", "COMMITTED/SENT", "ROLLED_BACK"}
+
+type stuckList struct {
+	Title    string
+	More     string
+	Messages []adminapi.Message
+}
+
+func (h *handler) uiOverview(w http.ResponseWriter, r *http.Request, p principal) (*page, error) {
+	q := r.URL.Query()
+	key, bizID := q.Get("key"), strings.TrimSpace(q.Get("biz_id"))
+	counts, err := h.counts(r)
+	if err != nil {
+		return nil, err
+	}
+	bizIDs := make([]string, 0, len(counts.ByBizID))
+	for b := range counts.ByBizID {
+		bizIDs = append(bizIDs, b)
+	}
+	slices.Sort(bizIDs)
+	dead := state.SendDead
+	const n = 20
+	lists := []struct {
+		title string
+		f     store.Filter
+		more  url.Values
+	}{
+		{"VERIFY_FAILED (check-backs exhausted)", store.Filter{Status: state.VerifyFailed}, url.Values{"status": {"VERIFY_FAILED"}}},
+		{"DEAD (forwarding gave up)", store.Filter{Status: state.Committed, SendStatus: &dead}, url.Values{"status": {"COMMITTED"}, "send_status": {"DEAD"}}},
+		{"PREPARED for more than " + roundDur(h.cfg.StuckAfter), store.Filter{Status: state.Prepared, CreatedBefore: h.now().Add(-h.cfg.StuckAfter)}, url.Values{"status": {"PREPARED"}, "older_than": {h.cfg.StuckAfter.String()}}},
+	}
+	var stuck []stuckList
+	for _, l := range lists {
+		l.f.BizID, l.f.KeyContains, l.f.Limit = bizID, key, n
+		pg, err := h.st.List(r.Context(), l.f)
+		if err != nil {
+			return nil, listErr(err)
+		}
+		sl := stuckList{Title: l.title}
+		for _, m := range pg.Messages {
+			sl.Messages = append(sl.Messages, toAPI(m))
+		}
+		if bizID != "" {
+			l.more.Set("biz_id", bizID)
+		}
+		if key != "" {
+			l.more.Set("key", key)
+		}
+		sl.More = "/ui/messages?" + l.more.Encode()
+		stuck = append(stuck, sl)
+	}
+	return &page{tmpl: "overview", Title: "Overview", Data: map[string]any{
+		"Counts": counts, "BizIDs": bizIDs, "Columns": overviewColumns, "Stuck": stuck,
+		"Key": key, "BizID": bizID,
+	}}, nil
+}
+
+func (h *handler) uiMessages(w http.ResponseWriter, r *http.Request, p principal) (*page, error) {
+	q := r.URL.Query()
+	f, err := h.filterFrom(q)
+	if err != nil {
+		return nil, err
+	}
+	res, err := h.st.List(r.Context(), f)
+	if err != nil {
+		return nil, listErr(err)
+	}
+	msgs := []adminapi.Message{}
+	for _, m := range res.Messages {
+		msgs = append(msgs, toAPI(m))
+	}
+	next := ""
+	if res.Next != "" {
+		nq := url.Values{}
+		for k, v := range q {
+			nq[k] = v
+		}
+		nq.Set("cursor", res.Next)
+		next = "/ui/messages?" + nq.Encode()
+	}
+	qs := map[string]string{}
+	for _, k := range []string{"key", "biz_id", "status", "send_status", "older_than"} {
+		qs[k] = q.Get(k)
+	}
+	if s := qs["status"]; s != "" {
+		if st, err := state.ParseStatus(strings.ToUpper(s)); err == nil {
+			qs["status"] = st.String()
+		}
+	}
+	return &page{tmpl: "messages", Title: "Messages", Data: map[string]any{
+		"Messages": msgs, "Next": next, "Q": qs,
+		"Statuses":     []string{"PREPARED", "COMMITTED", "ROLLED_BACK", "VERIFY_FAILED"},
+		"SendStatuses": []string{"PENDING", "SENT", "DEAD"},
+	}}, nil
+}
+
+var doneMessages = map[string]string{
+	"resolve_commit":   "Resolved as commit.",
+	"resolve_rollback": "Resolved as rollback.",
+	"redeliver":        "Redelivery scheduled.",
+	"retry_now":        "Retry scheduled now.",
+}
+
+func (h *handler) messagePage(r *http.Request, bizID, key string) (*page, error) {
+	if err := messageRef(bizID, key); err != nil {
+		return nil, err
+	}
+	d, err := h.detail(r, bizID, key)
+	if err != nil {
+		return nil, err
+	}
+	pg := &page{tmpl: "message", Title: bizID + ":" + key, Data: map[string]any{"M": d}}
+	if msg, ok := doneMessages[r.URL.Query().Get("done")]; ok {
+		pg.Flash = msg
+		if r.URL.Query().Get("handed_off") == "1" {
+			pg.Flash += " Handed to the forwarder."
+		}
+	}
+	return pg, nil
+}
+
+func (h *handler) uiMessage(w http.ResponseWriter, r *http.Request, p principal) (*page, error) {
+	return h.messagePage(r, r.PathValue("bizID"), r.PathValue("key"))
+}
+
+// uiAction runs a message action from its form. A refused action shows the
+// message again with the reason.
+func (h *handler) uiAction(w http.ResponseWriter, r *http.Request) {
+	h.post(true, func(w http.ResponseWriter, r *http.Request, p principal) (string, error) {
+		bizID := r.PathValue("bizID")
+		key, action := splitAction(r.PathValue("rest"))
+		if key == "" {
+			return "", &apiError{http.StatusNotFound, "no such page: " + r.URL.Path}
+		}
+		if err := messageRef(bizID, key); err != nil {
+			return "", err
+		}
+		fail := func(err error) (string, error) {
+			code, msg := classify(err)
+			if code >= 500 {
+				return "", err
+			}
+			pg, perr := h.messagePage(r, bizID, key)
+			if perr != nil {
+				return "", err
+			}
+			pg.code, pg.Error = code, msg
+			h.render(w, p, pg)
+			return "", nil
+		}
+		kind, err := actionKind(action, r.PostForm.Get("decision"))
+		if err != nil {
+			return fail(err)
+		}
+		reason, err := checkReason(r.PostForm.Get("reason"))
+		if err != nil {
+			return fail(err)
+		}
+		res, err := h.act(r, p, bizID, key, kind, reason)
+		if err != nil {
+			return fail(err)
+		}
+		to := uiMsgURL(bizID, key) + "?done=" + res.Action
+		if res.HandedOff {
+			to += "&handed_off=1"
+		}
+		return to, nil
+	})(w, r)
+}
+
+func (h *handler) uiBizRetry(w http.ResponseWriter, r *http.Request, p principal) (string, error) {
+	bizID := r.PathValue("bizID")
+	if bizID == "" || strings.Contains(bizID, ":") {
+		return "", badRequest("bizID %q: empty or contains ':'", bizID)
+	}
+	reason, err := checkReason(r.PostForm.Get("reason"))
+	if err != nil {
+		return "", err
+	}
+	if _, err := h.bizRetry(r, p, bizID, reason); err != nil {
+		return "", err
+	}
+	return "/ui/messages?biz_id=" + url.QueryEscape(bizID), nil
+}
+
+func (h *handler) uiDLQ(w http.ResponseWriter, r *http.Request, p principal) (*page, error) {
+	q := r.URL.Query()
+	if h.dlq == nil {
+		return &page{tmpl: "dlq", Title: "Dead letters", Data: map[string]any{"Unavailable": errNoDLQ.msg}}, nil
+	}
+	l, err := h.dlqList(r, q.Get("limit"), q.Get("cursor"))
+	if err != nil {
+		return nil, err
+	}
+	return &page{tmpl: "dlq", Title: "Dead letters", Data: map[string]any{"Records": l.Records, "Next": l.Next}}, nil
+}
+
+func (h *handler) uiDLQReplay(w http.ResponseWriter, r *http.Request, p principal) (string, error) {
+	partition, offset, err := parsePosition(r.PathValue("partition"), r.PathValue("offset"))
+	if err != nil {
+		return "", err
+	}
+	if err := h.dlqReplay(r, p, partition, offset); err != nil {
+		return "", err
+	}
+	return "/ui/dlq", nil
+}
