@@ -123,7 +123,7 @@ func TestRollbackAndConflictCounted(t *testing.T) {
 	in := e.start(e.config(), st, fwd, ownership.New())
 	e.produce(
 		prepareRec("shop", "r", []byte("x")), decisionRec("shop", "r", "rollback"),
-		decisionRec("shop", "r", "commit"), // contradicts: ignored
+		decisionRec("shop", "r", "commit"),   // contradicts: ignored
 		prepareRec("shop", "r", []byte("x")), // duplicate
 	)
 	require.Eventually(t, e.committedAll, waitFor, tick)
