@@ -1,0 +1,21 @@
+// Package clientlib is what a producer imports to send reliable messages
+// through eventcenter, and what its consumers import to drop duplicates.
+//
+// A producer sends PREPARE, runs its local transaction, then COMMIT or
+// ROLLBACK, all to the center's control topic keyed by "bizID:messageKey":
+//
+//	p, err := clientlib.NewProducer(clientlib.WithBrokers("kafka:9092"))
+//	...
+//	err = p.Transact(ctx, clientlib.Message{BizID: "order", Key: id, ...},
+//		func(ctx context.Context) error { return saveOrder(ctx, tx) })
+//
+// If the producer dies between its local commit and the COMMIT envelope, the
+// center asks it back: serve NewCheckbackHandler (HTTP, Dubbo Triple JSON and
+// JSON-RPC) at the endpoint given in Message.Verify or WithDefaultVerify.
+//
+// Forwarded messages carry the header ec-id = "bizID:messageKey"; a consumer
+// drops redeliveries with a Deduper.
+//
+// The package imports only the envelope package of eventcenter and franz-go:
+// no database driver, no RocketMQ client.
+package clientlib

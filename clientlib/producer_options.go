@@ -1,0 +1,152 @@
+package clientlib
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventcenter/eventcenter/envelope"
+)
+
+// DefaultControlTopic is the control topic unless WithControlTopic says
+// otherwise.
+const DefaultControlTopic = "eventcenter.control"
+
+// DefaultDecisionTimeout bounds how long Transact tries to send its COMMIT
+// or ROLLBACK once the local transaction has ended.
+const DefaultDecisionTimeout = 10 * time.Second
+
+// defaultLinger is the producer-owned client's linger: small, since every
+// send waits for its ack.
+const defaultLinger = 2 * time.Millisecond
+
+// Option configures a Producer. Options are built only by this package's
+// With... functions.
+type Option interface{ apply(*producerConfig) }
+
+type optionFunc func(*producerConfig)
+
+func (f optionFunc) apply(c *producerConfig) { f(c) }
+
+type producerConfig struct {
+	brokers         []string
+	client          *kgo.Client
+	controlTopic    string
+	logger          *slog.Logger
+	defaultVerify   string
+	kgoOpts         []kgo.Opt
+	decisionTimeout time.Duration
+}
+
+// WithBrokers sets the seed brokers of a client the producer creates and
+// closes. Exactly one of WithBrokers and WithClient is required.
+func WithBrokers(brokers ...string) Option {
+	return optionFunc(func(c *producerConfig) { c.brokers = append(c.brokers, brokers...) })
+}
+
+// WithClient makes the producer use a client the caller owns: Close does not
+// close it. Its configuration is the caller's: records are keyed by
+// "bizID:messageKey" and must be partitioned by Kafka's murmur2 key hash
+// (kgo's default partitioners do), with acks=all, for the guarantees to hold.
+func WithClient(cl *kgo.Client) Option {
+	return optionFunc(func(c *producerConfig) { c.client = cl })
+}
+
+// WithControlTopic sets the control topic (default "eventcenter.control").
+func WithControlTopic(topic string) Option {
+	return optionFunc(func(c *producerConfig) { c.controlTopic = topic })
+}
+
+// WithLogger sets the logger of the producer and of the client it creates
+// (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *producerConfig) { c.logger = l })
+}
+
+// WithDefaultVerify sets the check-back endpoint of messages whose Verify is
+// empty, e.g. "http://order-svc:8080/eventcenter/check".
+func WithDefaultVerify(endpoint string) Option {
+	return optionFunc(func(c *producerConfig) { c.defaultVerify = endpoint })
+}
+
+// WithKgoOptions adds options to the client the producer creates; they are
+// applied after the producer's own (acks=all, idempotent writes, murmur2 key
+// partitioner, 2 ms linger) and can override them. Not allowed with
+// WithClient.
+func WithKgoOptions(opts ...kgo.Opt) Option {
+	return optionFunc(func(c *producerConfig) { c.kgoOpts = append(c.kgoOpts, opts...) })
+}
+
+// WithDecisionTimeout bounds how long Transact keeps trying to send COMMIT
+// or ROLLBACK after the local transaction ended, even if the context passed
+// to Transact is canceled by then (default 10s).
+func WithDecisionTimeout(d time.Duration) Option {
+	return optionFunc(func(c *producerConfig) { c.decisionTimeout = d })
+}
+
+func (c *producerConfig) validate() error {
+	switch {
+	case c.client == nil && len(c.brokers) == 0:
+		return errors.New("no Kafka given: use WithBrokers or WithClient")
+	case c.client != nil && len(c.brokers) > 0:
+		return errors.New("WithBrokers and WithClient both given: use one")
+	case c.client != nil && len(c.kgoOpts) > 0:
+		return errors.New("WithKgoOptions applies to a client the producer creates, not to one given WithClient")
+	}
+	for i, b := range c.brokers {
+		if b == "" {
+			return fmt.Errorf("WithBrokers: broker %d is empty", i)
+		}
+	}
+	if c.controlTopic == "" {
+		return errors.New("WithControlTopic: empty topic")
+	}
+	if c.decisionTimeout <= 0 {
+		return fmt.Errorf("WithDecisionTimeout: %v is not positive", c.decisionTimeout)
+	}
+	if c.defaultVerify != "" {
+		probe := envelope.Envelope{Type: envelope.Prepare, BizID: "b", MessageKey: "k", ForwardTopic: "t", Verify: c.defaultVerify}
+		if err := probe.Validate(); err != nil {
+			return fmt.Errorf("WithDefaultVerify: %w", err)
+		}
+	}
+	return nil
+}
+
+// kgoLogger passes the client's logs to slog.
+type kgoLogger struct{ l *slog.Logger }
+
+func (k kgoLogger) Level() kgo.LogLevel {
+	ctx := context.Background()
+	switch {
+	case k.l.Enabled(ctx, slog.LevelDebug):
+		return kgo.LogLevelDebug
+	case k.l.Enabled(ctx, slog.LevelInfo):
+		return kgo.LogLevelInfo
+	case k.l.Enabled(ctx, slog.LevelWarn):
+		return kgo.LogLevelWarn
+	case k.l.Enabled(ctx, slog.LevelError):
+		return kgo.LogLevelError
+	default:
+		return kgo.LogLevelNone
+	}
+}
+
+func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	var l slog.Level
+	switch level {
+	case kgo.LogLevelError:
+		l = slog.LevelError
+	case kgo.LogLevelWarn:
+		l = slog.LevelWarn
+	case kgo.LogLevelInfo:
+		l = slog.LevelInfo
+	default:
+		l = slog.LevelDebug
+	}
+	k.l.Log(context.Background(), l, msg, keyvals...)
+}
