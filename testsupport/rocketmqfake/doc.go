@@ -1,0 +1,27 @@
+// Package rocketmqfake is a wire-level RocketMQ name server and broker for
+// tests, built on the standard library only. The real, unmodified
+// github.com/apache/rocketmq-client-go/v2 (v2.1.2) producer and push
+// consumer talk to it over TCP with the remoting protocol (JSON headers),
+// as described in shared/ROCKETMQ-WIRE.md.
+//
+// What it implements: topic routes (105), heartbeats with the consumer
+// client ids of each group (34), single and batch sends (10, 320), pulls
+// with long polling (11), consumer offsets per group (14, 15), max offset
+// and search by timestamp (30, 29), consumer lists (38), queue locks for
+// orderly consumers (41, 42) and send-back (36, accepted and dropped).
+// Unknown request codes are answered with 3 (REQUEST_CODE_NOT_SUPPORTED).
+//
+// What it does not: persistence, several brokers, replication, tag filtering
+// on the broker (the client filters again anyway), retry or dead-letter
+// topics, transactions' check-backs, or pushing NOTIFY_CONSUMER_IDS_CHANGED.
+// Consumer ids are forgotten when the connection that sent their heartbeat
+// closes, as a real broker does.
+//
+// Test hygiene with the real client: always give it the name server address
+// as an IP literal (NameServerAddr does), a unique instance name per producer
+// or consumer (the client keeps a process-global map of clients keyed by
+// ip@instance), and call rlog.SetLogLevel("error") to quiet it.
+//
+// The rmqtest sub-package has a helper that reads a topic back with a real
+// push consumer; it lives apart so that this package stays stdlib-only.
+package rocketmqfake
