@@ -1,0 +1,249 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// witness records which ingester applied which change.
+type witness struct {
+	mu      sync.Mutex
+	applied map[string][]string // "biz:key/kind" → ingester names
+}
+
+// tagged is one ingester's view of a shared store.
+type tagged struct {
+	Store
+	name string
+	w    *witness
+}
+
+func (s tagged) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
+	res, err := s.Store.Apply(ctx, req)
+	if err == nil {
+		s.w.mu.Lock()
+		for _, c := range req.Changes {
+			k := c.BizID + ":" + c.Key + "/" + c.Event.Kind.String()
+			s.w.applied[k] = append(s.w.applied[k], s.name)
+		}
+		s.w.mu.Unlock()
+	}
+	return res, err
+}
+
+// split tells whether a and b own disjoint, non-empty sets covering n
+// partitions.
+func split(n int32, a, b *ownership.Set) bool {
+	pa, pb := a.Partitions(), b.Partitions()
+	if len(pa) == 0 || len(pb) == 0 || len(pa)+len(pb) != int(n) {
+		return false
+	}
+	all := slices.Sorted(slices.Values(append(slices.Clone(pa), pb...)))
+	return slices.Equal(all, []int32{0, 1, 2, 3}[:n])
+}
+
+func TestTwoIngestersSplitPartitionsAndApplyEachRecordOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 4)
+	st, fwd := newMemStore(), &handoffs{}
+	w := &witness{applied: map[string][]string{}}
+	ownA, ownB := ownership.New(), ownership.New()
+	e.start(e.config(), tagged{st, "a", w}, fwd, ownA)
+	require.Eventually(t, func() bool { return len(ownA.Partitions()) == 4 }, waitFor, tick)
+	e.start(e.config(), tagged{st, "b", w}, fwd, ownB)
+	require.Eventually(t, func() bool { return split(4, ownA, ownB) }, waitFor, tick)
+
+	e.lifecycle("shop", 0, 200)
+	require.Eventually(t, func() bool { return st.countStatus(state.Committed, true) == 200 }, waitFor, tick)
+	require.Eventually(t, e.committedAll, waitFor, tick)
+	require.True(t, split(4, ownA, ownB), "still split")
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	require.Len(t, w.applied, 400)
+	by := map[string]int{}
+	for k, names := range w.applied {
+		require.Len(t, names, 1, "%s applied by %v", k, names)
+		by[names[0]]++
+	}
+	require.Positive(t, by["a"])
+	require.Positive(t, by["b"])
+	require.Len(t, fwd.all(), 200)
+}
+
+func TestMemberLeavingMidStreamLosesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 4)
+	st := newMemStore()
+	ownA, ownB := ownership.New(), ownership.New()
+	e.start(e.config(), st, nil, ownA)
+	b := e.start(e.config(), st, nil, ownB)
+	require.Eventually(t, func() bool { return split(4, ownA, ownB) }, waitFor, tick)
+
+	const chunks, per = 20, 25
+	produced := make(chan int, chunks)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range chunks {
+			e.lifecycle("shop", i*per, per)
+			produced <- (i + 1) * per
+		}
+	})
+	// Stop b once part of the stream is in.
+	for n := range produced {
+		if n >= chunks*per/3 {
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, b.Stop(ctx))
+	require.Empty(t, ownB.Partitions())
+	wg.Wait()
+
+	require.Eventually(t, func() bool { return len(ownA.Partitions()) == 4 }, waitFor, tick)
+	require.Eventually(t, func() bool { return st.countStatus(state.Committed, true) == chunks*per }, waitFor, tick)
+	require.Eventually(t, e.committedAll, waitFor, tick)
+}
+
+func TestStopFinishesBatchInHandAndCommits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1)
+	st := newMemStore()
+	st.gate, st.entered = make(chan struct{}), make(chan struct{}, 1)
+	in := e.start(e.config(), st, nil, ownership.New())
+	e.lifecycle("shop", 0, 10)
+	<-st.entered
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- in.Stop(t.Context()) }()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned %v before the batch in hand was applied", err)
+	default:
+	}
+	close(st.gate)
+	require.NoError(t, <-stopped)
+	require.Equal(t, 10, st.countStatus(state.Committed, true))
+	require.True(t, e.committedAll(), "what was applied is committed")
+}
+
+func TestStopWhileStoreDownCommitsNothingAndNextOwnerApplies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 2)
+	st := newMemStore()
+	st.failures.Store(-1)
+	in := e.start(e.config(), st, nil, ownership.New())
+	e.lifecycle("shop", 0, 20)
+	require.Eventually(t, func() bool { return st.errs.Load() >= 3 }, waitFor, tick)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, in.Stop(ctx), "a retry is abandoned at once on stop")
+	require.Zero(t, e.committedCount())
+
+	st.failures.Store(0)
+	e.start(e.config(), st, nil, ownership.New())
+	require.Eventually(t, func() bool { return st.countStatus(state.Committed, true) == 20 }, waitFor, tick)
+	require.Eventually(t, e.committedAll, waitFor, tick)
+}
+
+func TestStopDeadlineAbandonsBatchUncommitted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1)
+	st := newMemStore()
+	st.gate, st.entered = make(chan struct{}), make(chan struct{}, 1)
+	in := e.start(e.config(), st, nil, ownership.New())
+	e.lifecycle("shop", 0, 5)
+	<-st.entered
+
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	err := in.Stop(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Zero(t, st.applyCount())
+	require.Zero(t, e.committedCount())
+}
+
+func TestStartContextEndStopsConsumer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 2)
+	owned := ownership.New()
+	in, err := New(e.config(), newMemStore(), nil, owned)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	require.NoError(t, in.Start(ctx))
+	require.Error(t, in.Start(ctx), "second Start")
+	require.Eventually(t, func() bool { return len(owned.Partitions()) == 2 }, waitFor, tick)
+	cancel()
+	require.Eventually(t, func() bool { return len(owned.Partitions()) == 0 }, waitFor, tick)
+	require.NoError(t, in.Stop(t.Context()))
+	require.NoError(t, in.Stop(t.Context()), "Stop twice")
+}
+
+func TestStopBeforeStart(t *testing.T) {
+	t.Parallel()
+	in, err := New(Config{Brokers: []string{"127.0.0.1:1"}}, newMemStore(), nil, ownership.New())
+	require.NoError(t, err)
+	require.NoError(t, in.Stop(t.Context()))
+}
+
+func TestConfigValidateNamesTheField(t *testing.T) {
+	t.Parallel()
+	ok := func() Config { return Config{Brokers: []string{"b:9092"}} }
+	for field, mut := range map[string]func(*Config){
+		"Brokers":        func(c *Config) { c.Brokers = nil },
+		"Brokers[1]":     func(c *Config) { c.Brokers = append(c.Brokers, "") },
+		"DLQTopic":       func(c *Config) { c.DLQTopic = DefaultControlTopic },
+		"MaxPayload":     func(c *Config) { c.MaxPayload = -1 },
+		"SendLease":      func(c *Config) { c.SendLease = -time.Second },
+		"MaxPollRecords": func(c *Config) { c.MaxPollRecords = -1 },
+		"Parallelism":    func(c *Config) { c.Parallelism = -2 },
+		"RetryMin":       func(c *Config) { c.RetryMin = -time.Second },
+		"RetryMax":       func(c *Config) { c.RetryMin, c.RetryMax = time.Second, time.Millisecond },
+	} {
+		c := ok()
+		mut(&c)
+		_, err := New(c, newMemStore(), nil, ownership.New())
+		require.ErrorContains(t, err, field+":", field)
+	}
+
+	_, err := New(ok(), nil, nil, ownership.New())
+	require.ErrorContains(t, err, "store")
+	_, err = New(ok(), newMemStore(), nil, nil)
+	require.ErrorContains(t, err, "ownership")
+
+	c := ok()
+	c.setDefaults()
+	require.NoError(t, c.Validate())
+	require.Equal(t, "eventcenter.control", c.ControlTopic)
+	require.Equal(t, "eventcenter.control.dlq", c.DLQTopic)
+	require.Equal(t, "eventcenter", c.Group)
+	require.Equal(t, 1<<20, c.MaxPayload)
+	require.Equal(t, 30*time.Second, c.SendLease)
+}
+
+func TestMetricsRegisterOnceOnARegistry(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	c := Config{Brokers: []string{"b:9092"}, Registerer: reg}
+	_, err := New(c, newMemStore(), nil, ownership.New())
+	require.NoError(t, err)
+	_, err = New(c, newMemStore(), nil, ownership.New())
+	var are prometheus.AlreadyRegisteredError
+	require.True(t, errors.As(err, &are), "%v", err)
+	n, err := reg.Gather()
+	require.NoError(t, err)
+	require.NotEmpty(t, n)
+}
