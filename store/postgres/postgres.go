@@ -1,0 +1,741 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/internal/codec"
+	"github.com/eventcenter/eventcenter/store/migrate"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+func migrations() ([]migrate.Migration, error) { return migrate.Load(migrationFS, "migrations") }
+
+// Options configures the store. The zero value is usable.
+type Options struct {
+	// Now is the clock for leases and operator actions; nil means time.Now.
+	Now func() time.Time
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// ApplyTries is how often Apply tries a batch that hits a concurrent
+	// insert of the same key, a deadlock or a serialization failure; 0
+	// means 5.
+	ApplyTries int
+}
+
+func (o *Options) validate() error {
+	if o.ApplyTries < 0 {
+		return errors.New("postgres options: ApplyTries must not be negative")
+	}
+	return nil
+}
+
+// Store is the PostgreSQL store.Store. Create it with New.
+type Store struct {
+	pool  *pgxpool.Pool
+	now   func() time.Time
+	log   *slog.Logger
+	tries int
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns a store on pool, which the caller owns (Close does not close
+// it). New does no I/O; call CheckSchema at start-up.
+func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("postgres store: nil pool")
+	}
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{pool: pool, now: opts.Now, log: opts.Logger, tries: opts.ApplyTries}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.tries == 0 {
+		s.tries = 5
+	}
+	return s, nil
+}
+
+// Close does nothing: the pool belongs to the caller.
+func (s *Store) Close() error { return nil }
+
+// Migrate applies the embedded migrations not yet applied, in one
+// transaction under an advisory lock (several instances may run it at once),
+// in the schema the pool's search_path selects.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	ms, err := migrations()
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('eventcenter_migrate:' || current_schema()))`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+migrate.Table+` (
+			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return err
+		}
+		var cur int
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+migrate.Table).Scan(&cur); err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if m.Version <= cur {
+				continue
+			}
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %d %s: %w", m.Version, m.Name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO `+migrate.Table+` (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+				return fmt.Errorf("migration %d %s: %w", m.Version, m.Name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// CheckSchema returns an error wrapping store.ErrNotMigrated when the
+// schema is missing or older than this binary's migrations.
+func CheckSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	ms, err := migrations()
+	if err != nil {
+		return fmt.Errorf("check schema: %w", err)
+	}
+	want := migrate.Latest(ms)
+	var cur int
+	err = pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+migrate.Table).Scan(&cur)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+		return fmt.Errorf("check schema: no %s table: %w", migrate.Table, store.ErrNotMigrated)
+	}
+	if err != nil {
+		return fmt.Errorf("check schema: %w", err)
+	}
+	if cur < want {
+		return fmt.Errorf("check schema: version %d, this binary needs %d: %w", cur, want, store.ErrNotMigrated)
+	}
+	return nil
+}
+
+// CheckSchema is the package function on the store's pool.
+func (s *Store) CheckSchema(ctx context.Context) error { return CheckSchema(ctx, s.pool) }
+
+// ---- row mapping ----
+
+func ts(t time.Time) pgtype.Timestamptz { return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()} }
+
+func fromTS(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
+func scanMessage(row pgx.Row) (state.Message, error) {
+	var m state.Message
+	var headers []byte
+	var st, sst int16
+	var vna, sna, ca, ua, da, sa pgtype.Timestamptz
+	var va, sendA, conf int32
+	err := row.Scan(&m.ID, &m.BizID, &m.Key, &m.Partition, &st, &m.HasBody, &m.Payload, &headers,
+		&m.Target, &m.Topic, &m.ForwardKey, &m.Tag, &m.Verify, &va, &vna,
+		&sst, &sendA, &sna, &m.SendRef, &m.LeaseToken, &m.LastError, &conf,
+		&ca, &ua, &da, &sa)
+	if err != nil {
+		return m, err
+	}
+	m.Status, m.SendStatus = state.Status(st), state.SendStatus(sst)
+	m.VerifyAttempts, m.SendAttempts, m.Conflicts = int(va), int(sendA), int(conf)
+	m.VerifyNextAt, m.SendNextAt = fromTS(vna), fromTS(sna)
+	m.CreatedAt, m.UpdatedAt, m.DecidedAt, m.SentAt = fromTS(ca), fromTS(ua), fromTS(da), fromTS(sa)
+	if m.Headers, err = codec.DecodeHeaders(headers); err != nil {
+		return m, fmt.Errorf("message %d: %w", m.ID, err)
+	}
+	return m, nil
+}
+
+func collectMessages(rows pgx.Rows) ([]state.Message, error) {
+	defer rows.Close()
+	var ms []state.Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	return ms, rows.Err()
+}
+
+// ---- Apply ----
+
+// errInsertRace: another transaction inserted one of our new keys.
+var errInsertRace = errors.New("concurrent insert of the same message")
+
+func retryable(err error) bool {
+	if errors.Is(err, errInsertRace) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "40001", "40P01", "23505": // serialization failure, deadlock, unique violation
+			return true
+		}
+	}
+	return false
+}
+
+// Apply implements store.Store.
+func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
+	if len(req.Changes) == 0 {
+		return store.ApplyResult{}, nil
+	}
+	refs := store.Refs(req.Changes)
+	for attempt := 1; ; attempt++ {
+		var res store.ApplyResult
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			loaded, err := loadRefs(ctx, tx, refs)
+			if err != nil {
+				return err
+			}
+			f := store.Fold(loaded, req.Changes)
+			codec.Prepare(&f, s.now(), req.SendLease)
+			if err := writeFolded(ctx, tx, loaded, &f); err != nil {
+				return err
+			}
+			res = codec.Result(&f)
+			return nil
+		})
+		if err == nil {
+			return res, nil
+		}
+		if !retryable(err) || attempt >= s.tries || ctx.Err() != nil {
+			return store.ApplyResult{}, fmt.Errorf("apply (try %d): %w", attempt, err)
+		}
+		s.log.Debug("retrying store apply", "try", attempt, "err", err)
+	}
+}
+
+const loadSQL = `SELECT ` + codec.Columns + ` FROM eventcenter_messages m
+	JOIN unnest($1::text[], $2::text[]) AS r(rb, rk) ON m.biz_id = r.rb AND m.message_key = r.rk
+	ORDER BY m.id FOR UPDATE OF m`
+
+func loadRefs(ctx context.Context, tx pgx.Tx, refs []store.MessageRef) (map[store.MessageRef]*state.Message, error) {
+	bizs := make([]string, len(refs))
+	keys := make([]string, len(refs))
+	for i, r := range refs {
+		bizs[i], keys[i] = r.BizID, r.Key
+	}
+	rows, err := tx.Query(ctx, loadSQL, bizs, keys)
+	if err != nil {
+		return nil, fmt.Errorf("load messages: %w", err)
+	}
+	ms, err := collectMessages(rows)
+	if err != nil {
+		return nil, fmt.Errorf("load messages: %w", err)
+	}
+	loaded := make(map[store.MessageRef]*state.Message, len(ms))
+	for i := range ms {
+		loaded[store.MessageRef{BizID: ms[i].BizID, Key: ms[i].Key}] = &ms[i]
+	}
+	return loaded, nil
+}
+
+const insertSQL = `INSERT INTO eventcenter_messages (biz_id, message_key, partition, status, has_body, payload, headers,
+	target, topic, forward_key, tag, verify, verify_attempts, verify_next_at,
+	send_status, send_attempts, send_next_at, send_ref, lease_token, last_error, conflicts,
+	created_at, updated_at, decided_at, sent_at)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::smallint[], $5::bool[], $6::bytea[], $7::bytea[],
+		$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::int[], $14::timestamptz[],
+		$15::smallint[], $16::int[], $17::timestamptz[], $18::text[], $19::bigint[], $20::text[], $21::int[],
+		$22::timestamptz[], $23::timestamptz[], $24::timestamptz[], $25::timestamptz[])
+	ON CONFLICT (biz_id, message_key) DO NOTHING
+	RETURNING id, biz_id, message_key`
+
+const updateSet = `status = u.status, verify_attempts = u.verify_attempts, verify_next_at = u.verify_next_at,
+	send_status = u.send_status, send_attempts = u.send_attempts, send_next_at = u.send_next_at,
+	send_ref = u.send_ref, lease_token = u.lease_token, last_error = u.last_error, conflicts = u.conflicts,
+	updated_at = u.updated_at, decided_at = u.decided_at, sent_at = u.sent_at`
+
+const updateArgs = `$1::bigint[], $2::smallint[], $3::int[], $4::timestamptz[], $5::smallint[], $6::int[],
+	$7::timestamptz[], $8::text[], $9::bigint[], $10::text[], $11::int[], $12::timestamptz[], $13::timestamptz[], $14::timestamptz[]`
+
+const updateCols = `id, status, verify_attempts, verify_next_at, send_status, send_attempts, send_next_at,
+	send_ref, lease_token, last_error, conflicts, updated_at, decided_at, sent_at`
+
+// updateSQL writes the columns that change after insert; the body is
+// written (updateBodySQL) only in a batch where some row received it.
+const updateSQL = `UPDATE eventcenter_messages AS m SET ` + updateSet + `
+	FROM unnest(` + updateArgs + `) AS u(` + updateCols + `) WHERE m.id = u.id`
+
+const updateBodySQL = `UPDATE eventcenter_messages AS m SET ` + updateSet + `,
+	has_body = m.has_body OR u.set_body,
+	payload = CASE WHEN u.set_body THEN u.payload ELSE m.payload END,
+	headers = CASE WHEN u.set_body THEN u.headers ELSE m.headers END,
+	target = CASE WHEN u.set_body THEN u.target ELSE m.target END,
+	topic = CASE WHEN u.set_body THEN u.topic ELSE m.topic END,
+	forward_key = CASE WHEN u.set_body THEN u.forward_key ELSE m.forward_key END,
+	tag = CASE WHEN u.set_body THEN u.tag ELSE m.tag END,
+	verify = CASE WHEN u.set_body THEN u.verify ELSE m.verify END
+	FROM unnest(` + updateArgs + `, $15::bool[], $16::bytea[], $17::bytea[], $18::text[], $19::text[],
+		$20::text[], $21::text[], $22::text[])
+	AS u(` + updateCols + `, set_body, payload, headers, target, topic, forward_key, tag, verify)
+	WHERE m.id = u.id`
+
+const insertAuditSQL = `INSERT INTO eventcenter_audit (biz_id, message_key, action, who, reason, at, status_before, status_after)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::text[])`
+
+func payloadOf(m *state.Message) []byte {
+	if m.Payload == nil && m.HasBody {
+		return []byte{}
+	}
+	return m.Payload
+}
+
+func insertArgs(ms []*state.Message) []any {
+	n := len(ms)
+	var (
+		bizs, keys                      = make([]string, n), make([]string, n)
+		parts                           = make([]int32, n)
+		sts, ssts                       = make([]int16, n), make([]int16, n)
+		bodies                          = make([]bool, n)
+		payloads, headers               = make([][]byte, n), make([][]byte, n)
+		targets, topics, fkeys          = make([]string, n), make([]string, n), make([]string, n)
+		tags, verifies, refs, lastErrs  = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		vas, sas, confs                 = make([]int32, n), make([]int32, n), make([]int32, n)
+		vnas, snas, cas, uas, das, sats = make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n)
+		tokens                          = make([]int64, n)
+	)
+	for i, m := range ms {
+		bizs[i], keys[i], parts[i] = m.BizID, m.Key, m.Partition
+		sts[i], ssts[i], bodies[i] = int16(m.Status), int16(m.SendStatus), m.HasBody
+		payloads[i], headers[i] = payloadOf(m), codec.EncodeHeaders(m.Headers)
+		targets[i], topics[i], fkeys[i], tags[i], verifies[i] = m.Target, m.Topic, m.ForwardKey, m.Tag, m.Verify
+		vas[i], sas[i], confs[i] = int32(m.VerifyAttempts), int32(m.SendAttempts), int32(m.Conflicts)
+		vnas[i], snas[i] = ts(m.VerifyNextAt), ts(m.SendNextAt)
+		cas[i], uas[i], das[i], sats[i] = ts(m.CreatedAt), ts(m.UpdatedAt), ts(m.DecidedAt), ts(m.SentAt)
+		refs[i], tokens[i], lastErrs[i] = m.SendRef, m.LeaseToken, m.LastError
+	}
+	return []any{bizs, keys, parts, sts, bodies, payloads, headers, targets, topics, fkeys, tags, verifies, vas, vnas,
+		ssts, sas, snas, refs, tokens, lastErrs, confs, cas, uas, das, sats}
+}
+
+func updateArgsOf(ms []*state.Message, loaded map[store.MessageRef]*state.Message) (args []any, withBody bool) {
+	n := len(ms)
+	var (
+		ids, tokens     = make([]int64, n), make([]int64, n)
+		sts, ssts       = make([]int16, n), make([]int16, n)
+		vas, sas, confs = make([]int32, n), make([]int32, n), make([]int32, n)
+		vnas, snas, uas = make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n)
+		das, sats       = make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n)
+		refs, lastErrs  = make([]string, n), make([]string, n)
+		setBody         = make([]bool, n)
+	)
+	for i, m := range ms {
+		ids[i], tokens[i] = m.ID, m.LeaseToken
+		sts[i], ssts[i] = int16(m.Status), int16(m.SendStatus)
+		vas[i], sas[i], confs[i] = int32(m.VerifyAttempts), int32(m.SendAttempts), int32(m.Conflicts)
+		vnas[i], snas[i], uas[i], das[i], sats[i] = ts(m.VerifyNextAt), ts(m.SendNextAt), ts(m.UpdatedAt), ts(m.DecidedAt), ts(m.SentAt)
+		refs[i], lastErrs[i] = m.SendRef, m.LastError
+		if old := loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}]; m.HasBody && !old.HasBody {
+			setBody[i], withBody = true, true
+		}
+	}
+	args = []any{ids, sts, vas, vnas, ssts, sas, snas, refs, tokens, lastErrs, confs, uas, das, sats}
+	if !withBody {
+		return args, false
+	}
+	var (
+		payloads, headers                      = make([][]byte, n), make([][]byte, n)
+		targets, topics, fkeys, tags, verifies = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	)
+	for i, m := range ms {
+		if setBody[i] {
+			payloads[i], headers[i] = payloadOf(m), codec.EncodeHeaders(m.Headers)
+			targets[i], topics[i], fkeys[i], tags[i], verifies[i] = m.Target, m.Topic, m.ForwardKey, m.Tag, m.Verify
+		}
+	}
+	return append(args, setBody, payloads, headers, targets, topics, fkeys, tags, verifies), true
+}
+
+func auditArgs(as []store.AuditEntry) []any {
+	n := len(as)
+	bizs, keys, actions, whos, reasons := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	ats := make([]pgtype.Timestamptz, n)
+	befores, afters := make([]string, n), make([]string, n)
+	for i, a := range as {
+		bizs[i], keys[i], actions[i], whos[i], reasons[i] = a.BizID, a.Key, a.Action, a.Who, a.Reason
+		ats[i], befores[i], afters[i] = ts(a.At), a.Before, a.After
+	}
+	return []any{bizs, keys, actions, whos, reasons, ats, befores, afters}
+}
+
+// writeFolded writes a Fold result in one pipelined batch: the inserts
+// (reporting a concurrent insert of the same key as errInsertRace), the
+// updates and the audit rows.
+func writeFolded(ctx context.Context, tx pgx.Tx, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
+	if len(f.Inserts) == 0 && len(f.Updates) == 0 && len(f.Audits) == 0 {
+		return nil
+	}
+	var b pgx.Batch
+	if len(f.Inserts) > 0 {
+		b.Queue(insertSQL, insertArgs(f.Inserts)...)
+	}
+	if len(f.Updates) > 0 {
+		args, withBody := updateArgsOf(f.Updates, loaded)
+		q := updateSQL
+		if withBody {
+			q = updateBodySQL
+		}
+		b.Queue(q, args...)
+	}
+	if len(f.Audits) > 0 {
+		b.Queue(insertAuditSQL, auditArgs(f.Audits)...)
+	}
+	br := tx.SendBatch(ctx, &b)
+	err := readBatch(br, f)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("write messages: %w", cerr)
+	}
+	return err
+}
+
+func readBatch(br pgx.BatchResults, f *store.Folded) error {
+	if len(f.Inserts) > 0 {
+		byRef := make(map[store.MessageRef]*state.Message, len(f.Inserts))
+		for _, m := range f.Inserts {
+			byRef[store.MessageRef{BizID: m.BizID, Key: m.Key}] = m
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("insert messages: %w", err)
+		}
+		n := 0
+		var id int64
+		var r store.MessageRef
+		_, err = pgx.ForEachRow(rows, []any{&id, &r.BizID, &r.Key}, func() error {
+			if m := byRef[r]; m != nil {
+				m.ID = id
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("insert messages: %w", err)
+		}
+		if n < len(f.Inserts) {
+			return fmt.Errorf("insert messages: %d of %d keys exist: %w", len(f.Inserts)-n, len(f.Inserts), errInsertRace)
+		}
+	}
+	if len(f.Updates) > 0 {
+		tag, err := br.Exec()
+		if err != nil {
+			return fmt.Errorf("update messages: %w", err)
+		}
+		if tag.RowsAffected() != int64(len(f.Updates)) {
+			return fmt.Errorf("update messages: %d of %d rows updated", tag.RowsAffected(), len(f.Updates))
+		}
+	}
+	if len(f.Audits) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("insert audit: %w", err)
+		}
+	}
+	return nil
+}
+
+// ---- claims and sends ----
+
+const claimSendsSQL = `UPDATE eventcenter_messages SET send_next_at = $1, lease_token = $2
+	WHERE id IN (SELECT id FROM eventcenter_messages
+		WHERE partition = ANY($3::int[]) AND status = 2 AND send_status = 0 AND has_body AND send_next_at <= $4
+		ORDER BY send_next_at LIMIT $5 FOR UPDATE SKIP LOCKED)
+	RETURNING ` + codec.Columns
+
+const claimCheckbacksSQL = `UPDATE eventcenter_messages SET verify_next_at = $1, lease_token = $2
+	WHERE id IN (SELECT id FROM eventcenter_messages
+		WHERE partition = ANY($3::int[]) AND status = 1 AND verify_next_at <= $4
+		ORDER BY verify_next_at LIMIT $5 FOR UPDATE SKIP LOCKED)
+	RETURNING ` + codec.Columns
+
+// ClaimSends implements store.Store.
+func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	return s.claim(ctx, "claim sends", c, claimSendsSQL)
+}
+
+// ClaimCheckbacks implements store.Store.
+func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	return s.claim(ctx, "claim checkbacks", c, claimCheckbacksSQL)
+}
+
+func (s *Store) claim(ctx context.Context, what string, c store.Claim, q string) ([]state.Message, error) {
+	if err := codec.CheckClaim(c); err != nil {
+		return nil, err
+	}
+	if len(c.Partitions) == 0 {
+		return nil, nil
+	}
+	now := codec.Time(s.now())
+	rows, err := s.pool.Query(ctx, q, now.Add(c.Lease), codec.LeaseToken(), c.Partitions, now, c.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	ms, err := collectMessages(rows)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return ms, nil
+}
+
+const markSentSQL = `UPDATE eventcenter_messages AS m SET send_status = 1, sent_at = $1, updated_at = $1, send_ref = u.ref
+	FROM unnest($2::bigint[], $3::text[]) AS u(id, ref)
+	WHERE m.id = u.id AND m.status = 2 AND m.send_status = 0 AND m.has_body`
+
+// MarkSent implements store.Store.
+func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
+	if len(sent) == 0 {
+		return nil
+	}
+	ids, refs := make([]int64, len(sent)), make([]string, len(sent))
+	for i, x := range sent {
+		ids[i], refs[i] = x.ID, x.Ref
+	}
+	if _, err := s.pool.Exec(ctx, markSentSQL, codec.Time(s.now()), ids, refs); err != nil {
+		return fmt.Errorf("mark sent: %w", err)
+	}
+	return nil
+}
+
+// ---- reads ----
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, bizID, key string) (state.Message, error) {
+	m, err := scanMessage(s.pool.QueryRow(ctx, `SELECT `+codec.Columns+` FROM eventcenter_messages
+		WHERE biz_id = $1 AND message_key = $2`, bizID, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return state.Message{}, fmt.Errorf("get %s:%s: %w", bizID, key, store.ErrNotFound)
+	}
+	if err != nil {
+		return state.Message{}, fmt.Errorf("get %s:%s: %w", bizID, key, err)
+	}
+	return m, nil
+}
+
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
+	after, err := codec.DecodeCursor(f.Cursor)
+	if err != nil {
+		return store.Page{}, fmt.Errorf("list: %w", err)
+	}
+	limit := codec.Limit(f.Limit, 100, 1000)
+	var where []string
+	var args []any
+	add := func(cond string, a any) {
+		args = append(args, a)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if after > 0 {
+		add("id < $%d", after)
+	}
+	if f.BizID != "" {
+		add("biz_id = $%d", f.BizID)
+	}
+	if f.Status != state.None {
+		add("status = $%d", int16(f.Status))
+	}
+	if f.SendStatus != nil {
+		add("send_status = $%d", int16(*f.SendStatus))
+	}
+	if f.KeyContains != "" {
+		add("strpos(message_key, $%d) > 0", f.KeyContains)
+	}
+	if !f.CreatedBefore.IsZero() {
+		add("created_at < $%d", f.CreatedBefore)
+	}
+	q := `SELECT ` + codec.Columns + ` FROM eventcenter_messages`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	args = append(args, limit+1)
+	q += fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args))
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return store.Page{}, fmt.Errorf("list: %w", err)
+	}
+	ms, err := collectMessages(rows)
+	if err != nil {
+		return store.Page{}, fmt.Errorf("list: %w", err)
+	}
+	var p store.Page
+	if len(ms) > limit {
+		ms = ms[:limit]
+		p.Next = codec.EncodeCursor(ms[limit-1].ID)
+	}
+	p.Messages = ms
+	return p, nil
+}
+
+// Counts implements store.Store.
+func (s *Store) Counts(ctx context.Context) ([]store.Count, error) {
+	rows, err := s.pool.Query(ctx, `SELECT biz_id, status, send_status, count(*) FROM eventcenter_messages
+		GROUP BY biz_id, status, send_status ORDER BY biz_id, status, send_status`)
+	if err != nil {
+		return nil, fmt.Errorf("counts: %w", err)
+	}
+	var cs []store.Count
+	var c store.Count
+	var st, sst int16
+	_, err = pgx.ForEachRow(rows, []any{&c.BizID, &st, &sst, &c.N}, func() error {
+		c.Status, c.SendStatus = state.Status(st), state.SendStatus(sst)
+		cs = append(cs, c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("counts: %w", err)
+	}
+	return cs, nil
+}
+
+// OldestPrepared implements store.Store.
+func (s *Store) OldestPrepared(ctx context.Context) (map[string]time.Time, error) {
+	rows, err := s.pool.Query(ctx, `SELECT biz_id, min(created_at) FROM eventcenter_messages
+		WHERE status = 1 GROUP BY biz_id`)
+	if err != nil {
+		return nil, fmt.Errorf("oldest prepared: %w", err)
+	}
+	out := map[string]time.Time{}
+	var biz string
+	var at pgtype.Timestamptz
+	_, err = pgx.ForEachRow(rows, []any{&biz, &at}, func() error {
+		out[biz] = fromTS(at)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("oldest prepared: %w", err)
+	}
+	return out, nil
+}
+
+// Audit implements store.Store.
+func (s *Store) Audit(ctx context.Context, bizID, key string) ([]store.AuditEntry, error) {
+	rows, err := s.pool.Query(ctx, `SELECT biz_id, message_key, action, who, reason, at, status_before, status_after
+		FROM eventcenter_audit WHERE biz_id = $1 AND message_key = $2 ORDER BY id`, bizID, key)
+	if err != nil {
+		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, err)
+	}
+	var out []store.AuditEntry
+	var a store.AuditEntry
+	var at pgtype.Timestamptz
+	_, err = pgx.ForEachRow(rows, []any{&a.BizID, &a.Key, &a.Action, &a.Who, &a.Reason, &at, &a.Before, &a.After}, func() error {
+		a.At = fromTS(at)
+		out = append(out, a)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, err)
+	}
+	return out, nil
+}
+
+// ---- operator bulk actions and retention ----
+
+// retryNowChunk is how many messages one RetryNowBizID transaction resets.
+const retryNowChunk = 500
+
+// RetryNowBizID implements store.Store.
+func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error) {
+	total := 0
+	var lastID int64
+	for {
+		n := 0
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `SELECT `+codec.Columns+` FROM eventcenter_messages
+				WHERE biz_id = $1 AND id > $2
+				AND (status IN (1, 4) OR (status = 2 AND has_body AND send_status IN (0, 2)))
+				ORDER BY id LIMIT $3 FOR UPDATE`, bizID, lastID, retryNowChunk)
+			if err != nil {
+				return err
+			}
+			ms, err := collectMessages(rows)
+			if err != nil {
+				return err
+			}
+			n = len(ms)
+			if n == 0 {
+				return nil
+			}
+			lastID = ms[n-1].ID
+			now := s.now()
+			loaded := make(map[store.MessageRef]*state.Message, n)
+			changes := make([]store.Change, n)
+			for i := range ms {
+				m := &ms[i]
+				loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}] = m
+				a := who
+				changes[i] = store.Change{BizID: m.BizID, Key: m.Key, Partition: m.Partition,
+					Event: state.Event{Kind: state.KindRetryNow, At: now}, Audit: &a}
+			}
+			f := store.Fold(loaded, changes)
+			codec.Prepare(&f, now, 0)
+			if err := writeFolded(ctx, tx, loaded, &f); err != nil {
+				return err
+			}
+			total += len(f.Updates)
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("retry now %s: %w", bizID, err)
+		}
+		if n < retryNowChunk {
+			return total, nil
+		}
+	}
+}
+
+const purgeSQL = `WITH gone AS (
+		DELETE FROM eventcenter_messages WHERE id IN (
+			SELECT id FROM eventcenter_messages
+			WHERE (status = 3 AND decided_at < $1) OR (status = 2 AND send_status = 1 AND sent_at < $1)
+			LIMIT $2 FOR UPDATE SKIP LOCKED)
+		RETURNING biz_id, message_key
+	), audit AS (
+		DELETE FROM eventcenter_audit a USING gone WHERE a.biz_id = gone.biz_id AND a.message_key = gone.message_key
+	)
+	SELECT count(*) FROM gone`
+
+// Purge implements store.Store.
+func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, errors.New("purge: limit must be positive")
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, purgeSQL, before, limit).Scan(&n); err != nil {
+		return 0, fmt.Errorf("purge: %w", err)
+	}
+	return n, nil
+}
