@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -160,6 +161,7 @@ func newHarness(t *testing.T, mod func(*forwarder.Config)) *harness {
 		MaxAttempts:   5,
 		Now:           h.clock.Now,
 		Registerer:    h.reg,
+		Logger:        slog.New(slog.DiscardHandler),
 	}
 	if mod != nil {
 		mod(&h.cfg)

@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func newCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
 // newTarget returns a Kafka target on the cluster; the test's end closes it.
 func newTarget(t *testing.T, c *kfake.Cluster, mod func(*kafka.Config)) *kafka.Target {
 	t.Helper()
-	cfg := kafka.Config{Name: "kafka", Brokers: c.ListenAddrs(), UnknownTopicRetries: 1}
+	cfg := kafka.Config{Name: "kafka", Brokers: c.ListenAddrs(), UnknownTopicRetries: 1, Logger: quiet}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -83,10 +84,14 @@ func failProduce(t *testing.T, c *kfake.Cluster, topic string, code int16, times
 		if !hit {
 			return nil, nil, false
 		}
-		failed <- struct{}{}
-		if times < 0 || len(failed) < times {
-			c.KeepControl()
+		if times >= 0 && len(failed) >= times {
+			c.DropControl()
+			return nil, nil, false
 		}
+		// Kept for ever once kept: kfake never resets the flag, so the
+		// count above decides when to stop.
+		c.KeepControl()
+		failed <- struct{}{}
 		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
 		for _, rt := range pr.Topics {
 			st := kmsg.NewProduceResponseTopic()
@@ -104,3 +109,6 @@ func failProduce(t *testing.T, c *kfake.Cluster, topic string, code int16, times
 	})
 	return func() int { return len(failed) }
 }
+
+// quiet discards logs; tests assert on state, not log lines.
+var quiet = slog.New(slog.DiscardHandler)

@@ -129,7 +129,7 @@ func TestUnreachableBrokerTimesOutRetryably(t *testing.T) {
 	c := newCluster(t, kfake.SeedTopics(1, "biz"))
 	addrs := c.ListenAddrs()
 	c.Close()
-	tg, err := kafka.New(kafka.Config{Name: "k", Brokers: addrs})
+	tg, err := kafka.New(kafka.Config{Name: "k", Brokers: addrs, Logger: quiet})
 	require.NoError(t, err)
 	defer tg.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
