@@ -1,0 +1,489 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/eventcenter/eventcenter/admin/adminapi"
+	"github.com/eventcenter/eventcenter/admin/client"
+)
+
+// Environment variables read when the flags are not given.
+const (
+	EnvServer = "EVENTCENTER_ADMIN_SERVER"
+	EnvToken  = "EVENTCENTER_ADMIN_TOKEN"
+)
+
+// DefaultServer is the admin API address when neither --server nor
+// EVENTCENTER_ADMIN_SERVER is set.
+const DefaultServer = "http://127.0.0.1:8080"
+
+type options struct {
+	server  string
+	token   string
+	output  string
+	timeout time.Duration
+	getenv  func(string) string
+}
+
+// NewCommand returns the "admin" command with its subcommands.
+func NewCommand() *cobra.Command { return newCommand(os.Getenv) }
+
+func newCommand(getenv func(string) string) *cobra.Command {
+	o := &options{getenv: getenv}
+	cmd := &cobra.Command{
+		Use:   "admin",
+		Short: "Inspect messages and act on them through a running center's admin API",
+		Long: `Inspect messages and act on them through a running center's admin API.
+
+Messages are named "bizID key" (two arguments) or "bizID:key" (one argument;
+the bizID has no ':', the key may). Every action needs --reason, written to
+the audit log with the token's name.
+
+The server is --server, else $` + EnvServer + `, else ` + DefaultServer + `;
+the token is --token, else $` + EnvToken + `.`,
+		SilenceUsage: true,
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&o.server, "server", "", "admin API address (default $"+EnvServer+" or "+DefaultServer+")")
+	pf.StringVar(&o.token, "token", "", "bearer token (default $"+EnvToken+")")
+	pf.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	pf.DurationVar(&o.timeout, "timeout", 30*time.Second, "request timeout")
+	cmd.AddCommand(o.listCmd(), o.getCmd(), o.countsCmd(), o.resolveCmd(), o.actionCmd("redeliver"),
+		o.actionCmd("retry"), o.retryBizCmd(), o.dlqCmd())
+	return cmd
+}
+
+func (o *options) client() (*client.Client, error) {
+	switch o.output {
+	case "table", "json":
+	default:
+		return nil, fmt.Errorf("--output %q: want table or json", o.output)
+	}
+	server := o.server
+	if server == "" {
+		server = o.getenv(EnvServer)
+	}
+	if server == "" {
+		server = DefaultServer
+	}
+	token := o.token
+	if token == "" {
+		token = o.getenv(EnvToken)
+	}
+	c, err := client.New(server, token, client.WithHTTPClient(&http.Client{Timeout: o.timeout}))
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// emit writes v as JSON, or calls table.
+func (o *options) emit(w io.Writer, v any, table func(tw *tabwriter.Writer)) error {
+	if o.output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	table(tw)
+	return tw.Flush()
+}
+
+// messageArgs reads "bizID key" or "bizID:key".
+func messageArgs(args []string) (string, string, error) {
+	switch len(args) {
+	case 1:
+		b, k, ok := strings.Cut(args[0], ":")
+		if !ok || b == "" || k == "" {
+			return "", "", fmt.Errorf("message %q: want bizID:key (or bizID and key as two arguments)", args[0])
+		}
+		return b, k, nil
+	case 2:
+		if args[0] == "" || args[1] == "" {
+			return "", "", errors.New("bizID and key must not be empty")
+		}
+		return args[0], args[1], nil
+	}
+	return "", "", fmt.Errorf("want a message as bizID:key or as bizID and key, got %d arguments", len(args))
+}
+
+func ts(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func status(m adminapi.Message) string {
+	if m.SendStatus != "" {
+		return m.Status + "/" + m.SendStatus
+	}
+	return m.Status
+}
+
+func trunc(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+func (o *options) listCmd() *cobra.Command {
+	var lo client.ListOptions
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List messages, newest first",
+		Example: `  eventcenter admin list --status VERIFY_FAILED
+  eventcenter admin list --status COMMITTED --send-status DEAD --biz orders
+  eventcenter admin list --status PREPARED --older-than 15m -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			var msgs []adminapi.Message
+			var next string
+			for {
+				l, err := c.List(cmd.Context(), lo)
+				if err != nil {
+					return fmt.Errorf("list messages: %w", err)
+				}
+				msgs = append(msgs, l.Messages...)
+				next = l.Next
+				if !all || next == "" {
+					break
+				}
+				lo.Cursor = next
+			}
+			if msgs == nil {
+				msgs = []adminapi.Message{}
+			}
+			err = o.emit(cmd.OutOrStdout(), adminapi.MessageList{Messages: msgs, Next: next}, func(tw *tabwriter.Writer) {
+				fmt.Fprintln(tw, "BIZID\tKEY\tSTATUS\tATTEMPTS\tCREATED\tLAST ERROR")
+				for _, m := range msgs {
+					att := m.VerifyAttempts
+					if m.Status == "COMMITTED" {
+						att = m.SendAttempts
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", m.BizID, m.Key, status(m), att, ts(m.CreatedAt), dash(trunc(m.LastError, 60)))
+				}
+			})
+			if err == nil && next != "" && o.output == "table" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "more: --cursor %s\n", next)
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&lo.Status, "status", "", "PREPARED, COMMITTED, ROLLED_BACK or VERIFY_FAILED")
+	f.StringVar(&lo.SendStatus, "send-status", "", "PENDING, SENT or DEAD")
+	f.StringVar(&lo.BizID, "biz", "", "bizID")
+	f.StringVar(&lo.Key, "key", "", "keys containing this")
+	f.DurationVar(&lo.OlderThan, "older-than", 0, "created longer ago than this (e.g. 15m)")
+	f.IntVar(&lo.Limit, "limit", 0, "page size (server default 50)")
+	f.StringVar(&lo.Cursor, "cursor", "", "page cursor from a previous list")
+	f.BoolVar(&all, "all", false, "follow the cursor to the last page")
+	return cmd
+}
+
+func (o *options) getCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get bizID:key | get bizID key",
+		Short: "Show one message: state, times, attempts, payload, headers and audit",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			biz, key, err := messageArgs(args)
+			if err != nil {
+				return err
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			d, err := c.Get(cmd.Context(), biz, key)
+			if err != nil {
+				return fmt.Errorf("get %s:%s: %w", biz, key, err)
+			}
+			return o.emit(cmd.OutOrStdout(), d, func(tw *tabwriter.Writer) { detailTable(tw, d) })
+		},
+	}
+}
+
+func detailTable(tw *tabwriter.Writer, d adminapi.MessageDetail) {
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("id", d.ID)
+	row("status", status(d.Message))
+	row("partition", strconv.Itoa(int(d.Partition)))
+	row("created", ts(d.CreatedAt))
+	row("updated", ts(d.UpdatedAt))
+	row("decided", ts(d.DecidedAt))
+	row("sent", ts(d.SentAt))
+	row("check-back", dash(d.Verify))
+	row("check-backs", fmt.Sprintf("%d (next %s)", d.VerifyAttempts, ts(d.VerifyNextAt)))
+	row("forward", fmt.Sprintf("target=%s topic=%s key=%s tag=%s", dash(d.Target), dash(d.Topic), dash(d.ForwardKey), dash(d.Tag)))
+	row("sends", fmt.Sprintf("%d (next %s)", d.SendAttempts, ts(d.SendNextAt)))
+	row("broker ref", dash(d.SendRef))
+	row("last error", dash(d.LastError))
+	if d.Conflicts > 0 {
+		row("conflicts", strconv.Itoa(d.Conflicts))
+	}
+	row("actions", dash(strings.Join(d.Actions, ", ")))
+	if d.PayloadText != nil {
+		row("payload", fmt.Sprintf("%q", *d.PayloadText))
+	} else {
+		row("payload (base64)", d.PayloadBase64)
+	}
+	for _, h := range d.Headers {
+		v := "base64:" + h.ValueBase64
+		if h.Value != nil {
+			v = fmt.Sprintf("%q", *h.Value)
+		}
+		row("header "+h.Key, v)
+	}
+	for _, a := range d.Audit {
+		row("audit", fmt.Sprintf("%s %s by %s (%s → %s): %s", a.At.UTC().Format(time.RFC3339), a.Action, a.Who, a.Before, a.After, a.Reason))
+	}
+}
+
+var countColumns = []string{"PREPARED", "VERIFY_FAILED", "COMMITTED/PENDING", "COMMITTED/DEAD", "COMMITTED/SENT", "ROLLED_BACK"}
+
+func (o *options) countsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "counts",
+		Short: "Count messages by bizID and status",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			cs, err := c.Counts(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("counts: %w", err)
+			}
+			return o.emit(cmd.OutOrStdout(), cs, func(tw *tabwriter.Writer) {
+				fmt.Fprintln(tw, "BIZID\t"+strings.Join(countColumns, "\t")+"\tOLDEST PREPARED")
+				bizIDs := make([]string, 0, len(cs.ByBizID))
+				for b := range cs.ByBizID {
+					bizIDs = append(bizIDs, b)
+				}
+				slices.Sort(bizIDs)
+				line := func(name string, m map[string]int64, oldest string) {
+					fmt.Fprint(tw, name)
+					for _, col := range countColumns {
+						fmt.Fprintf(tw, "\t%d", m[col])
+					}
+					fmt.Fprintf(tw, "\t%s\n", oldest)
+				}
+				for _, b := range bizIDs {
+					oldest := "-"
+					if t, ok := cs.OldestPrepared[b]; ok {
+						oldest = t.UTC().Format(time.RFC3339)
+					}
+					line(b, cs.ByBizID[b], oldest)
+				}
+				line("TOTAL", cs.ByStatus, "")
+			})
+		},
+	}
+}
+
+func actionLine(w io.Writer, res adminapi.ActionResult) {
+	m := res.Message
+	before := "?"
+	if n := len(m.Audit); n > 0 {
+		before = m.Audit[n-1].Before
+	}
+	fmt.Fprintf(w, "%s %s: %s → %s", res.Action, m.ID, before, status(m.Message))
+	if res.HandedOff {
+		fmt.Fprint(w, " (handed to the forwarder)")
+	}
+	fmt.Fprintln(w)
+}
+
+func requireReason(reason string) error {
+	if strings.TrimSpace(reason) == "" {
+		return errors.New("--reason is required (it is written to the audit log)")
+	}
+	return nil
+}
+
+func (o *options) resolveCmd() *cobra.Command {
+	var decision, reason string
+	cmd := &cobra.Command{
+		Use:     "resolve bizID:key --decision commit|rollback --reason TEXT",
+		Short:   "Decide a PREPARED or VERIFY_FAILED message as commit (it is forwarded) or rollback",
+		Example: `  eventcenter admin resolve orders:o-42 --decision commit --reason "paid, confirmed with the shop"`,
+		Args:    cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			biz, key, err := messageArgs(args)
+			if err != nil {
+				return err
+			}
+			if decision != adminapi.DecisionCommit && decision != adminapi.DecisionRollback {
+				return fmt.Errorf("--decision %q: want commit or rollback", decision)
+			}
+			if err := requireReason(reason); err != nil {
+				return err
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			res, err := c.Resolve(cmd.Context(), biz, key, decision, reason)
+			if err != nil {
+				return fmt.Errorf("resolve %s:%s: %w", biz, key, err)
+			}
+			return o.emit(cmd.OutOrStdout(), res, func(tw *tabwriter.Writer) { actionLine(tw, res) })
+		},
+	}
+	cmd.Flags().StringVar(&decision, "decision", "", "commit or rollback")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (required; written to the audit log)")
+	return cmd
+}
+
+func (o *options) actionCmd(name string) *cobra.Command {
+	var reason string
+	short := "Send a committed message (DEAD or SENT) to its topic again"
+	if name == "retry" {
+		short = "Check back (PREPARED, VERIFY_FAILED) or send (pending, DEAD) a message now, with fresh attempts"
+	}
+	cmd := &cobra.Command{
+		Use:   name + " bizID:key --reason TEXT",
+		Short: short,
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			biz, key, err := messageArgs(args)
+			if err != nil {
+				return err
+			}
+			if err := requireReason(reason); err != nil {
+				return err
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			act := c.Redeliver
+			if name == "retry" {
+				act = c.Retry
+			}
+			res, err := act(cmd.Context(), biz, key, reason)
+			if err != nil {
+				return fmt.Errorf("%s %s:%s: %w", name, biz, key, err)
+			}
+			return o.emit(cmd.OutOrStdout(), res, func(tw *tabwriter.Writer) { actionLine(tw, res) })
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why (required; written to the audit log)")
+	return cmd
+}
+
+func (o *options) retryBizCmd() *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "retry-biz bizID --reason TEXT",
+		Short: "Retry every PREPARED, VERIFY_FAILED, pending and DEAD message of a bizID now (after an outage)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireReason(reason); err != nil {
+				return err
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			res, err := c.RetryBizID(cmd.Context(), args[0], reason)
+			if err != nil {
+				return fmt.Errorf("retry bizID %s: %w", args[0], err)
+			}
+			return o.emit(cmd.OutOrStdout(), res, func(tw *tabwriter.Writer) {
+				fmt.Fprintf(tw, "reset %d messages of %s\n", res.Reset, res.BizID)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why (required; written to the audit log)")
+	return cmd
+}
+
+func (o *options) dlqCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "dlq", Short: "Read and replay the dead-letter topic"}
+	var limit int
+	var cursor string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List dead-letter records with the reason each was set aside",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			l, err := c.DLQ(cmd.Context(), limit, cursor)
+			if err != nil {
+				return fmt.Errorf("list dead letters: %w", err)
+			}
+			err = o.emit(cmd.OutOrStdout(), l, func(tw *tabwriter.Writer) {
+				fmt.Fprintln(tw, "PARTITION\tOFFSET\tTIME\tKEY\tREASON")
+				for _, r := range l.Records {
+					fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\n", r.Partition, r.Offset, r.Timestamp.UTC().Format(time.RFC3339), dash(r.Key), dash(trunc(r.Reason, 80)))
+				}
+			})
+			if err == nil && l.Next != "" && o.output == "table" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "more: --cursor %s\n", l.Next)
+			}
+			return err
+		},
+	}
+	list.Flags().IntVar(&limit, "limit", 0, "page size (server default 50)")
+	list.Flags().StringVar(&cursor, "cursor", "", "page cursor from a previous list")
+	replay := &cobra.Command{
+		Use:   "replay PARTITION OFFSET",
+		Short: "Send one dead-letter record back to the control topic (without its ec-dlq-* headers)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := strconv.ParseInt(args[0], 10, 32)
+			if err != nil || p < 0 {
+				return fmt.Errorf("partition %q: not a partition number", args[0])
+			}
+			off, err := strconv.ParseInt(args[1], 10, 64)
+			if err != nil || off < 0 {
+				return fmt.Errorf("offset %q: not an offset", args[1])
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			res, err := c.ReplayDLQ(cmd.Context(), int32(p), off)
+			if err != nil {
+				return fmt.Errorf("replay dead letter %d/%d: %w", p, off, err)
+			}
+			return o.emit(cmd.OutOrStdout(), res, func(tw *tabwriter.Writer) {
+				fmt.Fprintf(tw, "replayed %d/%d to the control topic\n", res.Partition, res.Offset)
+			})
+		},
+	}
+	cmd.AddCommand(list, replay)
+	return cmd
+}

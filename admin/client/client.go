@@ -1,0 +1,216 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/eventcenter/eventcenter/admin/adminapi"
+)
+
+// Client talks to one eventcenter admin API. It is safe for concurrent use.
+type Client struct {
+	base  string
+	token string
+	hc    *http.Client
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sets the HTTP client (default: one with a 30s timeout).
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// New returns a client for the server at base (e.g. http://127.0.0.1:8080)
+// sending token as a bearer token ("" sends none, for an insecure dev
+// server).
+func New(base, token string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("admin server %q: %w", base, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("admin server %q: want http://host:port or https://host:port", base)
+	}
+	c := &Client{base: strings.TrimRight(base, "/"), token: token, hc: &http.Client{Timeout: 30 * time.Second}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// Error is an error answer of the server.
+type Error struct {
+	// StatusCode is the HTTP status (400 bad parameter, 401 no or wrong
+	// token, 403 read token on an action, 404 unknown message, 409 wrong
+	// state, 5xx server or store failure).
+	StatusCode int
+	// Message is the server's explanation.
+	Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.StatusCode, http.StatusText(e.StatusCode), e.Message)
+}
+
+// IsStatus tells whether err is an *Error with the given status.
+func IsStatus(err error, code int) bool {
+	var e *Error
+	return errors.As(err, &e) && e.StatusCode == code
+}
+
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any) error {
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e adminapi.Error
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(b))
+			if len(e.Error) > 500 {
+				e.Error = e.Error[:500] + "…"
+			}
+		}
+		return &Error{StatusCode: resp.StatusCode, Message: e.Error}
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// ListOptions filters List. Zero fields do not filter.
+type ListOptions struct {
+	// Status is PREPARED, COMMITTED, ROLLED_BACK or VERIFY_FAILED.
+	Status string
+	// SendStatus is PENDING, SENT or DEAD.
+	SendStatus string
+	BizID      string
+	// Key selects keys containing it.
+	Key string
+	// OlderThan selects messages created longer ago.
+	OlderThan time.Duration
+	Limit     int
+	// Cursor is the Next of the previous page.
+	Cursor string
+}
+
+// List returns one page of messages, newest first.
+func (c *Client) List(ctx context.Context, o ListOptions) (adminapi.MessageList, error) {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("status", o.Status)
+	set("send_status", o.SendStatus)
+	set("biz_id", o.BizID)
+	set("key", o.Key)
+	if o.OlderThan > 0 {
+		q.Set("older_than", o.OlderThan.String())
+	}
+	if o.Limit > 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	set("cursor", o.Cursor)
+	var out adminapi.MessageList
+	return out, c.do(ctx, http.MethodGet, adminapi.Prefix+"/messages", q, nil, &out)
+}
+
+// Get returns one message with its audit records.
+func (c *Client) Get(ctx context.Context, bizID, key string) (adminapi.MessageDetail, error) {
+	var out adminapi.MessageDetail
+	return out, c.do(ctx, http.MethodGet, adminapi.MessagePath(bizID, key), nil, nil, &out)
+}
+
+// Counts returns the number of messages per bizID and status.
+func (c *Client) Counts(ctx context.Context) (adminapi.Counts, error) {
+	var out adminapi.Counts
+	return out, c.do(ctx, http.MethodGet, adminapi.Prefix+"/counts", nil, nil, &out)
+}
+
+// Resolve decides a PREPARED or VERIFY_FAILED message: decision is
+// adminapi.DecisionCommit or adminapi.DecisionRollback.
+func (c *Client) Resolve(ctx context.Context, bizID, key, decision, reason string) (adminapi.ActionResult, error) {
+	var out adminapi.ActionResult
+	return out, c.do(ctx, http.MethodPost, adminapi.ActionPath(bizID, key, "resolve"), nil,
+		adminapi.ActionRequest{Decision: decision, Reason: reason}, &out)
+}
+
+// Redeliver sends a committed message (DEAD or SENT) again.
+func (c *Client) Redeliver(ctx context.Context, bizID, key, reason string) (adminapi.ActionResult, error) {
+	var out adminapi.ActionResult
+	return out, c.do(ctx, http.MethodPost, adminapi.ActionPath(bizID, key, "redeliver"), nil,
+		adminapi.ActionRequest{Reason: reason}, &out)
+}
+
+// Retry checks back (PREPARED, VERIFY_FAILED) or sends (pending, DEAD) a
+// message now, with fresh attempts.
+func (c *Client) Retry(ctx context.Context, bizID, key, reason string) (adminapi.ActionResult, error) {
+	var out adminapi.ActionResult
+	return out, c.do(ctx, http.MethodPost, adminapi.ActionPath(bizID, key, "retry"), nil,
+		adminapi.ActionRequest{Reason: reason}, &out)
+}
+
+// RetryBizID retries every unfinished message of a bizID now.
+func (c *Client) RetryBizID(ctx context.Context, bizID, reason string) (adminapi.BulkRetryResult, error) {
+	var out adminapi.BulkRetryResult
+	return out, c.do(ctx, http.MethodPost, adminapi.BizRetryPath(bizID), nil, adminapi.ActionRequest{Reason: reason}, &out)
+}
+
+// DLQ returns one page of dead-letter records.
+func (c *Client) DLQ(ctx context.Context, limit int, cursor string) (adminapi.DLQList, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	var out adminapi.DLQList
+	return out, c.do(ctx, http.MethodGet, adminapi.Prefix+"/dlq", q, nil, &out)
+}
+
+// ReplayDLQ sends one dead-letter record back to the control topic.
+func (c *Client) ReplayDLQ(ctx context.Context, partition int32, offset int64) (adminapi.DLQReplayResult, error) {
+	var out adminapi.DLQReplayResult
+	return out, c.do(ctx, http.MethodPost, adminapi.DLQReplayPath(partition, offset), nil, nil, &out)
+}

@@ -1,0 +1,5 @@
+// Package client is a Go client of the eventcenter admin API (/api/v1/...):
+// list and read messages, counts, operator actions and the dead-letter
+// topic. Errors the server answers are *Error values carrying the HTTP
+// status and the server's message.
+package client
