@@ -292,12 +292,17 @@ func (f *Forwarder) scan(ctx context.Context) bool {
 	if len(parts) == 0 {
 		return false
 	}
-	limit := f.cfg.ClaimLimit
+	// Claim no more than the roomiest queue takes. A claim cannot choose
+	// targets, so a full queue (a slow or broken target) must not stop the
+	// others' retries: what does not fit is dropped and comes back after
+	// its lease.
+	room := 0
 	for _, l := range f.lanes {
-		limit = min(limit, f.cfg.QueueSize-len(l.ch))
+		room = max(room, f.cfg.QueueSize-len(l.ch))
 	}
+	limit := min(f.cfg.ClaimLimit, room)
 	if limit <= 0 {
-		return false // queues are full; the workers are behind
+		return false // every queue is full; the workers are behind
 	}
 	msgs, err := f.st.ClaimSends(ctx, store.Claim{Partitions: parts, Limit: limit, Lease: f.cfg.Lease})
 	if err != nil {

@@ -492,3 +492,23 @@ func commitReq(biz, key string, partition int32) store.ApplyRequest {
 		SendLease: testLease,
 	}
 }
+
+func TestStuckTargetDoesNotStopTheScanForOthers(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	defer close(gate)
+	inSend := make(chan struct{}, 1)
+	h := newHarness(t, func(c *forwarder.Config) { c.QueueSize = 2; c.Concurrency = 1; c.BatchSize = 1 })
+	ft := h.targets["other"]
+	ft.mu.Lock()
+	ft.gate, ft.inSend = gate, inSend
+	ft.mu.Unlock()
+	stuck := h.commit(t, 3, 0, "other", testLease)
+	h.f.Handoff(stuck[:1])
+	<-inSend
+	h.f.Handoff(stuck[1:]) // fills the "other" queue
+	due := h.commit(t, 4, 0, "", 0)
+	for _, m := range due {
+		h.waitStatus(t, m, state.SendSent)
+	}
+}

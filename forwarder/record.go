@@ -1,6 +1,8 @@
 package forwarder
 
 import (
+	"unsafe"
+
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/state"
 )
@@ -27,7 +29,8 @@ func BuildRecord(m *state.Message) Record {
 	}
 	hs = append(hs, envelope.Header{Key: HeaderID, Value: id})
 	return Record{
-		ID:      string(id),
+		// The id bytes are never written again, so the string can share them.
+		ID:      unsafe.String(unsafe.SliceData(id), len(id)),
 		Topic:   m.Topic,
 		Key:     m.ForwardKey,
 		Tag:     m.Tag,

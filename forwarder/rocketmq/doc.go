@@ -1,0 +1,33 @@
+// Package rocketmq is the forward target for RocketMQ, over the Apache
+// rocketmq-client-go/v2 (v2.1.2) producer.
+//
+// Each record is sent with SendSync (records of one Send call in parallel,
+// up to Config.Concurrency at a time) as a message with the record's topic,
+// body and tag (TAGS), the keys "forwardKey bizID:messageKey" (KEYS, space
+// separated as RocketMQ wants), the producer's forwarded headers as user
+// properties and the property ec-id = bizID:messageKey, so consumers can
+// drop duplicates. The result's Ref is the client's message id (UNIQ_KEY,
+// what consumers see as MessageExt.MsgId).
+//
+// Errors are classified: a topic the name server does not know, a broker's
+// NO_PERMISSION, MESSAGE_ILLEGAL or TOPIC_NOT_EXIST, an invalid topic name
+// and headers that cannot be RocketMQ properties are permanent
+// (forwarder.Permanent); timeouts, connection errors, SERVICE_NOT_AVAILABLE,
+// SYSTEM_ERROR, SYSTEM_BUSY and anything unknown are retryable. A reply
+// with a status other than SEND_OK (FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT,
+// SLAVE_NOT_AVAILABLE), which the client reports without an error, is a
+// retryable failure, never a success: the broker may hold the message
+// already, so the retry can duplicate it (at-least-once).
+//
+// Facts about the client that shape this package:
+//   - Name servers must be "ip:port" literals; host names are refused.
+//   - The client keeps a process-global map of clients keyed by
+//     "ip@instance"; every Target gets its own instance name so several
+//     named RocketMQ targets (and tests) can run in one process.
+//   - The client waits at most 3 s per attempt and makes 1+Retries attempts
+//     inside one SendSync; Config.SendTimeout bounds the whole call.
+//   - The client logs through rlog, which is process-global. The first
+//     Target created (or SetClientLogger) routes it into slog: the client's
+//     info and debug at slog Debug, warnings at Warn, errors (and fatals,
+//     which do not exit) at Error. Later targets share that logger.
+package rocketmq

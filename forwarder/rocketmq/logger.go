@@ -1,0 +1,90 @@
+package rocketmq
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+)
+
+// clientLogger routes rlog (the client's process-global logging) into
+// slog.
+type clientLogger struct{ l atomic.Pointer[slog.Logger] }
+
+var (
+	bridge      clientLogger
+	installOnce sync.Once
+)
+
+// installClientLogger installs the bridge the first time and, if no logger
+// was set yet, uses l.
+func installClientLogger(l *slog.Logger) {
+	installOnce.Do(func() { rlog.SetLogger(&bridge) })
+	bridge.l.CompareAndSwap(nil, l.With("component", "rocketmq-client"))
+}
+
+// SetClientLogger routes the RocketMQ client's logs to l from now on. The
+// client's logger is process-global: it serves every RocketMQ target (and
+// any other rocketmq-client-go user) in the process. Call it before any
+// RocketMQ client starts (New calls it with the first target's logger if
+// nothing was set): rlog's logger variable is not synchronized, so
+// installing it while clients run is a data race.
+func SetClientLogger(l *slog.Logger) {
+	if l == nil {
+		l = slog.Default()
+	}
+	installOnce.Do(func() { rlog.SetLogger(&bridge) })
+	bridge.l.Store(l.With("component", "rocketmq-client"))
+}
+
+func (c *clientLogger) log(level slog.Level, msg string, fields map[string]any) {
+	l := c.l.Load()
+	if l == nil {
+		l = slog.Default()
+	}
+	ctx := context.Background()
+	if !l.Enabled(ctx, level) || (msg == "" && len(fields) == 0) {
+		return
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	attrs := make([]slog.Attr, 0, len(keys))
+	for _, k := range keys {
+		v := fields[k]
+		if err, ok := v.(error); ok {
+			v = err.Error()
+		} else if s, ok := v.(fmt.Stringer); ok {
+			v = s.String()
+		}
+		attrs = append(attrs, slog.Any(k, v))
+	}
+	l.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// Debug logs the client's debug messages at slog Debug.
+func (c *clientLogger) Debug(msg string, fields map[string]any) { c.log(slog.LevelDebug, msg, fields) }
+
+// Info logs the client's (chatty) info messages at slog Debug.
+func (c *clientLogger) Info(msg string, fields map[string]any) { c.log(slog.LevelDebug, msg, fields) }
+
+// Warning logs at slog Warn.
+func (c *clientLogger) Warning(msg string, fields map[string]any) { c.log(slog.LevelWarn, msg, fields) }
+
+// Error logs at slog Error.
+func (c *clientLogger) Error(msg string, fields map[string]any) { c.log(slog.LevelError, msg, fields) }
+
+// Fatal logs at slog Error; unlike rlog's default logger it does not exit.
+func (c *clientLogger) Fatal(msg string, fields map[string]any) { c.log(slog.LevelError, msg, fields) }
+
+// Level is ignored: the slog handler decides what is logged.
+func (c *clientLogger) Level(string) {}
+
+// OutputPath is ignored: the slog handler decides where logs go.
+func (c *clientLogger) OutputPath(string) error { return nil }

@@ -1,0 +1,358 @@
+package rocketmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/eventcenter/eventcenter/forwarder"
+)
+
+// IDProperty is the message property that carries the record's
+// "bizID:messageKey".
+const IDProperty = "ec-id"
+
+// Defaults.
+const (
+	DefaultGroup       = "eventcenter"
+	DefaultRetries     = 2
+	DefaultSendTimeout = 10 * time.Second
+	DefaultConcurrency = 16
+)
+
+// Config configures a RocketMQ target.
+type Config struct {
+	// Name is the target's name, for logs and errors. Required.
+	Name string
+	// NameServers are the name server addresses as "ip:port" (IP literals:
+	// the client refuses host names). Required.
+	NameServers []string
+	// Group is the producer group; "" means DefaultGroup.
+	Group string
+	// Retries is how many more attempts the client makes inside one send
+	// after a failed attempt (timeouts, connection errors and the codes
+	// SYSTEM_ERROR, SERVICE_NOT_AVAILABLE, NO_PERMISSION, TOPIC_NOT_EXIST);
+	// 0 means DefaultRetries, negative means none. The forwarder retries
+	// with backoff anyway; attempts that time out may still be stored, so
+	// every retry can duplicate a message.
+	Retries int
+	// SendTimeout bounds one record's send, all attempts included; 0 means
+	// DefaultSendTimeout. The client itself waits at most 3 s per attempt.
+	SendTimeout time.Duration
+	// Concurrency is how many records of one Send are in flight at once; 0
+	// means DefaultConcurrency.
+	Concurrency int
+	// Logger; nil means slog.Default(). See SetClientLogger for the
+	// client's own (process-global) logging.
+	Logger *slog.Logger
+}
+
+var groupPattern = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.Name == "" {
+		errs = append(errs, errors.New("Name: required"))
+	}
+	if len(c.NameServers) == 0 {
+		errs = append(errs, errors.New("NameServers: at least one name server address (ip:port) is required"))
+	}
+	for i, a := range c.NameServers {
+		if err := checkNameServer(a); err != nil {
+			errs = append(errs, fmt.Errorf("NameServers[%d]: %w", i, err))
+		}
+	}
+	if c.Group != "" && (len(c.Group) > 255 || !groupPattern.MatchString(c.Group)) {
+		errs = append(errs, fmt.Errorf("Group: %q must be 1 to 255 characters of letters, digits, %%, |, _ and -", c.Group))
+	}
+	if c.SendTimeout < 0 {
+		errs = append(errs, fmt.Errorf("SendTimeout: must not be negative, got %s", c.SendTimeout))
+	}
+	if c.Concurrency < 0 {
+		errs = append(errs, fmt.Errorf("Concurrency: must not be negative, got %d", c.Concurrency))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("rocketmq target %q config: %w", c.Name, err)
+	}
+	return nil
+}
+
+// checkNameServer accepts "ip:port" with an IP literal (IPv6 in brackets).
+func checkNameServer(a string) error {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return fmt.Errorf("%q is not ip:port: %w", a, err)
+	}
+	if net.ParseIP(host) == nil {
+		return fmt.Errorf("%q: host %q must be an IP literal (the RocketMQ client does not resolve names)", a, host)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("%q: port %q must be 1-65535", a, port)
+	}
+	return nil
+}
+
+// Target sends to RocketMQ. Create it with New; it is safe for concurrent
+// Send calls.
+type Target struct {
+	name        string
+	nameServers []string
+	timeout     time.Duration
+	concurrency int
+	log         *slog.Logger
+	p           sender
+	closeOnce   sync.Once
+	closeErr    error
+}
+
+// sender is the part of the client's producer the target uses.
+type sender interface {
+	SendSync(ctx context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error)
+	Shutdown() error
+}
+
+var _ forwarder.Target = (*Target)(nil)
+
+var instanceSeq atomic.Int64
+
+// New starts a producer for the target. It does not contact the name
+// server; the first Send does.
+func New(cfg Config) (*Target, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	installClientLogger(cfg.Logger)
+	if cfg.Group == "" {
+		cfg.Group = DefaultGroup
+	}
+	retries := cfg.Retries
+	switch {
+	case retries == 0:
+		retries = DefaultRetries
+	case retries < 0:
+		retries = 0
+	}
+	if cfg.SendTimeout == 0 {
+		cfg.SendTimeout = DefaultSendTimeout
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	// A unique instance name per target: the client's process-global
+	// client map is keyed by ip@instance.
+	instance := fmt.Sprintf("eventcenter-%s-%d-%d", cfg.Name, os.Getpid(), instanceSeq.Add(1))
+	p, err := producer.NewDefaultProducer(
+		producer.WithNameServer(cfg.NameServers),
+		producer.WithGroupName(cfg.Group),
+		producer.WithInstanceName(instance),
+		producer.WithRetry(retries),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("rocketmq target %q: new producer: %w", cfg.Name, err)
+	}
+	if err := p.Start(); err != nil {
+		_ = p.Shutdown()
+		return nil, fmt.Errorf("rocketmq target %q: start producer: %w", cfg.Name, err)
+	}
+	return &Target{
+		name:        cfg.Name,
+		nameServers: append([]string(nil), cfg.NameServers...),
+		timeout:     cfg.SendTimeout,
+		concurrency: cfg.Concurrency,
+		log:         cfg.Logger.With("component", "forwarder", "target", cfg.Name),
+		p:           p,
+	}, nil
+}
+
+// Send sends every record and waits for all of them; each result carries
+// the message id or the classified error.
+func (t *Target) Send(ctx context.Context, recs []forwarder.Record) []forwarder.Result {
+	res := make([]forwarder.Result, len(recs))
+	sem := make(chan struct{}, t.concurrency)
+	var wg sync.WaitGroup
+	for i := range recs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			for j := i; j < len(recs); j++ {
+				res[j].Err = fmt.Errorf("send to rocketmq topic %q: %w", recs[j].Topic, ctx.Err())
+			}
+			wg.Wait()
+			return res
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			res[i] = t.send(ctx, &recs[i])
+		}()
+	}
+	wg.Wait()
+	return res
+}
+
+func (t *Target) send(ctx context.Context, rec *forwarder.Record) forwarder.Result {
+	msg, err := Message(rec)
+	if err != nil {
+		return forwarder.Result{Err: forwarder.Permanent(err)}
+	}
+	sctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	sr, err := t.p.SendSync(sctx, msg)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			// The caller gave up; the client reports that as a timeout.
+			return forwarder.Result{Err: fmt.Errorf("send to rocketmq topic %q: %w (client: %v)", rec.Topic, cerr, err)}
+		}
+		return forwarder.Result{Err: t.classify(ctx, rec.Topic, err)}
+	}
+	if sr == nil {
+		return forwarder.Result{Err: fmt.Errorf("send to rocketmq topic %q: no send result", rec.Topic)}
+	}
+	if sr.Status != primitive.SendOK {
+		return forwarder.Result{Err: &StatusError{Topic: rec.Topic, Status: sr.Status, MsgID: sr.MsgID}}
+	}
+	ref := sr.MsgID
+	if ref == "" {
+		ref = sr.OffsetMsgID
+	}
+	return forwarder.Result{Ref: ref}
+}
+
+// Close shuts the producer down. It is safe to call more than once.
+func (t *Target) Close() error {
+	t.closeOnce.Do(func() {
+		if err := t.p.Shutdown(); err != nil {
+			t.closeErr = fmt.Errorf("rocketmq target %q: shut down producer: %w", t.name, err)
+		}
+	})
+	return t.closeErr
+}
+
+// StatusError is a reply the broker sent without an error code but with a
+// status other than SEND_OK. It is retryable: the broker may or may not
+// keep the message.
+type StatusError struct {
+	Topic  string
+	Status primitive.SendStatus
+	MsgID  string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("send to rocketmq topic %q: broker answered %s, not SEND_OK (message %s may be stored; retrying can duplicate it)",
+		e.Topic, statusName(e.Status), e.MsgID)
+}
+
+func statusName(s primitive.SendStatus) string {
+	switch s {
+	case primitive.SendOK:
+		return "SEND_OK"
+	case primitive.SendFlushDiskTimeout:
+		return "FLUSH_DISK_TIMEOUT"
+	case primitive.SendFlushSlaveTimeout:
+		return "FLUSH_SLAVE_TIMEOUT"
+	case primitive.SendSlaveNotAvailable:
+		return "SLAVE_NOT_AVAILABLE"
+	default:
+		return fmt.Sprintf("status %d", int(s))
+	}
+}
+
+// reservedProperties are names the client or broker use themselves; a
+// forwarded header with one of these names would change how RocketMQ treats
+// the message (DELAY, TRAN_MSG...) or clobber its tag, keys or id.
+var reservedProperties = map[string]bool{}
+
+func init() {
+	for _, p := range []string{
+		primitive.PropertyKeys, primitive.PropertyTags, primitive.PropertyWaitStoreMsgOk,
+		primitive.PropertyDelayTimeLevel, primitive.PropertyRetryTopic, primitive.PropertyRealTopic,
+		primitive.PropertyRealQueueId, primitive.PropertyTransactionPrepared, primitive.PropertyProducerGroup,
+		primitive.PropertyMinOffset, primitive.PropertyMaxOffset, primitive.PropertyBuyerId,
+		primitive.PropertyOriginMessageId, primitive.PropertyTransferFlag, primitive.PropertyCorrectionFlag,
+		primitive.PropertyMQ2Flag, primitive.PropertyReconsumeTime, primitive.PropertyMsgRegion,
+		primitive.PropertyTraceSwitch, primitive.PropertyUniqueClientMessageIdKeyIndex,
+		primitive.PropertyMaxReconsumeTimes, primitive.PropertyConsumeStartTime,
+		primitive.PropertyTranscationPreparedQueueOffset, primitive.PropertyTranscationCheckTimes,
+		primitive.PropertyCheckImmunityTimeInSeconds, primitive.PropertyShardingKey,
+		primitive.PropertyTransactionID, primitive.PropertyCorrelationID, primitive.PropertyMessageReplyToClient,
+		primitive.PropertyMessageTTL, primitive.PropertyReplyMessageArriveTime, primitive.PropertyMsgType,
+		primitive.PropertyCluster, "__STARTDELIVERTIME", "INSTANCE_ID", "PUSH_REPLY_TIME", "__SHARDINGKEY",
+		IDProperty,
+	} {
+		reservedProperties[p] = true
+	}
+}
+
+var topicPattern = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
+
+// maxPropertiesLen is what the broker accepts (a 2-byte length, Java
+// checks < Short.MAX_VALUE).
+const maxPropertiesLen = 32767
+
+// Message builds the RocketMQ message for rec. Its errors are about the
+// record itself (invalid topic, headers that cannot be properties) and no
+// retry can fix them.
+func Message(rec *forwarder.Record) (*primitive.Message, error) {
+	if rec.Topic == "" || len(rec.Topic) > 127 || !topicPattern.MatchString(rec.Topic) {
+		return nil, fmt.Errorf("rocketmq topic %q is invalid: it must be 1 to 127 characters of letters, digits, %%, |, _ and -", rec.Topic)
+	}
+	m := primitive.NewMessage(rec.Topic, rec.Value)
+	if rec.Tag != "" {
+		if strings.ContainsAny(rec.Tag, "\x01\x02") {
+			return nil, fmt.Errorf("rocketmq tag %q contains a control character (0x01/0x02)", rec.Tag)
+		}
+		m.WithTag(rec.Tag)
+	}
+	var keys []string
+	for _, k := range []string{rec.Key, rec.ID} {
+		if k == "" {
+			continue
+		}
+		if strings.ContainsAny(k, "\x01\x02") {
+			return nil, fmt.Errorf("rocketmq key %q contains a control character (0x01/0x02)", k)
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) > 0 {
+		m.WithKeys(keys)
+	}
+	size := 0
+	for _, h := range rec.Headers {
+		switch {
+		case h.Key == "":
+			return nil, errors.New("header with an empty name cannot be a rocketmq property")
+		case reservedProperties[h.Key]:
+			return nil, fmt.Errorf("header %q is a reserved rocketmq property name", h.Key)
+		case strings.ContainsAny(h.Key, "\x01\x02") || strings.ContainsAny(string(h.Value), "\x01\x02"):
+			return nil, fmt.Errorf("header %q contains a control character (0x01/0x02) that rocketmq properties cannot carry", h.Key)
+		}
+		m.WithProperty(h.Key, string(h.Value))
+		size += len(h.Key) + len(h.Value) + 2
+	}
+	if rec.ID != "" {
+		m.WithProperty(IDProperty, rec.ID)
+		size += len(IDProperty) + len(rec.ID) + 2
+	}
+	size += len(primitive.PropertyTags) + len(rec.Tag) + 2
+	size += len(primitive.PropertyKeys) + len(strings.Join(keys, " ")) + 2
+	size += len(primitive.PropertyUniqueClientMessageIdKeyIndex) + 32 + 2
+	if size >= maxPropertiesLen {
+		return nil, fmt.Errorf("tag, keys and headers take %d bytes as rocketmq properties; the broker accepts less than %d", size, maxPropertiesLen)
+	}
+	return m, nil
+}
