@@ -131,10 +131,11 @@ func (a *auth) login(tok string, secure bool) (*http.Cookie, bool) {
 	exp := a.now().Add(a.ttl).Unix()
 	es := strconv.FormatInt(exp, 10)
 	v := b64.EncodeToString([]byte(t.name)) + "." + es + "." + b64.EncodeToString(mac(t.secret, "session", t.name, es))
+	// A browser-session cookie: the signed expiry inside it is what ends
+	// the login (on the server's clock).
 	return &http.Cookie{
 		Name: sessionCookie, Value: v, Path: "/ui",
-		Expires: time.Unix(exp, 0), HttpOnly: true, Secure: secure,
-		SameSite: http.SameSiteStrictMode,
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode,
 	}, true
 }
 
