@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/state"
@@ -246,4 +248,30 @@ func TestMetricsRegisterOnceOnARegistry(t *testing.T) {
 	n, err := reg.Gather()
 	require.NoError(t, err)
 	require.NotEmpty(t, n)
+}
+
+func TestFailingBatchDoesNotHoldARebalance(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 4)
+	st := newMemStore()
+	st.failures.Store(-1)
+	cfg := e.config()
+	// Were the failing batch to block the rebalance, the join would wait
+	// this long (and the test time out first).
+	cfg.ClientOptions = append(cfg.ClientOptions, kgo.RebalanceTimeout(time.Minute), kgo.SessionTimeout(time.Minute))
+	ownA, ownB := ownership.New(), ownership.New()
+	a := e.start(cfg, st, nil, ownA)
+	e.lifecycle("shop", 0, 40)
+	require.Eventually(t, func() bool { return st.errs.Load() >= 3 }, waitFor, tick)
+
+	cfgB := cfg
+	cfgB.Registerer = prometheus.NewRegistry()
+	e.start(cfgB, st, nil, ownB)
+	require.Eventually(t, func() bool { return split(4, ownA, ownB) }, waitFor, tick)
+	require.Zero(t, e.committedCount(), "nothing committed while the store is down")
+	require.Positive(t, testutil.ToFloat64(a.met.storeErrs))
+
+	st.failures.Store(0)
+	require.Eventually(t, func() bool { return st.countStatus(state.Committed, true) == 40 }, waitFor, tick)
+	require.Eventually(t, e.committedAll, waitFor, tick)
 }

@@ -95,6 +95,29 @@ type run struct {
 	applied map[int32]kgo.EpochOffset
 	// assigned are the partitions this run added to the ownership set.
 	assigned map[int32]bool
+	// wanted is closed when a rebalance waits for the poll in hand
+	// (renewed before every poll); wantedClosed says it was.
+	wanted       chan struct{}
+	wantedClosed bool
+}
+
+// renewWanted arms the rebalance-wanted signal for the next poll.
+func (r *run) renewWanted() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wanted, r.wantedClosed = make(chan struct{}), false
+	return r.wanted
+}
+
+// rebalanceWanted fires the signal: a rebalance is blocked by the poll in
+// hand.
+func (r *run) rebalanceWanted() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.wanted != nil && !r.wantedClosed {
+		close(r.wanted)
+		r.wantedClosed = true
+	}
 }
 
 // Start joins the consumer group and starts consuming in a goroutine; it
@@ -132,6 +155,9 @@ func (in *Ingester) Start(ctx context.Context) error {
 		kgo.OnPartitionsLost(func(_ context.Context, cl *kgo.Client, m map[string][]int32) {
 			in.revoked(r, cl, m[in.cfg.ControlTopic], false)
 		}),
+		// A failing batch must not hold a rebalance until the member is
+		// kicked out: its retry is abandoned and the partition rewound.
+		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { r.rebalanceWanted() }),
 	}
 	opts = append(opts, in.cfg.ClientOptions...)
 	cl, err := kgo.NewClient(opts...)
@@ -181,6 +207,7 @@ func (in *Ingester) loop(r *run) {
 	defer close(r.done)
 	defer r.abort()
 	for r.pollCtx.Err() == nil {
+		wanted := r.renewWanted()
 		fs := r.cl.PollRecords(r.pollCtx, in.cfg.MaxPollRecords)
 		if fs.IsClientClosed() {
 			break
@@ -191,8 +218,15 @@ func (in *Ingester) loop(r *run) {
 			}
 			in.log.Warn("fetch error", "fetch_topic", topic, "partition", p, "err", err)
 		})
-		in.process(r, fs)
+		rewind := in.process(r, fs, wanted)
 		in.commit(r, r.cl, nil)
+		if len(rewind) > 0 && r.pollCtx.Err() == nil {
+			// Batches abandoned for a rebalance are fetched again if the
+			// partition stays ours; if not, its next owner starts at the
+			// last commit. Either way nothing is skipped.
+			r.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{in.cfg.ControlTopic: rewind})
+			in.log.Info("failing batches abandoned to let a rebalance through; partitions rewound", "partitions", len(rewind))
+		}
 		r.cl.AllowRebalance()
 	}
 	r.err = in.shutdown(r)

@@ -24,8 +24,11 @@ const (
 	HeaderDLQOffset    = "ec-dlq-offset"
 )
 
-// errStopping: a retry was abandoned because the ingester is stopping.
-var errStopping = errors.New("ingester stopping")
+// Why a retry was abandoned.
+var (
+	errStopping  = errors.New("ingester stopping")
+	errRebalance = errors.New("rebalance waiting")
+)
 
 // batch is one partition's records of one poll.
 type batch struct {
@@ -35,8 +38,10 @@ type batch struct {
 }
 
 // process applies every partition of a poll, in parallel, and records the
-// offsets of those that were applied.
-func (in *Ingester) process(r *run, fs kgo.Fetches) {
+// offsets of those that were applied. It returns where to rewind the
+// partitions whose batch was abandoned (ingester stopping, or a rebalance
+// waiting while the batch kept failing).
+func (in *Ingester) process(r *run, fs kgo.Fetches, wanted <-chan struct{}) map[int32]kgo.EpochOffset {
 	byPart := map[int32]*batch{}
 	var order []*batch
 	fs.EachPartition(func(p kgo.FetchTopicPartition) {
@@ -53,25 +58,37 @@ func (in *Ingester) process(r *run, fs kgo.Fetches) {
 		b.hwm = max(b.hwm, p.HighWatermark)
 	})
 	if len(order) == 0 {
-		return
+		return nil
 	}
 	sem := make(chan struct{}, in.cfg.Parallelism)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var rewind map[int32]kgo.EpochOffset
 	for _, b := range order {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			in.processPartition(r, b)
+			if in.processPartition(r, b, wanted) {
+				return
+			}
+			first := b.records[0]
+			mu.Lock()
+			defer mu.Unlock()
+			if rewind == nil {
+				rewind = map[int32]kgo.EpochOffset{}
+			}
+			rewind[b.partition] = kgo.EpochOffset{Epoch: first.LeaderEpoch, Offset: first.Offset}
 		})
 	}
 	wg.Wait()
+	return rewind
 }
 
 // processPartition decodes a partition's batch, dead-letters the malformed
 // records, applies the rest in one store transaction, hands the sendable
-// messages over and marks the batch's offsets for commit. It returns only
-// when that is done or the ingester stops (then nothing is marked).
-func (in *Ingester) processPartition(r *run, b *batch) {
+// messages over and marks the batch's offsets for commit. It returns true
+// when that is done, false when the batch was abandoned (nothing marked).
+func (in *Ingester) processPartition(r *run, b *batch, wanted <-chan struct{}) bool {
 	now := in.cfg.Now()
 	changes := make([]store.Change, 0, len(b.records))
 	types := make([]envelope.Type, 0, len(b.records))
@@ -95,11 +112,11 @@ func (in *Ingester) processPartition(r *run, b *batch) {
 	}
 
 	if len(dead) > 0 {
-		err := in.retry(r, "produce dead letters", b.partition, in.met.dlqErrs, func(ctx context.Context) error {
+		err := in.retry(r, wanted, "produce dead letters", b.partition, in.met.dlqErrs, func(ctx context.Context) error {
 			return r.cl.ProduceSync(ctx, dead...).FirstErr()
 		})
 		if err != nil {
-			return
+			return false
 		}
 		for i, reason := range reasons {
 			in.met.dlq.WithLabelValues(reason).Inc()
@@ -109,7 +126,7 @@ func (in *Ingester) processPartition(r *run, b *batch) {
 
 	if len(changes) > 0 {
 		var res store.ApplyResult
-		err := in.retry(r, "apply batch", b.partition, in.met.storeErrs, func(ctx context.Context) error {
+		err := in.retry(r, wanted, "apply batch", b.partition, in.met.storeErrs, func(ctx context.Context) error {
 			start := time.Now()
 			var err error
 			res, err = in.st.Apply(ctx, store.ApplyRequest{Changes: changes, SendLease: in.cfg.SendLease})
@@ -119,7 +136,7 @@ func (in *Ingester) processPartition(r *run, b *batch) {
 			return err
 		})
 		if err != nil {
-			return
+			return false
 		}
 		if len(res.Sendable) > 0 && in.fwd != nil {
 			in.fwd.Handoff(res.Sendable)
@@ -139,6 +156,7 @@ func (in *Ingester) processPartition(r *run, b *batch) {
 	if owned {
 		in.met.lag.WithLabelValues(partitionLabel(b.partition)).Set(float64(max(b.hwm-next, 0)))
 	}
+	return true
 }
 
 // decode reads a kgo record as an envelope.
@@ -240,9 +258,10 @@ func (in *Ingester) account(changes []store.Change, types []envelope.Type, origi
 }
 
 // retry runs f until it succeeds, with capped exponential backoff and
-// jitter. It gives up only when the ingester stops (returning the last
-// error): the batch then stays uncommitted and is replayed.
-func (in *Ingester) retry(r *run, what string, partition int32, failures interface{ Inc() }, f func(context.Context) error) error {
+// jitter. It gives up only when the ingester stops or, after a failure, a
+// rebalance waits for this poll (returning the last error): the batch then
+// stays uncommitted and is fetched again.
+func (in *Ingester) retry(r *run, wanted <-chan struct{}, what string, partition int32, failures interface{ Inc() }, f func(context.Context) error) error {
 	backoff := in.cfg.RetryMin
 	for attempt := 1; ; attempt++ {
 		err := f(r.workCtx)
@@ -257,6 +276,12 @@ func (in *Ingester) retry(r *run, what string, partition int32, failures interfa
 			in.log.Warn(what+" abandoned: stopping; the batch stays uncommitted", "partition", partition, "err", err)
 			return fmt.Errorf("%s: %w: %w", what, errStopping, err)
 		}
+		select {
+		case <-wanted:
+			in.log.Warn(what+" abandoned: a rebalance is waiting; the batch stays uncommitted", "partition", partition, "err", err)
+			return fmt.Errorf("%s: %w: %w", what, errRebalance, err)
+		default:
+		}
 		// Full jitter over the upper half keeps retries spread but bounded.
 		wait := backoff/2 + rand.N(backoff/2+1)
 		in.log.Error(what+" failed; retrying the same batch", "partition", partition,
@@ -270,6 +295,10 @@ func (in *Ingester) retry(r *run, what string, partition int32, failures interfa
 		case <-r.workCtx.Done():
 			t.Stop()
 			return fmt.Errorf("%s: %w: %w", what, errStopping, err)
+		case <-wanted:
+			t.Stop()
+			in.log.Warn(what+" abandoned: a rebalance is waiting; the batch stays uncommitted", "partition", partition, "err", err)
+			return fmt.Errorf("%s: %w: %w", what, errRebalance, err)
 		}
 		backoff = min(backoff*2, in.cfg.RetryMax)
 	}
