@@ -292,6 +292,29 @@ func TestStopAbortsInFlightSendWithoutBurningAnAttempt(t *testing.T) {
 	require.Equal(t, 1.0, h.counter(t, "eventcenter_forward_handoff_dropped_total"))
 }
 
+func TestCancelledStartContextAbortsInFlightSendWithoutBurningAnAttempt(t *testing.T) {
+	t.Parallel()
+	st := memstore.New(nil)
+	owned := ownership.New()
+	owned.Assign(0)
+	inSend := make(chan struct{}, 1)
+	ft := &fakeTarget{gate: make(chan struct{}), inSend: inSend}
+	f, err := forwarder.New(forwarder.Config{Targets: map[string]forwarder.Target{"x": ft}}, st, owned)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	require.NoError(t, f.Start(ctx))
+	res, err := st.Apply(t.Context(), commitReq("b", "k", 0))
+	require.NoError(t, err)
+	f.Handoff(res.Sendable)
+	<-inSend
+	cancel()
+	require.NoError(t, f.Stop(t.Context()))
+	got, err := st.Get(t.Context(), "b", "k")
+	require.NoError(t, err)
+	require.Equal(t, state.SendPending, got.SendStatus)
+	require.Equal(t, 0, got.SendAttempts, "an aborted send burned an attempt")
+}
+
 func TestStopDrainsQueuedSends(t *testing.T) {
 	t.Parallel()
 	gate := make(chan struct{})
@@ -498,7 +521,10 @@ func TestStuckTargetDoesNotStopTheScanForOthers(t *testing.T) {
 	gate := make(chan struct{})
 	defer close(gate)
 	inSend := make(chan struct{}, 1)
-	h := newHarness(t, func(c *forwarder.Config) { c.QueueSize = 2; c.Concurrency = 1; c.BatchSize = 1 })
+	h := newHarness(t, func(c *forwarder.Config) {
+		c.QueueSize, c.Concurrency, c.BatchSize = 2, 1, 1
+		c.SendTimeout = 25 * time.Second // stuck for longer than the test waits
+	})
 	ft := h.targets["other"]
 	ft.mu.Lock()
 	ft.gate, ft.inSend = gate, inSend
