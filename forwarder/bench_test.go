@@ -44,7 +44,9 @@ type markStore struct {
 	wake   chan struct{}
 }
 
-func (s *markStore) ClaimSends(context.Context, store.Claim) ([]state.Message, error) { return nil, nil }
+func (s *markStore) ClaimSends(context.Context, store.Claim) ([]state.Message, error) {
+	return nil, nil
+}
 func (s *markStore) Apply(context.Context, store.ApplyRequest) (store.ApplyResult, error) {
 	return store.ApplyResult{}, nil
 }
