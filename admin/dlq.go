@@ -325,6 +325,19 @@ func fromKgo(r *kgo.Record) DLQRecord {
 // Replay reads the record at partition/offset and produces its key, value
 // and headers (without ec-dlq-*) to the control topic.
 func (d *KafkaDLQ) Replay(ctx context.Context, partition int32, offset int64) error {
+	starts, err := d.adm.ListStartOffsets(ctx, d.dlq)
+	if err != nil {
+		return fmt.Errorf("list start offsets of %s: %w", d.dlq, err)
+	}
+	ends, err := d.adm.ListEndOffsets(ctx, d.dlq)
+	if err != nil {
+		return fmt.Errorf("list end offsets of %s: %w", d.dlq, err)
+	}
+	s, ok1 := starts.Lookup(d.dlq, partition)
+	e, ok2 := ends.Lookup(d.dlq, partition)
+	if !ok1 || !ok2 || s.Err != nil || e.Err != nil || offset < s.Offset || offset >= e.Offset {
+		return fmt.Errorf("%w: %s %d/%d", ErrDLQNotFound, d.dlq, partition, offset)
+	}
 	recs, err := d.read(ctx, map[int32]int64{partition: offset}, map[int32]int64{partition: offset + 1}, 1)
 	if err != nil {
 		return err
