@@ -13,13 +13,21 @@ import (
 
 // clock is a manual test clock.
 type clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu   sync.Mutex
+	t    time.Time
+	real bool
 }
 
 func newClock() *clock { return &clock{t: time.Unix(1_800_000_000, 0).UTC()} }
 
+// newRealClock follows the wall clock, for tests where put-offs must come
+// due while calls run in real time.
+func newRealClock() *clock { return &clock{real: true} }
+
 func (c *clock) Now() time.Time {
+	if c.real {
+		return time.Now()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t

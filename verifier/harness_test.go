@@ -1,0 +1,127 @@
+package verifier
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/sqlite"
+)
+
+// testStore is a Store tests can read rows from.
+type testStore interface {
+	Store
+	Get(ctx context.Context, bizID, key string) (state.Message, error)
+}
+
+func openSQLite(t *testing.T, clk *clock) testStore {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "ec.db"),
+		sqlite.Options{Now: clk.Now, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	return st
+}
+
+// harness is a running verifier over a store, owning partition 0.
+type harness struct {
+	t     *testing.T
+	clk   *clock
+	st    testStore
+	owned *ownership.Set
+	reg   *prometheus.Registry
+	fwd   *handoffs
+	v     *Verifier
+}
+
+// startVerifier starts a verifier with fast test timings; cfg.Now is set to
+// clk unless already set.
+func startVerifier(t *testing.T, clk *clock, st testStore, cfg Config) *harness {
+	t.Helper()
+	h := &harness{t: t, clk: clk, st: st, owned: ownership.New(), reg: prometheus.NewRegistry(), fwd: &handoffs{}}
+	h.owned.Assign(0)
+	if cfg.Now == nil {
+		cfg.Now = clk.Now
+	}
+	cfg.Registerer = h.reg
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 5 * time.Millisecond
+	}
+	if cfg.ApplyInterval == 0 {
+		cfg.ApplyInterval = 2 * time.Millisecond
+	}
+	v, err := New(cfg, st, h.owned, h.fwd)
+	require.NoError(t, err)
+	h.v = v
+	require.NoError(t, v.Start(t.Context()))
+	t.Cleanup(func() { require.NoError(t, v.Stop(context.Background())) })
+	return h
+}
+
+func (h *harness) prepare(bizID, key, verify string) {
+	h.t.Helper()
+	h.prepareIn(0, bizID, key, verify)
+}
+
+func (h *harness) prepareIn(partition int32, bizID, key, verify string) {
+	h.t.Helper()
+	res, err := h.st.Apply(context.Background(), store.ApplyRequest{Changes: []store.Change{{
+		BizID: bizID, Key: key, Partition: partition,
+		Event: state.Event{Kind: state.KindPrepare, At: h.clk.Now(),
+			Body: &state.Body{Payload: []byte("payload"), Topic: "orders", Verify: verify}},
+	}}})
+	require.NoError(h.t, err)
+	require.NoError(h.t, res.Outcomes[0].Err)
+}
+
+func (h *harness) get(bizID, key string) state.Message {
+	h.t.Helper()
+	m, err := h.st.Get(context.Background(), bizID, key)
+	require.NoError(h.t, err)
+	return m
+}
+
+// waitFor waits until the message satisfies cond.
+func (h *harness) waitFor(bizID, key string, what string, cond func(m state.Message) bool) state.Message {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		m, err := h.st.Get(context.Background(), bizID, key)
+		if err == nil && cond(m) {
+			return m
+		}
+		if time.Now().After(deadline) {
+			require.FailNowf(h.t, "condition never met", "%s:%s never %s; last %s attempts=%d next=%s err=%q get error: %v",
+				bizID, key, what, m.Status, m.VerifyAttempts, m.VerifyNextAt, m.LastError, err)
+		}
+		<-tick.C
+	}
+}
+
+func (h *harness) waitStatus(bizID, key string, s state.Status) state.Message {
+	h.t.Helper()
+	return h.waitFor(bizID, key, s.String(), func(m state.Message) bool { return m.Status == s })
+}
+
+func (h *harness) waitAttempts(bizID, key string, n int) state.Message {
+	h.t.Helper()
+	return h.waitFor(bizID, key, "at the attempt", func(m state.Message) bool { return m.VerifyAttempts == n })
+}
+
+func (h *harness) total(proto, outcome string) float64 {
+	return testutil.ToFloat64(h.v.m.total.WithLabelValues(proto, outcome))
+}
