@@ -33,7 +33,10 @@ type Decoder struct {
 // Policy for what is not part of the format: headers that do not start with
 // "ec-" and unknown ec-* headers are ignored; a repeated ec-* header is an
 // error; on commit and rollback the prepare-only headers are ignored but the
-// value must be empty.
+// value must be empty. In the compatibility format the record key is not
+// checked (TrustMessage producers chose their own keys), message,
+// forwardTopic and verifyInfo are read on prepare only, and unknown JSON
+// fields are ignored.
 //
 // The returned envelope's Payload and header values share memory with r;
 // its strings do not. Empty byte slices are returned as nil.

@@ -3,6 +3,7 @@ package envelope
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -14,45 +15,79 @@ import (
 // For every valid e, Decode(Encode(e)) returns e with Format Native (and
 // empty byte slices as nil). Encode does not limit the payload size; the
 // decoder (Decoder.MaxPayload) and the broker do. Errors match ErrInvalid.
+//
+// The record's Value and forwarded header values share memory with e.
 func Encode(e Envelope) (Record, error) {
 	if p := validate(&e); p != nil {
 		return Record{}, encodeError("encode envelope", p)
 	}
-	n := 3
+	var checkAfter [20]byte
+	ca := checkAfter[:0]
+	if e.CheckAfter != 0 {
+		ca = strconv.AppendInt(ca, int64(e.CheckAfter/time.Millisecond), 10)
+	}
+	typ := e.Type.String()
+
+	// One buffer holds the key and every ec-* header value.
+	n := len(e.BizID) + 1 + len(e.MessageKey) + len(typ) + len(e.BizID) + len(e.MessageKey)
+	nh := 3
 	if e.Type == Prepare {
-		n += 1 + len(e.Headers)
-		for _, s := range [...]string{e.ForwardKey, e.Target, e.Tag, e.Verify} {
-			if s != "" {
-				n++
+		nh += 1 + len(e.Headers)
+		for _, l := range [...]int{len(e.ForwardTopic), len(e.ForwardKey), len(e.Target), len(e.Tag), len(e.Verify), len(ca)} {
+			if l != 0 {
+				n += l
+				nh++
 			}
 		}
-		if e.CheckAfter != 0 {
-			n++
-		}
 	}
-	hs := make([]Header, 0, n)
+	buf := make([]byte, 0, n)
+	take := func(s string) []byte {
+		start := len(buf)
+		buf = append(buf, s...)
+		return buf[start:len(buf):len(buf)]
+	}
+	buf = append(append(append(buf, e.BizID...), ':'), e.MessageKey...)
+	r := Record{Key: buf[:len(buf):len(buf)]}
+	hs := make([]Header, 0, nh)
 	hs = append(hs,
-		Header{Key: HeaderType, Value: []byte(e.Type.String())},
-		Header{Key: HeaderBiz, Value: []byte(e.BizID)},
-		Header{Key: HeaderKey, Value: []byte(e.MessageKey)},
+		Header{Key: HeaderType, Value: take(typ)},
+		Header{Key: HeaderBiz, Value: take(e.BizID)},
+		Header{Key: HeaderKey, Value: take(e.MessageKey)},
 	)
-	r := Record{Key: []byte(Key(e.BizID, e.MessageKey))}
 	if e.Type == Prepare {
-		hs = append(hs, Header{Key: HeaderTopic, Value: []byte(e.ForwardTopic)})
+		hs = append(hs, Header{Key: HeaderTopic, Value: take(e.ForwardTopic)})
 		add := func(k, v string) {
 			if v != "" {
-				hs = append(hs, Header{Key: k, Value: []byte(v)})
+				hs = append(hs, Header{Key: k, Value: take(v)})
 			}
 		}
 		add(HeaderForwardKey, e.ForwardKey)
 		add(HeaderTarget, e.Target)
 		add(HeaderTag, e.Tag)
 		add(HeaderVerify, e.Verify)
-		if e.CheckAfter != 0 {
-			add(HeaderCheckAfter, strconv.FormatInt(int64(e.CheckAfter/time.Millisecond), 10))
+		if len(ca) != 0 {
+			start := len(buf)
+			buf = append(buf, ca...)
+			hs = append(hs, Header{Key: HeaderCheckAfter, Value: buf[start:len(buf):len(buf)]})
 		}
-		for _, h := range e.Headers {
-			hs = append(hs, Header{Key: HeaderForwardPrefix + h.Key, Value: h.Value})
+		if len(e.Headers) > 0 {
+			// One string holds every "ec-h-<name>".
+			var names strings.Builder
+			size := 0
+			for _, h := range e.Headers {
+				size += len(HeaderForwardPrefix) + len(h.Key)
+			}
+			names.Grow(size)
+			for _, h := range e.Headers {
+				names.WriteString(HeaderForwardPrefix)
+				names.WriteString(h.Key)
+			}
+			all := names.String()
+			for _, h := range e.Headers {
+				k := len(HeaderForwardPrefix) + len(h.Key)
+				hs = append(hs, Header{Key: all[:k], Value: h.Value})
+				all = all[k:]
+			}
 		}
 		r.Value = e.Payload
 	}

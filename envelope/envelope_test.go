@@ -3,6 +3,7 @@ package envelope_test
 import (
 	"bytes"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,26 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+func TestVerifyEndpointsAccepted(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{
+		"http://h", "https://h:443", "http://order-svc.prod.svc.cluster.local:8080/eventcenter/check?x=1&y=%2F",
+		"http://[::1]:8080/check", "http://[fe80::1]/", "http://10.0.0.5?a=b",
+		"tri://h:50051/com.shop.Verify/verifyMessage?version=1.0.0&group=g&bizid=int", "tris://h/a.B/m",
+		"jsonrpc://h:8080/com.shop.Verify?method=verifyMessage", "jsonrpcs://h/",
+	} {
+		e := prepare()
+		e.Verify = v
+		r, err := envelope.Encode(e)
+		require.NoError(t, err, v)
+		got, err := envelope.Decoder{}.Decode(r)
+		require.NoError(t, err, v)
+		require.Equal(t, v, got.Verify)
+		_, err = url.Parse(v)
+		require.NoError(t, err, v)
+	}
+}
+
 func TestDecodeNativeIgnoresForeignHeaders(t *testing.T) {
 	t.Parallel()
 	r := native("b:k", "", "traceparent", "x", "ec-type", "commit", "ec-unknown", "y", "ec-biz", "b", "ec-key", "k",
@@ -125,6 +146,17 @@ func TestDecodeValidationErrors(t *testing.T) {
 		{"verify fragment", native("b:k", "", with("ec-verify", "http://h/check#x")...), envelope.Decoder{}, "ec-verify", "fragment", envelope.ErrInvalid},
 		{"verify unparsable", native("b:k", "", with("ec-verify", "http://h:x:y/")...), envelope.Decoder{}, "ec-verify", "not a URL", envelope.ErrInvalid},
 		{"verify tri no method", native("b:k", "", with("ec-verify", "tri://h:1/com.x.Verify")...), envelope.Decoder{}, "ec-verify", "<interface>/<method>", envelope.ErrInvalid},
+		{"verify bad escape", native("b:k", "", with("ec-verify", "http://h/a%zz")...), envelope.Decoder{}, "ec-verify", "bad %-escape", envelope.ErrInvalid},
+		{"verify short escape", native("b:k", "", with("ec-verify", "http://h/a%4")...), envelope.Decoder{}, "ec-verify", "bad %-escape", envelope.ErrInvalid},
+		{"verify space", native("b:k", "", with("ec-verify", "http://h/a b")...), envelope.Decoder{}, "ec-verify", "unescaped byte", envelope.ErrInvalid},
+		{"verify port letters", native("b:k", "", with("ec-verify", "http://h:8o/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
+		{"verify empty port", native("b:k", "", with("ec-verify", "http://h:/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
+		{"verify long port", native("b:k", "", with("ec-verify", "http://h:123456/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
+		{"verify bad host", native("b:k", "", with("ec-verify", "http://h!x/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
+		{"verify bad ipv6", native("b:k", "", with("ec-verify", "http://[::1/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
+		{"verify ipv6 junk", native("b:k", "", with("ec-verify", "http://[::1]x/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
+		{"verify ipv6 empty port", native("b:k", "", with("ec-verify", "http://[::1]:/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
+		{"verify upper scheme", native("b:k", "", with("ec-verify", "HTTP://h/")...), envelope.Decoder{}, "ec-verify", "scheme must be", envelope.ErrInvalid},
 		{"verify too long", native("b:k", "", with("ec-verify", "http://h/"+long(2048))...), envelope.Decoder{}, "ec-verify", "at most 2048", envelope.ErrInvalid},
 		{"check-after negative", native("b:k", "", with("ec-check-after", "-1")...), envelope.Decoder{}, "ec-check-after", "non-negative integer", envelope.ErrInvalid},
 		{"check-after text", native("b:k", "", with("ec-check-after", "1s")...), envelope.Decoder{}, "ec-check-after", "non-negative integer", envelope.ErrInvalid},

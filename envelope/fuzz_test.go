@@ -3,6 +3,7 @@ package envelope_test
 import (
 	"bytes"
 	"errors"
+	"net/url"
 	"reflect"
 	"testing"
 
@@ -63,6 +64,11 @@ func FuzzDecode(f *testing.F) {
 		if err := e.Validate(); err != nil {
 			t.Fatalf("decoded envelope does not validate: %v\n%#v", err, e)
 		}
+		if e.Verify != "" {
+			if _, err := url.Parse(e.Verify); err != nil {
+				t.Fatalf("accepted verify endpoint does not parse: %v", err)
+			}
+		}
 		r2, err := envelope.Encode(e)
 		if err != nil {
 			t.Fatalf("decoded envelope does not encode: %v\n%#v", err, e)
@@ -93,4 +99,34 @@ func equal(a, b envelope.Envelope) bool {
 	}
 	a.Payload, b.Payload, a.Headers, b.Headers = nil, nil, nil, nil
 	return reflect.DeepEqual(a, b)
+}
+
+// FuzzVerifyEndpoint checks that every check-back endpoint the envelope
+// accepts parses with net/url (the verifier's parser) with the same scheme
+// and host.
+func FuzzVerifyEndpoint(f *testing.F) {
+	for _, s := range []string{
+		"http://h", "https://h:443/a?b=c", "http://[::1]:8080/x", "tri://h:1/a.B/m?version=1",
+		"jsonrpc://h/p?method=m", "http://h/%41", "http://h:x/", "http://u@h/", "tri://h/a",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e := envelope.Envelope{Type: envelope.Prepare, BizID: "b", MessageKey: "k", ForwardTopic: "t", Verify: s}
+		r, err := envelope.Encode(e)
+		if err != nil || s == "" {
+			return
+		}
+		u, err := url.Parse(s)
+		if err != nil {
+			t.Fatalf("accepted %q, url.Parse fails: %v", s, err)
+		}
+		if u.Host == "" || u.User != nil || u.Fragment != "" {
+			t.Fatalf("accepted %q, url.Parse sees host %q user %v fragment %q", s, u.Host, u.User, u.Fragment)
+		}
+		got, err := envelope.Decoder{}.Decode(r)
+		if err != nil || got.Verify != s {
+			t.Fatalf("round trip of %q: %v %q", s, err, got.Verify)
+		}
+	})
 }

@@ -1,7 +1,7 @@
 package envelope
 
 import (
-	"net/url"
+	"net/netip"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -197,7 +197,10 @@ func checkTarget(s string) *problem {
 	return nil
 }
 
-// checkVerify accepts an absolute endpoint URL with a known scheme and a host.
+// checkVerify accepts an absolute endpoint URL with a known scheme, a host
+// and an optional port, and a path and query of printable ASCII with valid
+// %-escapes; no credentials, no fragment. It does not allocate (it runs on
+// every PREPARE); whatever it accepts, net/url parses.
 func checkVerify(field, s string) *problem {
 	if s == "" {
 		return nil
@@ -205,13 +208,10 @@ func checkVerify(field, s string) *problem {
 	if len(s) > MaxVerifyLen {
 		return invalid(field, "%d bytes, at most %d", len(s), MaxVerifyLen)
 	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return invalid(field, "%s is not a URL: %v", quote(s), err)
-	}
+	scheme, rest, ok := strings.Cut(s, "://")
 	known := false
 	for _, sc := range verifySchemes {
-		if u.Scheme == sc {
+		if ok && scheme == sc {
 			known = true
 			break
 		}
@@ -219,22 +219,97 @@ func checkVerify(field, s string) *problem {
 	if !known {
 		return invalid(field, "%s: scheme must be one of http, https, tri, tris, jsonrpc, jsonrpcs", quote(s))
 	}
-	if u.Host == "" || u.Opaque != "" {
-		return invalid(field, "%s has no host", quote(s))
-	}
-	if u.User != nil {
-		return invalid(field, "%s: credentials in the URL are not allowed", quote(s))
-	}
-	if u.Fragment != "" || strings.IndexByte(s, '#') >= 0 {
+	if strings.IndexByte(rest, '#') >= 0 {
 		return invalid(field, "%s: a fragment is not allowed", quote(s))
 	}
-	if u.Scheme == "tri" || u.Scheme == "tris" {
-		iface, method, ok := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
-		if !ok || iface == "" || method == "" || strings.Contains(method, "/") {
-			return invalid(field, "%s: want %s://host:port/<interface>/<method>", quote(s), u.Scheme)
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, pathQuery := rest[:end], rest[end:]
+	if authority == "" {
+		return invalid(field, "%s has no host", quote(s))
+	}
+	if strings.IndexByte(authority, '@') >= 0 {
+		return invalid(field, "%s: credentials in the URL are not allowed", quote(s))
+	}
+	if !validHostPort(authority) {
+		return invalid(field, "%s is not a URL: bad host or port %s", quote(s), quote(authority))
+	}
+	for i := 0; i < len(pathQuery); i++ {
+		c := pathQuery[i]
+		switch {
+		case c <= ' ' || c >= 0x7f:
+			return invalid(field, "%s is not a URL: unescaped byte %#02x in path or query", quote(s), c)
+		case c == '%':
+			if i+2 >= len(pathQuery) || !isHex(pathQuery[i+1]) || !isHex(pathQuery[i+2]) {
+				return invalid(field, "%s is not a URL: bad %%-escape", quote(s))
+			}
+		}
+	}
+	if scheme == "tri" || scheme == "tris" {
+		path, _, _ := strings.Cut(pathQuery, "?")
+		iface, method, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+		if !ok || iface == "" || method == "" || strings.IndexByte(method, '/') >= 0 {
+			return invalid(field, "%s: want %s://host:port/<interface>/<method>", quote(s), scheme)
 		}
 	}
 	return nil
+}
+
+// validHostPort accepts host, host:port, [ipv6] and [ipv6]:port, where host
+// is letters, digits, '.', '-' and '_', and port is 1 to 5 digits.
+func validHostPort(a string) bool {
+	host, port := a, ""
+	if a[0] == '[' {
+		i := strings.IndexByte(a, ']')
+		if i < 2 {
+			return false
+		}
+		ip, err := netip.ParseAddr(a[1:i])
+		if err != nil || !ip.Is6() || ip.Zone() != "" {
+			return false
+		}
+		host, port = "", a[i+1:]
+		if port != "" {
+			if port[0] != ':' {
+				return false
+			}
+			port = port[1:]
+			if port == "" {
+				return false
+			}
+		}
+	} else if i := strings.IndexByte(a, ':'); i >= 0 {
+		host, port = a[:i], a[i+1:]
+		if port == "" {
+			return false
+		}
+	}
+	if a[0] != '[' {
+		if host == "" {
+			return false
+		}
+		for i := 0; i < len(host); i++ {
+			c := host[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	if len(port) > 5 {
+		return false
+	}
+	for i := 0; i < len(port); i++ {
+		if port[i] < '0' || port[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 // checkHeader validates a forwarded header (name without the ec-h- prefix).
@@ -246,12 +321,11 @@ func checkHeader(h *Header) *problem {
 		p.reason = "header name " + p.reason
 		return p
 	}
-	field := HeaderForwardPrefix + h.Key
 	if strings.HasPrefix(h.Key, "ec-") {
-		return invalid(field, "forwarded header names starting with ec- are reserved")
+		return invalid(HeaderForwardPrefix+h.Key, "forwarded header names starting with ec- are reserved")
 	}
 	if len(h.Value) > MaxHeaderValueLen {
-		return invalid(field, "value of %d bytes, at most %d", len(h.Value), MaxHeaderValueLen)
+		return invalid(HeaderForwardPrefix+h.Key, "value of %d bytes, at most %d", len(h.Value), MaxHeaderValueLen)
 	}
 	return nil
 }
