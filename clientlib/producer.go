@@ -146,8 +146,6 @@ func (p *Producer) Transact(ctx context.Context, msg Message, fn func(ctx contex
 		dctx, cancel := p.decisionContext(ctx)
 		defer cancel()
 		if rerr := p.Rollback(dctx, msg.BizID, msg.Key); rerr != nil {
-			p.log.WarnContext(ctx, "eventcenter: rollback not sent; check-back will settle the message",
-				"id", msg.ID(), "err", rerr)
 			return errors.Join(err, fmt.Errorf("transact: %w (check-back will settle the message)", rerr))
 		}
 		return err
@@ -155,8 +153,6 @@ func (p *Producer) Transact(ctx context.Context, msg Message, fn func(ctx contex
 	dctx, cancel := p.decisionContext(ctx)
 	defer cancel()
 	if err := p.Commit(dctx, msg.BizID, msg.Key); err != nil {
-		p.log.WarnContext(ctx, "eventcenter: commit not sent; check-back will settle the message",
-			"id", msg.ID(), "err", err)
 		return fmt.Errorf("transact: %w: %w", ErrCommitUnsent, err)
 	}
 	return nil
