@@ -34,7 +34,7 @@ const (
 // env is one in-process Kafka cluster with the control and dead-letter
 // topics, a producer and an admin client.
 type env struct {
-	t          *testing.T
+	t          testing.TB
 	cluster    *kfake.Cluster
 	addrs      []string
 	prod       *kgo.Client
@@ -44,7 +44,7 @@ type env struct {
 	parts      int32
 }
 
-func newEnv(t *testing.T, partitions int32) *env {
+func newEnv(t testing.TB, partitions int32) *env {
 	t.Helper()
 	e := &env{t: t, topic: "ec.control", dlq: "ec.control.dlq", group: "ec-test", parts: partitions}
 	c, err := kfake.NewCluster(
