@@ -32,8 +32,9 @@ type Decoder struct {
 //
 // Policy for what is not part of the format: headers that do not start with
 // "ec-" and unknown ec-* headers are ignored; a repeated ec-* header is an
-// error; on commit and rollback the prepare-only headers are ignored but the
-// value must be empty. In the compatibility format the record key is not
+// error; on commit and rollback the prepare-only headers and the value are
+// ignored (the format says empty, but tools such as kcat cannot send an
+// empty value, so "echo commit | kcat ..." must work too). In the compatibility format the record key is not
 // checked (TrustMessage producers chose their own keys), message,
 // forwardTopic and verifyInfo are read on prepare only, and unknown JSON
 // fields are ignored.
@@ -161,9 +162,6 @@ func (d Decoder) decodeNative(r *Record, n *native) (Envelope, *problem) {
 	}
 
 	if e.Type != Prepare {
-		if len(r.Value) != 0 {
-			return e, invalid("value", "%s must have an empty value, got %d bytes", e.Type, len(r.Value))
-		}
 		// One allocation for both strings: the key is "biz:key".
 		s := string(r.Key)
 		e.BizID, e.MessageKey = s[:len(n.biz)], s[len(n.biz)+1:]

@@ -127,8 +127,6 @@ func TestDecodeValidationErrors(t *testing.T) {
 		{"key too long", native("b:"+long(256), "", "ec-type", "commit", "ec-biz", "b", "ec-key", long(256)), envelope.Decoder{}, "ec-key", "at most 255", envelope.ErrInvalid},
 		{"key with NUL", native("b:k\x00", "", "ec-type", "commit", "ec-biz", "b", "ec-key", "k\x00"), envelope.Decoder{}, "ec-key", "control character", envelope.ErrInvalid},
 		{"key not utf8", native("b:\xc3", "", "ec-type", "commit", "ec-biz", "b", "ec-key", "\xc3"), envelope.Decoder{}, "ec-key", "UTF-8", envelope.ErrInvalid},
-		{"commit with value", native("b:k", "x", "ec-type", "commit", "ec-biz", "b", "ec-key", "k"), envelope.Decoder{}, "value", "empty value", envelope.ErrInvalid},
-		{"rollback with value", native("b:k", "x", "ec-type", "rollback", "ec-biz", "b", "ec-key", "k"), envelope.Decoder{}, "value", "empty value", envelope.ErrInvalid},
 		{"payload too large", native("b:k", "12345", base...), envelope.Decoder{MaxPayload: 4}, "value", "exceeds the limit of 4", envelope.ErrTooLarge},
 		{"missing topic", native("b:k", "", "ec-type", "prepare", "ec-biz", "b", "ec-key", "k"), envelope.Decoder{}, "ec-topic", "required on prepare", envelope.ErrInvalid},
 		{"bad topic", native("b:k", "", "ec-type", "prepare", "ec-biz", "b", "ec-key", "k", "ec-topic", "a/b"), envelope.Decoder{}, "ec-topic", "only letters", envelope.ErrInvalid},
@@ -277,4 +275,15 @@ func TestDecodeErrorMatching(t *testing.T) {
 	require.True(t, errors.Is(err, envelope.ErrInvalid))
 	require.False(t, errors.Is(err, envelope.ErrTooLarge))
 	require.Equal(t, `decode control record control/3@42: ec-type: unknown type "nope" (want prepare, commit or rollback)`, err.Error())
+}
+
+// A decision's value is ignored: kcat cannot send an empty one.
+func TestDecisionValueIsIgnored(t *testing.T) {
+	t.Parallel()
+	for _, typ := range []string{"commit", "rollback"} {
+		e, err := envelope.Decoder{}.Decode(native("b:k", "commit", "ec-type", typ, "ec-biz", "b", "ec-key", "k"))
+		require.NoError(t, err, typ)
+		require.Empty(t, e.Payload, typ)
+		require.Equal(t, "k", e.MessageKey)
+	}
 }
