@@ -65,7 +65,7 @@ func New(cfg Config, st Store, fwd Handoff, owned *ownership.Set) (*Ingester, er
 	}
 	return &Ingester{
 		cfg: cfg, st: st, fwd: fwd, owned: owned,
-		log: cfg.Logger.With("component", "ingest", "topic", cfg.ControlTopic, "group", cfg.Group),
+		log: cfg.Logger.With("topic", cfg.ControlTopic, "group", cfg.Group),
 		met: met,
 		dec: envelope.Decoder{MaxPayload: cfg.MaxPayload},
 	}, nil
@@ -185,11 +185,17 @@ func (in *Ingester) Stop(ctx context.Context) error {
 	already := in.stopped
 	in.stopped = true
 	in.mu.Unlock()
-	if r == nil || already {
-		if r != nil {
-			<-r.done
-		}
+	if r == nil {
 		return nil
+	}
+	if already {
+		// A concurrent or repeated Stop waits as long as its ctx allows.
+		select {
+		case <-r.done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("ingest: stop: %w", ctx.Err())
+		}
 	}
 	r.stopPoll()
 	select {
