@@ -86,6 +86,19 @@ func (b *Backoff) validate(field string) error {
 	return nil
 }
 
+// Breaker pauses a target after consecutive failed batches (nothing
+// acknowledged, at least one retryable error): while it is open, messages for
+// the target are left to their leases instead of being sent, so an outage
+// does not burn every message's attempts; after Cooldown one probe batch
+// decides whether it closes.
+type Breaker struct {
+	// Failures is the number of consecutive failed batches that opens it;
+	// 0 means 5, negative disables the breaker.
+	Failures int
+	// Cooldown is how long it stays open before a probe; 0 means 10s.
+	Cooldown time.Duration
+}
+
 // Config configures a Forwarder. Zero fields take the documented defaults.
 type Config struct {
 	// Targets are the named forward targets. Required. The forwarder does
@@ -131,6 +144,8 @@ type Config struct {
 	// MaxAttempts is the number of send attempts after which a message is
 	// DEAD; 0 means 20.
 	MaxAttempts int
+	// Breaker pauses a target that keeps failing.
+	Breaker Breaker
 
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -172,6 +187,8 @@ func (c *Config) setDefaults() {
 		c.StoreBackoff.Rand = c.Backoff.Rand
 	}
 	defInt(&c.MaxAttempts, 20)
+	defInt(&c.Breaker.Failures, 5)
+	def(&c.Breaker.Cooldown, 10*time.Second)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -226,6 +243,7 @@ func (c *Config) validate() error {
 	posInt("MarkBatch", c.MarkBatch)
 	pos("MarkInterval", c.MarkInterval)
 	posInt("MaxAttempts", c.MaxAttempts)
+	pos("Breaker.Cooldown", c.Breaker.Cooldown)
 	if err := c.Backoff.validate("Backoff"); err != nil {
 		errs = append(errs, err)
 	}

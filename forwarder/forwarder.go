@@ -64,7 +64,10 @@ type lane struct {
 	target   Target
 	ch       chan state.Message
 	sent     prometheus.Counter
+	deferred prometheus.Counter
+	open     prometheus.Gauge
 	duration prometheus.Observer
+	br       breaker
 }
 
 // New returns a Forwarder over the targets in cfg. It does not take
@@ -104,7 +107,7 @@ func New(cfg Config, st Store, owned Owned) (*Forwarder, error) {
 	}
 	// Touch the labels so dashboards see zeros rather than nothing.
 	for _, name := range append(slices.Collect(maps.Keys(cfg.Targets)), unconfiguredLabel) {
-		for _, r := range []string{resultSent, resultRetry, resultDead} {
+		for _, r := range []string{resultSent, resultRetry, resultDead, resultDeferred} {
 			met.forward.WithLabelValues(name, r)
 		}
 		met.dead.WithLabelValues(name)
@@ -118,7 +121,10 @@ func (f *Forwarder) newLane(name string, t Target) *lane {
 		target:   t,
 		ch:       make(chan state.Message, f.cfg.QueueSize),
 		sent:     f.met.forward.WithLabelValues(name, resultSent),
+		deferred: f.met.forward.WithLabelValues(name, resultDeferred),
+		open:     f.met.breakerOpen.WithLabelValues(name),
 		duration: f.met.duration.WithLabelValues(name),
+		br:       breaker{threshold: f.cfg.Breaker.Failures, cooldown: f.cfg.Breaker.Cooldown},
 	}
 }
 
@@ -161,7 +167,9 @@ func (f *Forwarder) Start(ctx context.Context) error {
 		select {
 		case <-f.stopReq:
 		case <-ctx.Done():
-			f.cancelHard()
+		}
+		if ctx.Err() != nil {
+			f.cancelHard() // Start's context ended: abandon in-flight sends
 		}
 		f.closed.Store(true)
 		cancelScan()
@@ -368,6 +376,10 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 	if len(keep) == 0 {
 		return recs
 	}
+	if !l.br.allow(f.cfg.Now()) {
+		l.deferred.Add(float64(len(keep)))
+		return recs
+	}
 	for i := range keep {
 		recs = append(recs, BuildRecord(&keep[i]))
 	}
@@ -380,6 +392,7 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 
 	var br batchResult
 	now := f.cfg.Now()
+	retryable := 0
 	for i := range keep {
 		m := &keep[i]
 		var err error
@@ -399,7 +412,25 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 			continue // stopping: do not burn an attempt; the lease brings it back
 		}
 		f.log.Debug("send failed", "target", l.name, "id", m.MessageID(), "attempt", m.SendAttempts+1, "err", err)
-		br.fails = append(br.fails, f.newFailure(l.name, m, err, now))
+		fl := f.newFailure(l.name, m, err, now)
+		if !fl.change.Event.Permanent {
+			retryable++
+		}
+		br.fails = append(br.fails, fl)
+	}
+	if aborted {
+		l.br.release()
+	} else {
+		failed := len(br.marks) == 0 && retryable > 0
+		switch opened, closed := l.br.done(failed, now); {
+		case opened:
+			l.open.Set(1)
+			f.log.Warn("forward target keeps failing; pausing its sends", "target", l.name,
+				"cooldown", f.cfg.Breaker.Cooldown, "err", br.fails[0].change.Event.Err)
+		case closed:
+			l.open.Set(0)
+			f.log.Info("forward target recovered; sends resumed", "target", l.name)
+		}
 	}
 	clear(recs) // drop references to payloads
 	if len(br.marks) == 0 && len(br.fails) == 0 {

@@ -538,3 +538,65 @@ func TestStuckTargetDoesNotStopTheScanForOthers(t *testing.T) {
 		h.waitStatus(t, m, state.SendSent)
 	}
 }
+
+func TestBreakerPausesAFailingTargetWithoutBurningAttempts(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *forwarder.Config) {
+		c.Concurrency, c.BatchSize = 1, 1
+		c.Breaker = forwarder.Breaker{Failures: 2, Cooldown: 10 * time.Second}
+	})
+	ft := h.targets["main"]
+	ft.setFail(func(forwarder.Record) error { return errBroker })
+	msgs := h.commit(t, 3, 0, "", testLease)
+	for _, m := range msgs[:2] {
+		h.f.Handoff([]state.Message{m})
+		require.Eventually(t, func() bool { return h.get(t, m).SendAttempts == 1 }, 5*time.Second, time.Millisecond)
+	}
+	require.Equal(t, 1.0, h.gauge(t, "eventcenter_forward_breaker_open", "target", "main"))
+
+	// Open: the third is not sent, and keeps its attempts.
+	h.f.Handoff(msgs[2:])
+	require.Eventually(t, func() bool {
+		return h.counter(t, "eventcenter_forward_total", "target", "main", "result", "deferred") == 1
+	}, 5*time.Second, time.Millisecond)
+	ft.mu.Lock()
+	require.Equal(t, 2, ft.calls)
+	ft.mu.Unlock()
+	require.Equal(t, 0, h.get(t, msgs[2]).SendAttempts)
+
+	// The target recovers; after the cooldown a probe closes the breaker.
+	ft.setFail(nil)
+	h.clock.Advance(10 * time.Second)
+	h.waitStatus(t, msgs[0], state.SendSent)
+	h.waitStatus(t, msgs[1], state.SendSent)
+	require.Equal(t, 0.0, h.gauge(t, "eventcenter_forward_breaker_open", "target", "main"))
+	h.clock.Advance(testLease)
+	got := h.waitStatus(t, msgs[2], state.SendSent)
+	require.Equal(t, 0, got.SendAttempts)
+}
+
+func TestBreakerFailedProbeReopens(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *forwarder.Config) {
+		c.Concurrency, c.BatchSize = 1, 1
+		c.Breaker = forwarder.Breaker{Failures: 1, Cooldown: 10 * time.Second}
+		c.Backoff = forwarder.Backoff{Base: 20 * time.Second, Cap: 20 * time.Second, Rand: func() float64 { return 0 }}
+	})
+	ft := h.targets["main"]
+	ft.setFail(func(forwarder.Record) error { return errBroker })
+	msgs := h.commit(t, 1, 0, "", testLease)
+	h.f.Handoff(msgs)
+	require.Eventually(t, func() bool { return h.get(t, msgs[0]).SendAttempts == 1 }, 5*time.Second, time.Millisecond)
+	h.clock.Advance(10 * time.Second) // due (backoff 10s), cooldown over: a probe
+	require.Eventually(t, func() bool { return h.get(t, msgs[0]).SendAttempts == 2 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 1.0, h.gauge(t, "eventcenter_forward_breaker_open", "target", "main"))
+	// Reopened for another cooldown: due again but deferred.
+	more := h.commit(t, 1, 0, "", testLease)
+	h.f.Handoff(more)
+	require.Eventually(t, func() bool {
+		return h.counter(t, "eventcenter_forward_total", "target", "main", "result", "deferred") >= 1
+	}, 5*time.Second, time.Millisecond)
+	ft.mu.Lock()
+	require.Equal(t, 2, ft.calls)
+	ft.mu.Unlock()
+}

@@ -269,3 +269,29 @@ func (h *harness) histCount(t *testing.T, name string) uint64 {
 	}
 	return n
 }
+
+// gauge reads a gauge's value from the registry by labels.
+func (h *harness) gauge(t *testing.T, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := h.reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue next
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
+}

@@ -11,6 +11,9 @@ const (
 	resultSent  = "sent"
 	resultRetry = "retry"
 	resultDead  = "dead"
+	// resultDeferred: not sent because the target's breaker was open; the
+	// lease brings the message back.
+	resultDeferred = "deferred"
 )
 
 type metrics struct {
@@ -19,13 +22,14 @@ type metrics struct {
 	commitToSent prometheus.Histogram
 	dropped      prometheus.Counter
 	dead         *prometheus.CounterVec
+	breakerOpen  *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		forward: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_forward_total",
-			Help: "Forward attempts by target and result (sent, retry, dead).",
+			Help: "Forward attempts by target and result (sent, retry, dead, deferred).",
 		}, []string{"target", "result"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "eventcenter_forward_duration_seconds",
@@ -46,11 +50,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "eventcenter_forward_dead_total",
 			Help: "Messages given up (DEAD) by target.",
 		}, []string{"target"}),
+		breakerOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "eventcenter_forward_breaker_open",
+			Help: "1 while a target's breaker is open (sends paused after consecutive failures).",
+		}, []string{"target"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.forward, m.duration, m.commitToSent, m.dropped, m.dead} {
+	for _, c := range []prometheus.Collector{m.forward, m.duration, m.commitToSent, m.dropped, m.dead, m.breakerOpen} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register forwarder metrics: %w", err)
 		}
