@@ -52,6 +52,12 @@ func WithAutoCreateTopics(queues int) Option {
 	}
 }
 
+// WithAutoCreate switches topic auto-creation on or off; auto-created
+// topics get 4 queues (see WithAutoCreateTopics).
+func WithAutoCreate(on bool) Option {
+	return func(c *config) { c.autoCreate = on }
+}
+
 // WithBrokerName sets the broker name in routes (default "broker-a").
 func WithBrokerName(name string) Option {
 	return func(c *config) { c.brokerName = name }

@@ -80,13 +80,15 @@ func Consume(t testing.TB, nameServer, topic, group string) <-chan *primitive.Me
 // sleep until the next minute, hour and month, a pull in flight waits for its
 // 30 s RPC timeout, and a package-level cache runs a janitor forever. All of
 // the client's timers run under primitive.WithRecover, so that function
-// is ignored anywhere on the stack, and so is the push consumer's pull
-// loop; goroutines of our own code are still
+// is ignored anywhere on the stack, and so are the push consumer's pull
+// loop and the rebalance its Start runs (its heartbeat may wait 3 s for an
+// answer on a connection Shutdown closed); goroutines of our own code are still
 // checked.
 func LeakOptions() []goleak.Option {
 	return []goleak.Option{
 		goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/primitive.WithRecover"),
 		goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/consumer.(*pushConsumer).pullMessage"),
+		goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).RebalanceImmediately"),
 		goleak.IgnoreTopFunction("github.com/patrickmn/go-cache.(*janitor).Run"),
 	}
 }
