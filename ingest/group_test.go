@@ -11,7 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/state"
@@ -273,5 +275,29 @@ func TestFailingBatchDoesNotHoldARebalance(t *testing.T) {
 
 	st.failures.Store(0)
 	require.Eventually(t, func() bool { return st.countStatus(state.Committed, true) == 40 }, waitFor, tick)
+	require.Eventually(t, e.committedAll, waitFor, tick)
+}
+
+func TestLostPartitionsAreGivenUpAndRejoined(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 2)
+	st := newMemStore()
+	owned := ownership.New()
+	in := e.start(e.config(), st, nil, owned)
+	require.Eventually(t, func() bool { return len(owned.Partitions()) == 2 }, waitFor, tick)
+	e.lifecycle("shop", 0, 10)
+	require.Eventually(t, e.committedAll, waitFor, tick)
+
+	// The coordinator forgets the member: its partitions are lost.
+	e.cluster.ControlKey(kmsg.Heartbeat.Int16(), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		resp := kreq.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp, nil, true
+	})
+	require.Eventually(t, func() bool { return testutil.ToFloat64(in.met.lost) == 2 }, waitFor, tick)
+	require.Eventually(t, func() bool { return len(owned.Partitions()) == 2 }, waitFor, tick, "rejoined")
+
+	e.lifecycle("shop", 10, 10)
+	require.Eventually(t, func() bool { return st.countStatus(state.Committed, true) == 20 }, waitFor, tick)
 	require.Eventually(t, e.committedAll, waitFor, tick)
 }

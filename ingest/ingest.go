@@ -302,8 +302,9 @@ func (in *Ingester) revoked(r *run, cl *kgo.Client, parts []int32, commit bool) 
 	}
 	in.met.owned.Set(float64(n))
 	how := "revoked"
-	if !commit {
+	if !commit && cl != nil {
 		how = "lost"
+		in.met.lost.Add(float64(len(parts)))
 	}
 	in.log.Info("partitions "+how, "partitions", parts, "owned", n)
 }

@@ -294,3 +294,21 @@ func TestOwnershipFollowsAssignment(t *testing.T) {
 	require.Empty(t, owned.Partitions())
 	require.InDelta(t, 0, testutil.ToFloat64(in.met.owned), 0)
 }
+
+func TestCompatibilityFormatApplied(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1)
+	st, fwd := newMemStore(), &handoffs{}
+	e.start(e.config(), st, fwd, ownership.New())
+	e.produce(
+		&kgo.Record{Key: []byte("7:order-1"), Value: []byte(`{"message":"{\"id\":1}","bizID":7,"messageKey":"order-1","messageStatus":1,"forwardTopic":"orders","forwardKey":"o1"}`)},
+		&kgo.Record{Key: []byte("7:order-1"), Value: []byte(`{"bizID":7,"messageKey":"order-1","messageStatus":2}`)},
+	)
+	require.Eventually(t, func() bool { return fwd.len() == 1 }, waitFor, tick)
+	m := fwd.all()[0]
+	require.Equal(t, "7", m.BizID)
+	require.Equal(t, "order-1", m.Key)
+	require.Equal(t, []byte(`{"id":1}`), m.Payload)
+	require.Equal(t, "o1", m.ForwardKey)
+	require.Eventually(t, e.committedAll, waitFor, tick)
+}

@@ -30,6 +30,7 @@ type metrics struct {
 	dlqErrs    prometheus.Counter
 	commitErrs prometheus.Counter
 	owned      prometheus.Gauge
+	lost       prometheus.Counter
 	conflicts  prometheus.Counter
 }
 
@@ -73,6 +74,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "eventcenter_owned_partitions",
 			Help: "Control partitions this instance owns.",
 		}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventcenter_ingest_partitions_lost_total",
+			Help: "Control partitions lost without a clean revoke (the member fell out of the group); their uncommitted batches are replayed.",
+		}),
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "eventcenter_conflicts_total",
 			Help: "Envelopes whose decision contradicted the message's first decision and was ignored.",
@@ -82,7 +87,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.envelopes, m.applyDur, m.batchSize, m.lag, m.dlq,
-		m.storeErrs, m.dlqErrs, m.commitErrs, m.owned, m.conflicts} {
+		m.storeErrs, m.dlqErrs, m.commitErrs, m.owned, m.lost, m.conflicts} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register ingest metrics: %w", err)
 		}
