@@ -46,6 +46,10 @@ func parsePages() (map[string]*template.Template, error) {
 		"has":        func(xs []string, x string) bool { return slices.Contains(xs, x) },
 		"isStuck":    func(col string) bool { return col == "VERIFY_FAILED" || col == "COMMITTED/DEAD" },
 		"deref":      func(s *string) string { return *s },
+		// colTitle lets "COMMITTED/PENDING" break after the slash.
+		"colTitle": func(c string) template.HTML {
+			return template.HTML(strings.ReplaceAll(template.HTMLEscapeString(c), "/", "/<wbr>"))
+		},
 		"trunc": func(s string, n int) string {
 			if len(s) <= n {
 				return s

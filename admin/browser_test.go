@@ -1,0 +1,135 @@
+package admin_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/admin/internal/admintest"
+)
+
+// findChromium returns a Chromium binary: $EVENTCENTER_CHROMIUM, else the
+// first of chromium, chromium-browser, google-chrome on PATH. Without one
+// the test skips, or fails when CI=true.
+func findChromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("EVENTCENTER_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "no chromium binary found (install one, e.g. apt-get install chromium, or set EVENTCENTER_CHROMIUM)"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg + "; CI=true makes this a failure")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// TestBrowserResolve drives the console in headless Chromium: log in, find
+// the VERIFY_FAILED message on the overview, resolve it as commit with a
+// reason, and check that the forwarder got it. With EVENTCENTER_SCREENSHOT=1
+// it saves the overview to docs/console.png.
+func TestBrowserResolve(t *testing.T) {
+	t.Parallel()
+	chromium := findChromium(t)
+	env := admintest.New(t, nil)
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+
+	base := env.Server.URL
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+	require.NoError(t, chromedp.Do(bctx,
+		chromedp.Navigate(base+"/ui/"),
+		// Redirected to the login form.
+		chromedp.WaitVisible(css(`input[name="token"]`)),
+		chromedp.SendKeys(css(`input[name="token"]`), admintest.AdminToken),
+		chromedp.Submit(css(`input[name="token"]`)),
+		chromedp.WaitVisible(css(`#search`)),
+	))
+
+	screenshot(t, bctx, "console.png")
+
+	// Search for it, open it from the VERIFY_FAILED list, resolve it.
+	vf := css(`a[href="/ui/m/orders/vf:1%2Fx"]`)
+	require.NoError(t, chromedp.Do(bctx,
+		chromedp.SendKeys(css(`#search input[name="key"]`), "vf:1"),
+		chromedp.Submit(css(`#search input[name="key"]`)),
+		// The filtered page no longer lists the DEAD message.
+		chromedp.WaitNotPresent(css(`a[href="/ui/m/pay/p-dead"]`)),
+		chromedp.WaitVisible(vf),
+		chromedp.Click(vf),
+		chromedp.WaitVisible(css(`#resolve-form`)),
+	))
+	screenshot(t, bctx, "console-message.png")
+	require.NoError(t, chromedp.Do(bctx,
+		chromedp.Click(css(`#resolve-form input[value="commit"]`)),
+		chromedp.SendKeys(css(`#resolve-form textarea[name="reason"]`), "shop confirmed payment by phone"),
+		chromedp.Submit(css(`#resolve-form textarea[name="reason"]`)),
+		chromedp.WaitVisible(css(`.flash.ok`)),
+	))
+	flash, err := chromedp.Run(bctx, chromedp.Text(css(`.flash.ok`)))
+	require.NoError(t, err)
+	status, err := chromedp.Run(bctx, chromedp.Text(css(`#status`)))
+	require.NoError(t, err)
+	require.Equal(t, "Resolved as commit. Handed to the forwarder.", strings.TrimSpace(flash))
+	require.Equal(t, "COMMITTED", strings.TrimSpace(status))
+
+	select {
+	case <-env.Handoff.C:
+	case <-ctx.Done():
+		t.Fatal("the forwarder did not get the resolved message")
+	}
+	handed := env.Handoff.Messages()
+	require.Len(t, handed, 1)
+	require.Equal(t, admintest.KeyVF, handed[0].Key)
+	audit, err := env.Store.Audit(t.Context(), admintest.Biz, admintest.KeyVF)
+	require.NoError(t, err)
+	require.Len(t, audit, 1)
+	require.Equal(t, admintest.AdminName, audit[0].Who)
+	require.Equal(t, "shop confirmed payment by phone", audit[0].Reason)
+}
+
+// screenshot saves the page to docs/<name> when EVENTCENTER_SCREENSHOT=1.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if os.Getenv("EVENTCENTER_SCREENSHOT") != "1" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	out := filepath.Join("..", "docs", name)
+	require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
+	require.NoError(t, os.WriteFile(out, png, 0o644))
+	t.Logf("saved %s (%d bytes)", out, len(png))
+}
