@@ -34,8 +34,9 @@ type Decoder struct {
 // "ec-" and unknown ec-* headers are ignored; a repeated ec-* header is an
 // error; on commit and rollback the prepare-only headers and the value are
 // ignored (the format says empty, but tools such as kcat cannot send an
-// empty value, so "echo commit | kcat ..." must work too). In the compatibility format the record key is not
-// checked (TrustMessage producers chose their own keys), message,
+// empty value, so "echo commit | kcat ..." must work too); a value over
+// MaxPayload is still ErrTooLarge. In the compatibility format the record
+// key is not checked (TrustMessage producers chose their own keys), message,
 // forwardTopic and verifyInfo are read on prepare only, and unknown JSON
 // fields are ignored.
 //
