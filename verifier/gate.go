@@ -19,18 +19,35 @@ type gate struct {
 	breaker *gobreaker.TwoStepCircuitBreaker[struct{}]
 
 	mu       sync.Mutex
-	avg      time.Duration // moving average of call durations
-	nextSlot time.Time     // last put-off time handed out
+	avg      time.Duration        // moving average of call durations
+	running  map[uint64]time.Time // start (wall clock) of the calls in flight
+	seq      uint64
+	nextSlot time.Time // last put-off time handed out
 }
 
-// initialCallEstimate is a gate's call duration estimate before it has
-// measured one.
-const initialCallEstimate = 100 * time.Millisecond
+// begin records the start of a call; finish(took) ends it.
+func (g *gate) begin() (id uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.seq++
+	g.running[g.seq] = time.Now()
+	return g.seq
+}
+
+func (g *gate) finish(id uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.running, id)
+}
 
 // observe feeds a call duration into the moving average.
 func (g *gate) observe(d time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.avg == 0 {
+		g.avg = d
+		return
+	}
 	g.avg = (4*g.avg + d) / 5
 }
 
@@ -42,7 +59,16 @@ func (g *gate) observe(d time.Duration) {
 func (g *gate) putOff(now time.Time, minDelay time.Duration, r float64) time.Time {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	step := max(g.avg/time.Duration(cap(g.slots)), time.Millisecond)
+	avg := g.avg
+	if avg == 0 { // nothing measured yet
+		avg = minDelay
+	}
+	// A call running longer than the average (a hanging endpoint) says more
+	// than the average does.
+	for _, start := range g.running {
+		avg = max(avg, time.Since(start))
+	}
+	step := max(avg/time.Duration(cap(g.slots)), time.Millisecond)
 	at := now.Add(minDelay)
 	if next := g.nextSlot.Add(step); next.After(at) {
 		at = next
@@ -83,8 +109,8 @@ func (gs *gates) get(host string) *gate {
 	}
 	failures := uint32(gs.failures)
 	g := &gate{
-		avg:   initialCallEstimate,
-		slots: make(chan struct{}, gs.cap),
+		slots:   make(chan struct{}, gs.cap),
+		running: map[uint64]time.Time{},
 		breaker: gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 			Name:        host,
 			MaxRequests: 1,

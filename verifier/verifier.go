@@ -293,6 +293,8 @@ func (v *Verifier) deferMsg(m *state.Message, ep Endpoint, at time.Time, why str
 // check runs one call and queues its result.
 func (v *Verifier) check(ctx context.Context, m *state.Message, ep Endpoint, r *resolved, g *gate, done func(error)) {
 	start := time.Now()
+	id := g.begin()
+	defer g.finish(id)
 	a := v.caller.do(ctx, call{ep: ep, bizID: m.BizID, key: m.Key, attempt: m.VerifyAttempts + 1,
 		timeout: r.policy.Timeout, secret: r.secret})
 	if ctx.Err() != nil {

@@ -231,7 +231,7 @@ func TestHangingAndSlowEndpointsDoNotDelayOthers(t *testing.T) {
 	}
 	took := time.Since(start)
 	t.Logf("20 fast checks done in %s behind a hanging and a slow endpoint", took)
-	require.Less(t, took, 2*time.Second)
+	require.Less(t, took, 10*time.Second, "far below the hanging endpoint's 1-minute timeout")
 	require.LessOrEqual(t, hangMax.Load(), int32(2), "hanging endpoint held to its cap")
 	require.Equal(t, int32(2), hangInFlight.Load())
 	require.Positive(t, h.total("http", outcomeDeferred), "the rest were put off, not waited for")
