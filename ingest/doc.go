@@ -12,7 +12,15 @@
 //
 // When the store (or the dead-letter produce) fails, the same batch is
 // retried with capped backoff until it succeeds or the ingester is stopped;
-// nothing is committed meanwhile, and nothing is skipped.
+// nothing is committed meanwhile, and nothing is skipped. If a rebalance
+// waits while a batch keeps failing, the batch is abandoned, its partition
+// rewound to the batch's first offset and the rebalance let through, so a
+// database outage does not get the member thrown out of the group.
+//
+// Stop stops polling, lets the batch in hand finish (a failing one is not
+// retried any more), commits what was applied, leaves the group (its final
+// revoke commits again) and waits. Whatever was not committed is replayed
+// by the partition's next owner; replays are no-ops in the store.
 //
 // The ingester also owns the set of assigned control partitions
 // (internal/ownership): the cooperative-sticky balancer assigns and revokes

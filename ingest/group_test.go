@@ -201,6 +201,7 @@ func TestStopBeforeStart(t *testing.T) {
 	in, err := New(Config{Brokers: []string{"127.0.0.1:1"}}, newMemStore(), nil, ownership.New())
 	require.NoError(t, err)
 	require.NoError(t, in.Stop(t.Context()))
+	require.ErrorContains(t, in.Start(t.Context()), "stopped")
 }
 
 func TestConfigValidateNamesTheField(t *testing.T) {

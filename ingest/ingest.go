@@ -129,6 +129,9 @@ func (in *Ingester) Start(ctx context.Context) error {
 	if in.started {
 		return errors.New("ingest: already started")
 	}
+	if in.stopped {
+		return errors.New("ingest: stopped")
+	}
 	r := &run{
 		done:     make(chan struct{}),
 		applied:  map[int32]kgo.EpochOffset{},
