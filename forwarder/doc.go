@@ -6,37 +6,39 @@
 //
 // # Flow
 //
-//		Handoff ─┐                      ┌─ worker ─┐
-//		         ├─ queue per target ───┼─ worker ─┼─ Target.Send ─┬─ sent marks ─→ Store.MarkSent (batched)
-//		scan ────┘  (bounded, drops)    └─ worker ─┘               └─ failures ───→ Store.Apply(KindSendFailed)
+//	Handoff ─┐                    ┌─ worker ─┐
+//	         ├─ queue per target ─┼─ worker ─┼─ Target.Send ─┬─ sent marks → Store.MarkSent (batched)
+//	scan ────┘ (bounded, drops)   └─ worker ─┘               └─ failures → Store.Apply(KindSendFailed)
 //
-//	  - Handoff never blocks: a message that does not fit its target's queue is
-//	    dropped and counted (eventcenter_forward_handoff_dropped_total); it is
-//	    leased in the database, so the scan picks it up when the lease ends.
-//	  - The scan runs every ScanInterval and at once when the owned partitions
-//	    change; it claims (leases) due sends in the owned partitions, no more
-//	    than the queues have room for.
-//	  - Each target has Concurrency workers; a worker takes what is queued, up
-//	    to BatchSize, and sends it as one batch. A message whose partition is no
-//	    longer owned when its turn comes is skipped (the new owner gets it after
-//	    the lease).
-//	  - A success becomes a sent mark, written in batches of MarkBatch or every
-//	    MarkInterval (like River's job completer). While the store fails, marks
-//	    are kept and retried with StoreBackoff; the workers slow down when too
-//	    many wait. A success is never dropped silently: at worst (Stop's
-//	    context ends with marks unwritten, reported by Stop) the message is sent
-//	    again after its lease — at least once, with the ec-id header for
-//	    consumers to drop the duplicate.
-//	  - A failure is recorded through the state machine with the claim's lease
-//	    token: the next attempt is due after Backoff (capped exponential with
-//	    jitter, by attempt), an error marked Permanent (or the last of
-//	    MaxAttempts) makes the message DEAD with the error kept as its last
-//	    error. A message naming a target that is not configured is DEAD at
-//	    once ("forward target \"x\" is not configured").
-//	  - A target whose batches keep failing (Breaker) is paused: its messages
-//	    are left to their leases without burning attempts, and after a cooldown
-//	    one probe batch decides whether it resumes. So a broker outage delays
-//	    messages but does not drive them all to DEAD.
+// In words:
+//
+//   - Handoff never blocks: a message that does not fit its target's queue is
+//     dropped and counted (eventcenter_forward_handoff_dropped_total); it is
+//     leased in the database, so the scan picks it up when the lease ends.
+//   - The scan runs every ScanInterval and at once when the owned partitions
+//     change; it claims (leases) due sends in the owned partitions, no more
+//     than the queues have room for.
+//   - Each target has Concurrency workers; a worker takes what is queued, up
+//     to BatchSize, and sends it as one batch. A message whose partition is no
+//     longer owned when its turn comes is skipped (the new owner gets it after
+//     the lease).
+//   - A success becomes a sent mark, written in batches of MarkBatch or every
+//     MarkInterval (like River's job completer). While the store fails, marks
+//     are kept and retried with StoreBackoff; the workers slow down when too
+//     many wait. A success is never dropped silently: at worst (Stop's
+//     context ends with marks unwritten, reported by Stop) the message is sent
+//     again after its lease — at least once, with the ec-id header for
+//     consumers to drop the duplicate.
+//   - A failure is recorded through the state machine with the claim's lease
+//     token: the next attempt is due after Backoff (capped exponential with
+//     jitter, by attempt), an error marked Permanent (or the last of
+//     MaxAttempts) makes the message DEAD with the error kept as its last
+//     error. A message naming a target that is not configured is DEAD at
+//     once ("forward target \"x\" is not configured").
+//   - A target whose batches keep failing (Breaker) is paused: its messages
+//     are left to their leases without burning attempts, and after a cooldown
+//     one probe batch decides whether it resumes. So a broker outage delays
+//     messages but does not drive them all to DEAD.
 //
 // # Records
 //
