@@ -1,0 +1,126 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/forwarder"
+	"github.com/eventcenter/eventcenter/forwarder/kafka"
+	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+func benchCluster(b *testing.B) *kfake.Cluster {
+	b.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, "payments"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	return c
+}
+
+func benchTarget(b *testing.B, c *kfake.Cluster) *kafka.Target {
+	b.Helper()
+	tg, err := kafka.New(kafka.Config{Name: "kafka", Brokers: c.ListenAddrs(), Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tg.Close() })
+	return tg
+}
+
+// BenchmarkSend measures one Send of 256 records of 512 bytes to kfake.
+func BenchmarkSend(b *testing.B) {
+	c := benchCluster(b)
+	tg := benchTarget(b, c)
+	recs := make([]forwarder.Record, 256)
+	for i := range recs {
+		id := fmt.Sprintf("shop:order-%d", i)
+		recs[i] = forwarder.Record{ID: id, Topic: "payments", Key: fmt.Sprintf("user-%d", i%50),
+			Value: make([]byte, 512), Headers: []envelope.Header{{Key: "ec-id", Value: []byte(id)}}}
+	}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		for _, r := range tg.Send(b.Context(), recs) {
+			if r.Err != nil {
+				b.Fatal(r.Err)
+			}
+		}
+		n += len(recs)
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "records/s")
+}
+
+// countStore counts sent marks and wakes a waiter.
+type countStore struct {
+	marked atomic.Int64
+	wake   chan struct{}
+}
+
+func (s *countStore) ClaimSends(context.Context, store.Claim) ([]state.Message, error) {
+	return nil, nil
+}
+
+func (s *countStore) Apply(context.Context, store.ApplyRequest) (store.ApplyResult, error) {
+	return store.ApplyResult{}, nil
+}
+
+func (s *countStore) MarkSent(_ context.Context, sent []store.Sent) error {
+	s.marked.Add(int64(len(sent)))
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// BenchmarkForwardToKafka measures the forwarder with the Kafka target on
+// kfake (the store only counts marks): handoff to acknowledged and marked.
+func BenchmarkForwardToKafka(b *testing.B) {
+	c := benchCluster(b)
+	tg := benchTarget(b, c)
+	const chunk = 1024
+	msgs := make([]state.Message, chunk)
+	for i := range msgs {
+		msgs[i] = state.Message{ID: int64(i + 1), BizID: "shop", Key: fmt.Sprintf("order-%d", i),
+			Status: state.Committed, HasBody: true, Topic: "payments", ForwardKey: fmt.Sprintf("user-%d", i%50),
+			Payload: make([]byte, 512), DecidedAt: time.Now()}
+	}
+	st := &countStore{wake: make(chan struct{}, 1)}
+	owned := ownership.New()
+	owned.Assign(0)
+	f, err := forwarder.New(forwarder.Config{
+		Targets: map[string]forwarder.Target{"kafka": tg}, ScanInterval: time.Hour,
+		MarkBatch: 512, MarkInterval: time.Millisecond, Logger: quiet,
+	}, st, owned)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Start(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := f.Stop(context.Background()); err != nil {
+			b.Error(err)
+		}
+	}()
+	b.ReportAllocs()
+	var want int64
+	for b.Loop() {
+		f.Handoff(msgs)
+		want += chunk
+		for st.marked.Load() < want {
+			<-st.wake
+		}
+	}
+	b.ReportMetric(float64(want)/b.Elapsed().Seconds(), "msgs/s")
+}
