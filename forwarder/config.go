@@ -149,7 +149,8 @@ type Config struct {
 
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Logger; nil means slog.Default().
+	// Logger, scoped by the caller; nil means slog.Default() with
+	// component=forwarder.
 	Logger *slog.Logger
 	// Registerer receives the metrics; nil means they are not registered.
 	Registerer prometheus.Registerer
@@ -193,7 +194,7 @@ func (c *Config) setDefaults() {
 		c.Now = time.Now
 	}
 	if c.Logger == nil {
-		c.Logger = slog.Default()
+		c.Logger = slog.Default().With("component", "forwarder")
 	}
 }
 

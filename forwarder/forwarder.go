@@ -93,7 +93,7 @@ func New(cfg Config, st Store, owned Owned) (*Forwarder, error) {
 		st:       st,
 		owned:    owned,
 		view:     ownedView{owned: owned},
-		log:      cfg.Logger.With("component", "forwarder"),
+		log:      cfg.Logger,
 		met:      met,
 		lanes:    make(map[string]*lane, len(cfg.Targets)),
 		results:  make(chan batchResult, 2*cfg.Concurrency*len(cfg.Targets)+16),

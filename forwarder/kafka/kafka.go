@@ -33,8 +33,9 @@ type Config struct {
 	// ClientOptions are added after the target's own options (TLS, SASL,
 	// client id...) and override them.
 	ClientOptions []kgo.Opt
-	// Logger; nil means slog.Default(). The franz-go client logs through
-	// it at Info and above.
+	// Logger, scoped by the caller; nil means slog.Default() with
+	// component=target and target=Name. The franz-go client logs its
+	// warnings and errors through it (its info and debug lines at Debug).
 	Logger *slog.Logger
 }
 
@@ -76,7 +77,7 @@ func New(cfg Config) (*Target, error) {
 		return nil, err
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.Default().With("component", "target", "target", cfg.Name)
 	}
 	linger := 2 * time.Millisecond
 	switch {
@@ -94,7 +95,7 @@ func New(cfg Config) (*Target, error) {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(linger),
 		kgo.UnknownTopicRetries(retries),
-		kgo.WithLogger(kgoLogger{cfg.Logger.With("component", "forwarder", "target", cfg.Name)}),
+		kgo.WithLogger(kgoLogger{cfg.Logger}),
 	}
 	if cfg.AutoCreateTopics {
 		opts = append(opts, kgo.AllowAutoTopicCreation())
