@@ -26,8 +26,11 @@
 //     named RocketMQ targets (and tests) can run in one process.
 //   - The client waits at most 3 s per attempt and makes 1+Retries attempts
 //     inside one SendSync; Config.SendTimeout bounds the whole call.
-//   - The client logs through rlog, which is process-global. The first
-//     Target created (or SetClientLogger) routes it into slog: the client's
-//     info and debug at slog Debug, warnings at Warn, errors (and fatals,
-//     which do not exit) at Error. Later targets share that logger.
+//   - The client logs through rlog, which is process-global. Importing this
+//     package routes rlog into slog (installed at init, before any client
+//     can start, because rlog's logger variable is not synchronized): the
+//     client's info and debug at slog Debug, warnings at Warn, errors (and
+//     fatals, which do not exit) at Error. The logger is the one given to
+//     SetClientLogger, else the first Target's, else slog.Default(); all
+//     targets in the process share it.
 package rocketmq

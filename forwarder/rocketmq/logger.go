@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"sync"
 	"sync/atomic"
 
 	"github.com/apache/rocketmq-client-go/v2/rlog"
@@ -15,39 +14,43 @@ import (
 // slog.
 type clientLogger struct{ l atomic.Pointer[slog.Logger] }
 
-var (
-	bridge      clientLogger
-	installOnce sync.Once
-)
+var bridge = &clientLogger{}
 
-// installClientLogger installs the bridge the first time and, if no logger
-// was set yet, uses l.
+// The bridge is installed when the package is initialized, before any
+// client can start: rlog's logger variable is not synchronized, so replacing
+// it while a client runs would be a data race. Until a logger is set,
+// slog.Default() is used.
+func init() { rlog.SetLogger(bridge) }
+
+// installClientLogger sets l as the client's logger if none was set yet.
 func installClientLogger(l *slog.Logger) {
-	installOnce.Do(func() { rlog.SetLogger(&bridge) })
 	bridge.l.CompareAndSwap(nil, l.With("component", "rocketmq-client"))
 }
 
-// SetClientLogger routes the RocketMQ client's logs to l from now on. The
-// client's logger is process-global: it serves every RocketMQ target (and
-// any other rocketmq-client-go user) in the process. Call it before any
-// RocketMQ client starts (New calls it with the first target's logger if
-// nothing was set): rlog's logger variable is not synchronized, so
-// installing it while clients run is a data race.
+// SetClientLogger routes the RocketMQ client's logs to l from now on (nil
+// means slog.Default()). The client's logger is process-global: it serves
+// every RocketMQ target and every other rocketmq-client-go user in the
+// process. Without a call, the first target created sets its own logger.
+// The client's info and debug messages are logged at slog Debug, its
+// warnings at Warn, its errors and fatals (which do not exit) at Error.
+// rlog.SetLogLevel has no effect then: the slog handler decides.
 func SetClientLogger(l *slog.Logger) {
 	if l == nil {
 		l = slog.Default()
 	}
-	installOnce.Do(func() { rlog.SetLogger(&bridge) })
 	bridge.l.Store(l.With("component", "rocketmq-client"))
 }
 
 func (c *clientLogger) log(level slog.Level, msg string, fields map[string]any) {
+	if msg == "" && len(fields) == 0 {
+		return
+	}
 	l := c.l.Load()
 	if l == nil {
-		l = slog.Default()
+		l = slog.Default().With("component", "rocketmq-client")
 	}
 	ctx := context.Background()
-	if !l.Enabled(ctx, level) || (msg == "" && len(fields) == 0) {
+	if !l.Enabled(ctx, level) {
 		return
 	}
 	keys := make([]string, 0, len(fields))
@@ -83,7 +86,8 @@ func (c *clientLogger) Error(msg string, fields map[string]any) { c.log(slog.Lev
 // Fatal logs at slog Error; unlike rlog's default logger it does not exit.
 func (c *clientLogger) Fatal(msg string, fields map[string]any) { c.log(slog.LevelError, msg, fields) }
 
-// Level is ignored: the slog handler decides what is logged.
+// Level is ignored (rlog.SetLogLevel): the slog handler decides what is
+// logged, and the setting would be process-global.
 func (c *clientLogger) Level(string) {}
 
 // OutputPath is ignored: the slog handler decides where logs go.
