@@ -21,6 +21,7 @@ func (h *handler) routesAPI() {
 	p := adminapi.Prefix
 	h.mux.Handle("GET "+p+"/messages", h.api(ScopeRead, h.apiList))
 	h.mux.Handle("GET "+p+"/messages/{bizID}/{key...}", h.api(ScopeRead, h.apiGet))
+	h.mux.Handle("GET "+p+"/messages/{bizID}", h.api(ScopeRead, h.apiGet))
 	h.mux.Handle("GET "+p+"/counts", h.api(ScopeRead, h.apiCounts))
 	h.mux.Handle("POST "+p+"/messages/{bizID}/{rest...}", h.api(ScopeAdmin, h.apiAction))
 	h.mux.Handle("POST "+p+"/bizids/{bizID}/retry", h.api(ScopeAdmin, h.apiBizRetry))
@@ -189,8 +190,17 @@ func (h *handler) detail(r *http.Request, bizID, key string) (adminapi.MessageDe
 
 func envelopeKey(bizID, key string) string { return bizID + ":" + key }
 
+// pathKey is the key from the path, or from the "key" query parameter when
+// the path has none (for keys like "." that cannot be a path segment).
+func pathKey(r *http.Request, fromPath string) string {
+	if fromPath == "" {
+		return r.URL.Query().Get("key")
+	}
+	return fromPath
+}
+
 func (h *handler) apiGet(w http.ResponseWriter, r *http.Request, _ principal) error {
-	bizID, key := r.PathValue("bizID"), r.PathValue("key")
+	bizID, key := r.PathValue("bizID"), pathKey(r, r.PathValue("key"))
 	if err := messageRef(bizID, key); err != nil {
 		return err
 	}
@@ -372,7 +382,7 @@ func splitAction(rest string) (key, action string) {
 func (h *handler) apiAction(w http.ResponseWriter, r *http.Request, p principal) error {
 	bizID := r.PathValue("bizID")
 	key, action := splitAction(r.PathValue("rest"))
-	if key == "" {
+	if key = pathKey(r, key); key == "" {
 		return &apiError{http.StatusNotFound, fmt.Sprintf("no such endpoint: POST %s (want .../messages/{bizID}/{key}/resolve|redeliver|retry)", r.URL.Path)}
 	}
 	if err := messageRef(bizID, key); err != nil {

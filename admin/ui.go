@@ -21,8 +21,14 @@ var templateFS embed.FS
 
 var pageNames = []string{"login", "overview", "messages", "message", "dlq", "error"}
 
+// uiMsgURL is the console page of a message: /ui/m/{bizID}/{key}, escaped
+// as the API paths are.
 func uiMsgURL(bizID, key string) string {
-	return "/ui/m/" + url.PathEscape(bizID) + "/" + url.PathEscape(key)
+	return "/ui/m" + strings.TrimPrefix(adminapi.MessagePath(bizID, key), adminapi.Prefix+"/messages")
+}
+
+func uiActionURL(bizID, key, action string) string {
+	return "/ui/m" + strings.TrimPrefix(adminapi.ActionPath(bizID, key, action), adminapi.Prefix+"/messages")
 }
 
 func timeOf(v any) (time.Time, bool) {
@@ -41,7 +47,7 @@ func timeOf(v any) (time.Time, bool) {
 func parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
 		"msgURL":     uiMsgURL,
-		"actionURL":  func(b, k, a string) string { return uiMsgURL(b, k) + "/" + a },
+		"actionURL":  uiActionURL,
 		"pathEscape": url.PathEscape,
 		"has":        func(xs []string, x string) bool { return slices.Contains(xs, x) },
 		"isStuck":    func(col string) bool { return col == "VERIFY_FAILED" || col == "COMMITTED/DEAD" },
@@ -245,6 +251,7 @@ func (h *handler) routesUI() {
 	h.mux.HandleFunc("POST /ui/logout", h.post(false, h.uiLogout))
 	h.mux.HandleFunc("GET /ui/messages", h.ui(h.uiMessages))
 	h.mux.HandleFunc("GET /ui/m/{bizID}/{key...}", h.ui(h.uiMessage))
+	h.mux.HandleFunc("GET /ui/m/{bizID}", h.ui(h.uiMessage))
 	h.mux.HandleFunc("POST /ui/m/{bizID}/{rest...}", h.uiAction)
 	h.mux.HandleFunc("POST /ui/bizids/{bizID}/retry", h.post(true, h.uiBizRetry))
 	h.mux.HandleFunc("GET /ui/dlq", h.ui(h.uiDLQ))
@@ -426,7 +433,7 @@ func (h *handler) messagePage(r *http.Request, bizID, key string) (*page, error)
 }
 
 func (h *handler) uiMessage(w http.ResponseWriter, r *http.Request, p principal) (*page, error) {
-	return h.messagePage(r, r.PathValue("bizID"), r.PathValue("key"))
+	return h.messagePage(r, r.PathValue("bizID"), pathKey(r, r.PathValue("key")))
 }
 
 // uiAction runs a message action from its form. A refused action shows the
@@ -435,7 +442,7 @@ func (h *handler) uiAction(w http.ResponseWriter, r *http.Request) {
 	h.post(true, func(w http.ResponseWriter, r *http.Request, p principal) (string, error) {
 		bizID := r.PathValue("bizID")
 		key, action := splitAction(r.PathValue("rest"))
-		if key == "" {
+		if key = pathKey(r, key); key == "" {
 			return "", &apiError{http.StatusNotFound, "no such page: " + r.URL.Path}
 		}
 		if err := messageRef(bizID, key); err != nil {
@@ -466,9 +473,15 @@ func (h *handler) uiAction(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return fail(err)
 		}
-		to := uiMsgURL(bizID, key) + "?done=" + res.Action
+		q := url.Values{"done": {res.Action}}
 		if res.HandedOff {
-			to += "&handed_off=1"
+			q.Set("handed_off", "1")
+		}
+		to := uiMsgURL(bizID, key)
+		if strings.Contains(to, "?") {
+			to += "&" + q.Encode()
+		} else {
+			to += "?" + q.Encode()
 		}
 		return to, nil
 	})(w, r)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/eventcenter/eventcenter/admin"
 	"github.com/eventcenter/eventcenter/admin/internal/admintest"
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
 )
 
 // browser is an HTTP client with cookies that does not follow redirects.
@@ -368,4 +370,27 @@ func TestUIInsecureAndClosed(t *testing.T) {
 	require.Contains(t, p.body, "no admin tokens are configured")
 	p = cb.post("/ui/login", url.Values{"token": {admintest.AdminToken}})
 	require.Equal(t, http.StatusUnauthorized, p.code)
+}
+
+// A key that cannot be a path segment ("..") is routed through ?key=.
+func TestUIDotKey(t *testing.T) {
+	t.Parallel()
+	env := admintest.New(t, nil)
+	_, err := env.Store.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{{BizID: "odd", Key: "..", Event: state.Event{
+		Kind: state.KindPrepare, At: env.Clock.Now(), Body: &state.Body{Payload: []byte("dots"), Topic: "t", CheckAfter: time.Minute},
+	}}}})
+	require.NoError(t, err)
+	b := newBrowser(t, env)
+	b.login(admintest.AdminToken)
+	body := html.UnescapeString(b.get("/ui/messages?biz_id=odd").body)
+	require.Contains(t, body, `href="/ui/m/odd?key=..`)
+	p := b.get("/ui/m/odd?key=..")
+	require.Equal(t, http.StatusOK, p.code, p.body)
+	require.Contains(t, html.UnescapeString(p.body), `action="/ui/m/odd/retry?key=.."`)
+	p = b.post("/ui/m/odd/retry?key=..", url.Values{"csrf": {csrf(t, p)}, "reason": {"dots"}})
+	require.Equal(t, http.StatusSeeOther, p.code, p.body)
+	require.Equal(t, "/ui/m/odd?key=..&done=retry_now", p.loc)
+	audit, err := env.Store.Audit(t.Context(), "odd", "..")
+	require.NoError(t, err)
+	require.Len(t, audit, 1)
 }

@@ -174,15 +174,27 @@ type Error struct {
 	Error string `json:"error"`
 }
 
+// dotKey tells whether a key cannot be a path segment: HTTP routers clean
+// "." and ".." segments away, escaped or not.
+func dotKey(key string) bool { return key == "." || key == ".." }
+
 // MessagePath is the path of one message: /api/v1/messages/{bizID}/{key},
-// each escaped as one segment.
+// each escaped as one segment. A key "." or ".." goes in a query parameter
+// instead: /api/v1/messages/{bizID}?key=..
 func MessagePath(bizID, key string) string {
+	if dotKey(key) {
+		return Prefix + "/messages/" + url.PathEscape(bizID) + "?key=" + url.QueryEscape(key)
+	}
 	return Prefix + "/messages/" + url.PathEscape(bizID) + "/" + url.PathEscape(key)
 }
 
 // ActionPath is the path of an action (resolve, redeliver, retry) on one
-// message.
+// message: /api/v1/messages/{bizID}/{key}/{action} (or, for a key "." or
+// "..", /api/v1/messages/{bizID}/{action}?key=...).
 func ActionPath(bizID, key, action string) string {
+	if dotKey(key) {
+		return Prefix + "/messages/" + url.PathEscape(bizID) + "/" + action + "?key=" + url.QueryEscape(key)
+	}
 	return MessagePath(bizID, key) + "/" + action
 }
 

@@ -8,5 +8,8 @@
 // ActionPath do that. The server also accepts a key with raw slashes in GET
 // /api/v1/messages/{bizID}/{key...}, and in action paths (the action is always
 // the last segment), but keys with segments like "." or ".." or "//" must be
-// escaped, since HTTP routers clean such paths.
+// escaped, since HTTP routers clean such paths. A key that is exactly "." or
+// ".." cannot be a path segment even escaped; it goes in a "key" query
+// parameter: GET /api/v1/messages/{bizID}?key=.. and POST
+// /api/v1/messages/{bizID}/{action}?key=.. (any key may be sent that way).
 package adminapi
