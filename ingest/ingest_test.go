@@ -312,3 +312,28 @@ func TestCompatibilityFormatApplied(t *testing.T) {
 	require.Equal(t, "o1", m.ForwardKey)
 	require.Eventually(t, e.committedAll, waitFor, tick)
 }
+
+func TestConsumerLagFromHighWatermark(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1)
+	st := newMemStore()
+	st.gate, st.entered = make(chan struct{}), make(chan struct{}, 1)
+	var rs []*kgo.Record
+	for i := range 100 {
+		rs = append(rs, decisionRec("shop", "k"+strconv.Itoa(i), "rollback"))
+	}
+	e.produce(rs...)
+	cfg := e.config()
+	cfg.MaxPollRecords = 10
+	in := e.start(cfg, st, nil, ownership.New())
+	lag := in.met.lag.WithLabelValues("0")
+
+	<-st.entered
+	st.gate <- struct{}{} // the first batch of 10 applies
+	<-st.entered          // the second is in hand
+	require.InDelta(t, 90, testutil.ToFloat64(lag), 0)
+	close(st.gate)
+	require.Eventually(t, e.committedAll, waitFor, tick)
+	require.InDelta(t, 0, testutil.ToFloat64(lag), 0)
+	require.Equal(t, 10, st.applyCount(), "one store transaction per poll batch")
+}
