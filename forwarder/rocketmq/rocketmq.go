@@ -54,8 +54,10 @@ type Config struct {
 	// Concurrency is how many records of one Send are in flight at once; 0
 	// means DefaultConcurrency.
 	Concurrency int
-	// Logger; nil means slog.Default(). See SetClientLogger for the
-	// client's own (process-global) logging.
+	// Logger, scoped by the caller; nil means slog.Default() with
+	// component=target and target=Name. Unless SetClientLogger was called,
+	// the first target's logger also receives the RocketMQ client's own
+	// (process-global) logs, with component=rocketmq-client.
 	Logger *slog.Logger
 }
 
@@ -134,7 +136,7 @@ func New(cfg Config) (*Target, error) {
 		return nil, err
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.Default().With("component", "target", "target", cfg.Name)
 	}
 	installClientLogger(cfg.Logger)
 	if cfg.Group == "" {
@@ -174,7 +176,7 @@ func New(cfg Config) (*Target, error) {
 		nameServers: append([]string(nil), cfg.NameServers...),
 		timeout:     cfg.SendTimeout,
 		concurrency: cfg.Concurrency,
-		log:         cfg.Logger.With("component", "forwarder", "target", cfg.Name),
+		log:         cfg.Logger,
 		p:           p,
 	}, nil
 }
@@ -224,6 +226,8 @@ func (t *Target) send(ctx context.Context, rec *forwarder.Record) forwarder.Resu
 		return forwarder.Result{Err: fmt.Errorf("send to rocketmq topic %q: no send result", rec.Topic)}
 	}
 	if sr.Status != primitive.SendOK {
+		t.log.Debug("rocketmq broker answered without SEND_OK; the retry may duplicate the message",
+			"status", statusName(sr.Status), "msg_id", sr.MsgID)
 		return forwarder.Result{Err: &StatusError{Topic: rec.Topic, Status: sr.Status, MsgID: sr.MsgID}}
 	}
 	ref := sr.MsgID
