@@ -59,6 +59,12 @@ func startVerifier(t *testing.T, clk *clock, st testStore, cfg Config) *harness 
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 5 * time.Millisecond
 	}
+	if cfg.Workers == 0 && cfg.EndpointConcurrency == 0 {
+		// Tests on the manual clock send more messages to one producer
+		// than the default cap; put-offs would wait for a clock that does
+		// not move.
+		cfg.Workers, cfg.EndpointConcurrency = 32, 16
+	}
 	if cfg.ApplyInterval == 0 {
 		cfg.ApplyInterval = 2 * time.Millisecond
 	}
