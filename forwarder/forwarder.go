@@ -221,8 +221,10 @@ func (f *Forwarder) Handoff(msgs []state.Message) {
 }
 
 // route puts messages on their targets' queues without blocking; messages
-// naming an unconfigured target are failed permanently.
-func (f *Forwarder) route(msgs []state.Message) {
+// naming an unconfigured target are failed permanently. It returns how many
+// it dropped.
+func (f *Forwarder) route(msgs []state.Message) int {
+	dropped := 0
 	var unknown []failure
 	for i := range msgs {
 		m := &msgs[i]
@@ -240,16 +242,19 @@ func (f *Forwarder) route(msgs []state.Message) {
 		case l.ch <- *m:
 		default:
 			f.met.dropped.Inc()
+			dropped++
 		}
 	}
 	if len(unknown) == 0 {
-		return
+		return dropped
 	}
 	select {
 	case f.results <- batchResult{fails: unknown}:
 	default:
 		f.met.dropped.Add(float64(len(unknown)))
+		dropped += len(unknown)
 	}
+	return dropped
 }
 
 // newFailure builds the KindSendFailed change for a failed send.
@@ -319,11 +324,13 @@ func (f *Forwarder) scan(ctx context.Context) bool {
 		}
 		return false
 	}
+	dropped := 0
 	if len(msgs) > 0 {
 		f.log.Debug("claimed due sends", "n", len(msgs))
-		f.route(msgs)
+		dropped = f.route(msgs)
 	}
-	return len(msgs) == limit
+	// Claim again at once only while everything claimed found room.
+	return len(msgs) == limit && dropped == 0
 }
 
 // work is one send worker of a lane: it takes what is queued, up to

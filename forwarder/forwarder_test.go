@@ -600,3 +600,13 @@ func TestBreakerFailedProbeReopens(t *testing.T) {
 	require.Equal(t, 2, ft.calls)
 	ft.mu.Unlock()
 }
+
+func TestFullClaimScansAgainAtOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *forwarder.Config) { c.ScanInterval = time.Hour; c.ClaimLimit = 2 })
+	due := h.commit(t, 5, 3, "", 0)
+	h.owned.Assign(3) // one scan, which must chain claims of 2, 2 and 1
+	for _, m := range due {
+		h.waitStatus(t, m, state.SendSent)
+	}
+}
