@@ -26,6 +26,9 @@ type Store interface {
 	RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error)
 }
 
+// store.Store has everything the handler needs.
+var _ Store = store.Store(nil)
+
 // Handoff receives messages an operator action made sendable (leased for
 // Config.SendLease) so that they are forwarded at once. It must not block
 // for long.

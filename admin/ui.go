@@ -311,6 +311,9 @@ func (h *handler) uiLogout(w http.ResponseWriter, r *http.Request, _ principal) 
 	return "/ui/login", nil
 }
 
+// maxOldestLookups bounds the per-bizID queries of the overview.
+const maxOldestLookups = 50
+
 var overviewColumns = []string{"PREPARED", "VERIFY_FAILED", "COMMITTED/PENDING", "COMMITTED/DEAD", "COMMITTED/SENT", "ROLLED_BACK"}
 
 type stuckList struct {
@@ -340,7 +343,23 @@ func (h *handler) uiOverview(w http.ResponseWriter, r *http.Request, p principal
 	}{
 		{"VERIFY_FAILED (check-backs exhausted)", store.Filter{Status: state.VerifyFailed}, url.Values{"status": {"VERIFY_FAILED"}}},
 		{"DEAD (forwarding gave up)", store.Filter{Status: state.Committed, SendStatus: &dead}, url.Values{"status": {"COMMITTED"}, "send_status": {"DEAD"}}},
-		{"PREPARED for more than " + roundDur(h.cfg.StuckAfter), store.Filter{Status: state.Prepared, CreatedBefore: h.now().Add(-h.cfg.StuckAfter)}, url.Values{"status": {"PREPARED"}, "older_than": {h.cfg.StuckAfter.String()}}},
+		{"PREPARED for more than " + roundDur(h.cfg.StuckAfter) + " (newest first)", store.Filter{Status: state.Prepared, CreatedBefore: h.now().Add(-h.cfg.StuckAfter)}, url.Values{"status": {"PREPARED"}, "older_than": {h.cfg.StuckAfter.String()}}},
+	}
+	// The oldest PREPARED message of each bizID (the list below is newest
+	// first, so the oldest could be past its end).
+	oldest := map[string]adminapi.Message{}
+	for i, b := range bizIDs {
+		t, ok := counts.OldestPrepared[b]
+		if !ok || i >= maxOldestLookups {
+			continue
+		}
+		pg, err := h.st.List(r.Context(), store.Filter{Status: state.Prepared, BizID: b, CreatedBefore: t.Add(time.Microsecond), Limit: 1})
+		if err != nil {
+			return nil, listErr(err)
+		}
+		if len(pg.Messages) > 0 {
+			oldest[b] = toAPI(pg.Messages[0])
+		}
 	}
 	var stuck []stuckList
 	for _, l := range lists {
@@ -363,7 +382,7 @@ func (h *handler) uiOverview(w http.ResponseWriter, r *http.Request, p principal
 		stuck = append(stuck, sl)
 	}
 	return &page{tmpl: "overview", Title: "Overview", Data: map[string]any{
-		"Counts": counts, "BizIDs": bizIDs, "Columns": overviewColumns, "Stuck": stuck,
+		"Counts": counts, "BizIDs": bizIDs, "Columns": overviewColumns, "Stuck": stuck, "Oldest": oldest,
 		"Key": key, "BizID": bizID,
 	}}, nil
 }

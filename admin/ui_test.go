@@ -177,6 +177,9 @@ func TestUIOverview(t *testing.T) {
 	require.NotContains(t, body, `href="/ui/m/orders/o-2"`)
 	require.NotContains(t, body, `href="/ui/m/orders/o-sent"`)
 	require.Contains(t, body, admintest.ParkReason)
+	// The oldest PREPARED of each bizID is linked from the counts.
+	require.Contains(t, body, `<a class="oldest" href="/ui/m/orders/o-1" title="o-1, created 2026-03-04 04:56:07Z">10m ago</a>`)
+	require.Contains(t, body, `<a class="oldest" href="/ui/m/pay/p-bin"`)
 
 	// Search by key substring and bizID.
 	body = html.UnescapeString(b.get("/ui/?key=vf").body)
