@@ -282,14 +282,17 @@ func (f *Forwarder) newFailure(label string, m *state.Message, err error, now ti
 func (f *Forwarder) scanLoop(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	changed := f.owned.Changed()
 	for {
-		changed := f.owned.Changed()
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
 		case <-changed:
 		}
+		// Taken before the scan reads the partitions: a change during the
+		// scan closes it and scans again at once.
+		changed = f.owned.Changed()
 		next := f.cfg.ScanInterval
 		if f.scan(ctx) {
 			next = 0 // more are due: claim again at once

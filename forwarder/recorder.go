@@ -127,11 +127,17 @@ func (r *recorder) final(startCtx context.Context) {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(startCtx), finalFlushTimeout)
 		defer cancel()
 	}
+	var prev error
 	for attempt := 0; ; attempt++ {
 		err := r.flush(ctx)
 		if err == nil {
 			return
 		}
+		if prev != nil && ctx.Err() != nil {
+			// Report why the store failed, not that we stopped waiting.
+			err = fmt.Errorf("%w (gave up: %w)", prev, ctx.Err())
+		}
+		prev = err
 		d := f.cfg.StoreBackoff.Delay(attempt)
 		f.log.Warn("writing send results at stop failed; retrying", "err", err, "retry_in", d)
 		t := time.NewTimer(d)
