@@ -2,6 +2,7 @@ package admin
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -179,6 +180,9 @@ func messageRef(bizID, key string) error {
 func (h *handler) detail(r *http.Request, bizID, key string) (adminapi.MessageDetail, error) {
 	m, err := h.st.Get(r.Context(), bizID, key)
 	if err != nil {
+		if nf := notFound(bizID, key, err); nf != err {
+			return adminapi.MessageDetail{}, nf
+		}
 		return adminapi.MessageDetail{}, fmt.Errorf("get %s: %w", envelopeKey(bizID, key), err)
 	}
 	audit, err := h.st.Audit(r.Context(), bizID, key)
@@ -189,6 +193,15 @@ func (h *handler) detail(r *http.Request, bizID, key string) (adminapi.MessageDe
 }
 
 func envelopeKey(bizID, key string) string { return bizID + ":" + key }
+
+// notFound gives a missing message one plain 404 text (drivers word and
+// wrap it differently); other errors pass through.
+func notFound(bizID, key string, err error) error {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, state.ErrNoMessage) {
+		return &apiError{http.StatusNotFound, "message not found: " + envelopeKey(bizID, key)}
+	}
+	return err
+}
 
 // pathKey is the key from the path, or from the "key" query parameter when
 // the path has none (for keys like "." that cannot be a path segment).
@@ -352,7 +365,7 @@ func (h *handler) act(r *http.Request, p principal, bizID, key string, kind stat
 		return res, fmt.Errorf("apply %s to %s: store returned %d outcomes for 1 change", kind, envelopeKey(bizID, key), len(out.Outcomes))
 	}
 	if oerr := out.Outcomes[0].Err; oerr != nil {
-		return res, oerr
+		return res, notFound(bizID, key, oerr)
 	}
 	res.Action = kind.String()
 	res.Effect = out.Outcomes[0].Effect.String()

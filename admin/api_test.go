@@ -198,7 +198,7 @@ func TestGet(t *testing.T) {
 
 	a := get(t, env, adminapi.MessagePath("orders", "nope"))
 	require.Equal(t, http.StatusNotFound, a.code)
-	require.Contains(t, a.err(t), "not found")
+	require.Equal(t, "message not found: orders:nope", a.err(t))
 	a = get(t, env, adminapi.MessagePath("or:ders", "k"))
 	require.Equal(t, http.StatusBadRequest, a.code)
 	require.Contains(t, a.err(t), "bizID")
@@ -269,7 +269,7 @@ func TestResolve(t *testing.T) {
 	// Unknown message.
 	a = post(t, env, adminapi.ActionPath(admintest.Biz, "ghost", "resolve"), adminapi.ActionRequest{Decision: "commit", Reason: "x"})
 	require.Equal(t, http.StatusNotFound, a.code, string(a.body))
-	require.Contains(t, a.err(t), "not found")
+	require.Equal(t, "message not found: orders:ghost", a.err(t))
 }
 
 func TestActionBadRequests(t *testing.T) {
