@@ -3,6 +3,8 @@ package forwarder_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
 	"strings"
 	"testing"
 	"time"
@@ -611,4 +613,42 @@ func TestFullClaimScansAgainAtOnce(t *testing.T) {
 	for _, m := range due {
 		h.waitStatus(t, m, state.SendSent)
 	}
+}
+
+// blockingClaims blocks the first ClaimSends until released.
+type blockingClaims struct {
+	*memstore.Store
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (b *blockingClaims) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	b.once.Do(func() {
+		close(b.entered)
+		<-b.release
+	})
+	return b.Store.ClaimSends(ctx, c)
+}
+
+func TestOwnershipChangeDuringAScanIsNotMissed(t *testing.T) {
+	t.Parallel()
+	st := &blockingClaims{Store: memstore.New(nil), entered: make(chan struct{}), release: make(chan struct{})}
+	owned := ownership.New()
+	owned.Assign(0)
+	ft := &fakeTarget{}
+	f, err := forwarder.New(forwarder.Config{
+		Targets: map[string]forwarder.Target{"x": ft}, ScanInterval: time.Hour,
+		Logger: slog.New(slog.DiscardHandler),
+	}, st, owned)
+	require.NoError(t, err)
+	require.NoError(t, f.Start(t.Context()))
+	defer func() { require.NoError(t, f.Stop(context.Background())) }()
+	req := commitReq("b", "k", 3)
+	req.SendLease = 0
+	_, err = st.Apply(t.Context(), req)
+	require.NoError(t, err)
+	<-st.entered // the first scan is claiming for partition 0
+	owned.Assign(3)
+	close(st.release)
+	require.Eventually(t, func() bool { return len(ft.sentIDs()) == 1 }, 5*time.Second, time.Millisecond)
 }
