@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
