@@ -250,24 +250,6 @@ func headersArg(m *state.Message) any {
 
 // ---- Apply ----
 
-const insertSQL = `INSERT INTO eventcenter_messages (biz_id, message_key, partition, status, has_body, payload, headers,
-	target, topic, forward_key, tag, verify, verify_attempts, verify_next_at,
-	send_status, send_attempts, send_next_at, send_ref, lease_token, last_error, conflicts,
-	created_at, updated_at, decided_at, sent_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-
-// updateSQL writes the mutable columns; updateBodySQL also the body, only
-// when it was filled in (the body never changes once set).
-const updateSQL = `UPDATE eventcenter_messages SET status = ?, verify_attempts = ?, verify_next_at = ?,
-	send_status = ?, send_attempts = ?, send_next_at = ?, send_ref = ?, lease_token = ?, last_error = ?, conflicts = ?,
-	updated_at = ?, decided_at = ?, sent_at = ? WHERE id = ?`
-
-const updateBodySQL = `UPDATE eventcenter_messages SET has_body = 1, payload = ?, headers = ?, target = ?, topic = ?,
-	forward_key = ?, tag = ?, verify = ? WHERE id = ?`
-
-const insertAuditSQL = `INSERT INTO eventcenter_audit (biz_id, message_key, action, who, reason, at, status_before, status_after)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
-
 // Apply implements store.Store.
 func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
 	if len(req.Changes) == 0 {
@@ -292,95 +274,170 @@ func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyR
 
 func loadRefs(ctx context.Context, tx *sql.Tx, refs []store.MessageRef) (map[store.MessageRef]*state.Message, error) {
 	loaded := make(map[store.MessageRef]*state.Message, len(refs))
-	const chunk = 400
-	for start := 0; start < len(refs); start += chunk {
-		part := refs[start:min(start+chunk, len(refs))]
-		var b strings.Builder
-		b.WriteString(`SELECT ` + codec.Columns + ` FROM eventcenter_messages WHERE (biz_id, message_key) IN (VALUES `)
-		args := make([]any, 0, 2*len(part))
-		for i, r := range part {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(?, ?)")
+	err := chunks(len(refs), 2, func(lo, hi int) error {
+		args := make([]any, 0, 2*(hi-lo))
+		for _, r := range refs[lo:hi] {
 			args = append(args, r.BizID, r.Key)
 		}
-		b.WriteString(")")
-		rows, err := tx.QueryContext(ctx, b.String(), args...)
+		rows, err := tx.QueryContext(ctx, `WITH r(b, k) AS (VALUES `+values(hi-lo, 2)+`)
+			SELECT `+prefixed("m.", codec.Columns)+` FROM r CROSS JOIN eventcenter_messages AS m
+			ON m.biz_id = r.b AND m.message_key = r.k`, args...)
 		if err != nil {
-			return nil, fmt.Errorf("load messages: %w", err)
+			return err
 		}
 		ms, err := scanMessages(rows)
 		if err != nil {
-			return nil, fmt.Errorf("load messages: %w", err)
+			return err
 		}
 		for i := range ms {
 			loaded[store.MessageRef{BizID: ms[i].BizID, Key: ms[i].Key}] = &ms[i]
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load messages: %w", err)
 	}
 	return loaded, nil
 }
 
+const insertCols = `biz_id, message_key, partition, status, has_body, payload, headers,
+	target, topic, forward_key, tag, verify, verify_attempts, verify_next_at,
+	send_status, send_attempts, send_next_at, send_ref, lease_token, last_error, conflicts,
+	created_at, updated_at, decided_at, sent_at`
+
+// updateCols are the columns that change after insert; the body is written
+// separately, for the rare row that receives it after its decision.
+const updateCols = `id, status, verify_attempts, verify_next_at, send_status, send_attempts, send_next_at,
+	send_ref, lease_token, last_error, conflicts, updated_at, decided_at, sent_at`
+
+const updateSet = `status = u.status, verify_attempts = u.verify_attempts, verify_next_at = u.verify_next_at,
+	send_status = u.send_status, send_attempts = u.send_attempts, send_next_at = u.send_next_at,
+	send_ref = u.send_ref, lease_token = u.lease_token, last_error = u.last_error, conflicts = u.conflicts,
+	updated_at = u.updated_at, decided_at = u.decided_at, sent_at = u.sent_at`
+
+const updateBodySQL = `UPDATE eventcenter_messages SET has_body = 1, payload = ?, headers = ?, target = ?, topic = ?,
+	forward_key = ?, tag = ?, verify = ? WHERE id = ?`
+
+// writeFolded writes a Fold result with multi-row statements (the driver
+// parses every statement it runs, so one statement per row would cost a
+// parse per row).
 func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
-	if len(f.Inserts) > 0 {
-		st, err := tx.PrepareContext(ctx, insertSQL)
-		if err != nil {
-			return fmt.Errorf("insert messages: %w", err)
-		}
-		defer st.Close()
-		for _, m := range f.Inserts {
-			r, err := st.ExecContext(ctx, m.BizID, m.Key, m.Partition, m.Status, m.HasBody, payloadArg(m), headersArg(m),
+	err := chunks(len(f.Inserts), 25, func(lo, hi int) error {
+		args := make([]any, 0, 25*(hi-lo))
+		for _, m := range f.Inserts[lo:hi] {
+			args = append(args, m.BizID, m.Key, m.Partition, m.Status, m.HasBody, payloadArg(m), headersArg(m),
 				m.Target, m.Topic, m.ForwardKey, m.Tag, m.Verify, m.VerifyAttempts, micro(m.VerifyNextAt),
 				m.SendStatus, m.SendAttempts, micro(m.SendNextAt), m.SendRef, m.LeaseToken, m.LastError, m.Conflicts,
 				micro(m.CreatedAt), micro(m.UpdatedAt), micro(m.DecidedAt), micro(m.SentAt))
-			if err != nil {
-				return fmt.Errorf("insert message %s: %w", m.MessageID(), err)
-			}
-			if m.ID, err = r.LastInsertId(); err != nil {
-				return fmt.Errorf("insert message %s: %w", m.MessageID(), err)
-			}
 		}
-	}
-	if len(f.Updates) > 0 {
-		st, err := tx.PrepareContext(ctx, updateSQL)
+		rows, err := tx.QueryContext(ctx, `INSERT INTO eventcenter_messages (`+insertCols+`) VALUES `+
+			values(hi-lo, 25)+` RETURNING id, biz_id, message_key`, args...)
 		if err != nil {
-			return fmt.Errorf("update messages: %w", err)
+			return err
 		}
-		defer st.Close()
-		var body *sql.Stmt
-		for _, m := range f.Updates {
-			if _, err := st.ExecContext(ctx, m.Status, m.VerifyAttempts, micro(m.VerifyNextAt),
+		defer rows.Close()
+		byRef := make(map[store.MessageRef]*state.Message, hi-lo)
+		for _, m := range f.Inserts[lo:hi] {
+			byRef[store.MessageRef{BizID: m.BizID, Key: m.Key}] = m
+		}
+		for rows.Next() {
+			var id int64
+			var r store.MessageRef
+			if err := rows.Scan(&id, &r.BizID, &r.Key); err != nil {
+				return err
+			}
+			if m := byRef[r]; m != nil {
+				m.ID = id
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return fmt.Errorf("insert messages: %w", err)
+	}
+	var bodies []*state.Message
+	err = chunks(len(f.Updates), 14, func(lo, hi int) error {
+		args := make([]any, 0, 14*(hi-lo))
+		for _, m := range f.Updates[lo:hi] {
+			args = append(args, m.ID, m.Status, m.VerifyAttempts, micro(m.VerifyNextAt),
 				m.SendStatus, m.SendAttempts, micro(m.SendNextAt), m.SendRef, m.LeaseToken, m.LastError, m.Conflicts,
-				micro(m.UpdatedAt), micro(m.DecidedAt), micro(m.SentAt), m.ID); err != nil {
-				return fmt.Errorf("update message %s: %w", m.MessageID(), err)
-			}
+				micro(m.UpdatedAt), micro(m.DecidedAt), micro(m.SentAt))
 			if old := loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}]; m.HasBody && !old.HasBody {
-				if body == nil {
-					if body, err = tx.PrepareContext(ctx, updateBodySQL); err != nil {
-						return fmt.Errorf("update messages: %w", err)
-					}
-					defer body.Close()
-				}
-				if _, err := body.ExecContext(ctx, payloadArg(m), headersArg(m), m.Target, m.Topic, m.ForwardKey,
-					m.Tag, m.Verify, m.ID); err != nil {
-					return fmt.Errorf("update message %s: %w", m.MessageID(), err)
-				}
+				bodies = append(bodies, m)
 			}
+		}
+		r, err := tx.ExecContext(ctx, `WITH u(`+updateCols+`) AS (VALUES `+values(hi-lo, 14)+`)
+			UPDATE eventcenter_messages SET `+updateSet+` FROM u WHERE eventcenter_messages.id = u.id`, args...)
+		if err != nil {
+			return err
+		}
+		if n, err := r.RowsAffected(); err != nil || n != int64(hi-lo) {
+			return fmt.Errorf("%d of %d rows updated (%v)", n, hi-lo, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("update messages: %w", err)
+	}
+	for _, m := range bodies {
+		if _, err := tx.ExecContext(ctx, updateBodySQL, payloadArg(m), headersArg(m), m.Target, m.Topic, m.ForwardKey,
+			m.Tag, m.Verify, m.ID); err != nil {
+			return fmt.Errorf("update message %s: %w", m.MessageID(), err)
 		}
 	}
-	if len(f.Audits) > 0 {
-		st, err := tx.PrepareContext(ctx, insertAuditSQL)
-		if err != nil {
-			return fmt.Errorf("insert audit: %w", err)
+	err = chunks(len(f.Audits), 8, func(lo, hi int) error {
+		args := make([]any, 0, 8*(hi-lo))
+		for _, a := range f.Audits[lo:hi] {
+			args = append(args, a.BizID, a.Key, a.Action, a.Who, a.Reason, micro(a.At), a.Before, a.After)
 		}
-		defer st.Close()
-		for _, a := range f.Audits {
-			if _, err := st.ExecContext(ctx, a.BizID, a.Key, a.Action, a.Who, a.Reason, micro(a.At), a.Before, a.After); err != nil {
-				return fmt.Errorf("insert audit %s:%s: %w", a.BizID, a.Key, err)
-			}
+		_, err := tx.ExecContext(ctx, `INSERT INTO eventcenter_audit (biz_id, message_key, action, who, reason, at,
+			status_before, status_after) VALUES `+values(hi-lo, 8), args...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("insert audit: %w", err)
+	}
+	return nil
+}
+
+// maxParams bounds the parameters of one statement. SQLite allows 32766,
+// but the driver binds each parameter by a linear search of the arguments, so
+// large statements cost quadratic time; a few hundred is the sweet spot.
+const maxParams = 500
+
+// chunks calls fn for consecutive ranges of n rows of cols parameters each,
+// as large as maxParams allows.
+func chunks(n, cols int, fn func(lo, hi int) error) error {
+	per := max(1, maxParams/cols)
+	for lo := 0; lo < n; lo += per {
+		if err := fn(lo, min(lo+per, n)); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// values returns "(?, ?), (?, ?)" for rows rows of cols placeholders.
+func values(rows, cols int) string {
+	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
+	var b strings.Builder
+	b.Grow(rows * (len(row) + 2))
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+	}
+	return b.String()
+}
+
+// prefixed qualifies each column of a comma-separated list.
+func prefixed(p, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, c := range parts {
+		parts[i] = p + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // ---- claims and sends ----
@@ -441,18 +498,17 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 	}
 	now := codec.Time(s.now()).UnixMicro()
 	return s.write(ctx, "mark sent", func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, `UPDATE eventcenter_messages SET send_status = 1, sent_at = ?, send_ref = ?, updated_at = ?
-			WHERE id = ? AND status = 2 AND send_status = 0 AND has_body = 1`)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		for _, x := range sent {
-			if _, err := st.ExecContext(ctx, now, x.Ref, now, x.ID); err != nil {
-				return fmt.Errorf("message %d: %w", x.ID, err)
+		return chunks(len(sent), 2, func(lo, hi int) error {
+			args := make([]any, 0, 2*(hi-lo)+2)
+			for _, x := range sent[lo:hi] {
+				args = append(args, x.ID, x.Ref)
 			}
-		}
-		return nil
+			args = append(args, now, now)
+			_, err := tx.ExecContext(ctx, `WITH u(id, ref) AS (VALUES `+values(hi-lo, 2)+`)
+				UPDATE eventcenter_messages SET send_status = 1, sent_at = ?, send_ref = u.ref, updated_at = ?
+				FROM u WHERE eventcenter_messages.id = u.id AND status = 2 AND send_status = 0 AND has_body = 1`, args...)
+			return err
+		})
 	})
 }
 
@@ -689,17 +745,15 @@ func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int, er
 		if n == 0 {
 			return nil
 		}
-		st, err := tx.PrepareContext(ctx, `DELETE FROM eventcenter_audit WHERE biz_id = ? AND message_key = ?`)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		for _, r := range gone {
-			if _, err := st.ExecContext(ctx, r.BizID, r.Key); err != nil {
-				return err
+		return chunks(len(gone), 2, func(lo, hi int) error {
+			args := make([]any, 0, 2*(hi-lo))
+			for _, r := range gone[lo:hi] {
+				args = append(args, r.BizID, r.Key)
 			}
-		}
-		return nil
+			_, err := tx.ExecContext(ctx, `DELETE FROM eventcenter_audit WHERE (biz_id, message_key) IN (VALUES `+
+				values(hi-lo, 2)+`)`, args...)
+			return err
+		})
 	})
 	if err != nil {
 		return 0, err
