@@ -138,6 +138,9 @@ func (f *Forwarder) Start(ctx context.Context) error {
 	if f.started {
 		return errors.New("forwarder: already started")
 	}
+	if f.closed.Load() {
+		return errors.New("forwarder: stopped")
+	}
 	f.started = true
 	f.hardCtx, f.cancelHard = context.WithCancel(context.WithoutCancel(ctx))
 	scanCtx, cancelScan := context.WithCancel(ctx)
@@ -188,7 +191,7 @@ func (f *Forwarder) Start(ctx context.Context) error {
 // waits for every goroutine. When ctx ends first, in-flight sends are
 // cancelled (their messages come back after the lease) and marks that could
 // not be written are reported in the error: those messages will be sent
-// again (at least once). Stop before Start does nothing.
+// again (at least once). Stop before Start only prevents a later Start.
 func (f *Forwarder) Stop(ctx context.Context) error {
 	f.mu.Lock()
 	if !f.started {

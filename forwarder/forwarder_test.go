@@ -424,6 +424,7 @@ func TestStartTwiceAndStopBeforeStart(t *testing.T) {
 		memstore.New(nil), ownership.New())
 	require.NoError(t, err)
 	require.NoError(t, f.Stop(t.Context()))
+	require.ErrorContains(t, f.Start(t.Context()), "stopped")
 }
 
 func TestCancelledStartContextStops(t *testing.T) {
