@@ -290,7 +290,7 @@ func (s *Server) handlePull(req *command, stopping <-chan struct{}) *command {
 		case <-timer.C:
 		case <-stopping:
 			timer.Stop()
-			return nil
+			return response(req, ResServiceNotAvailable, "broker is stopping")
 		}
 	}
 }

@@ -167,18 +167,25 @@ func TestRawStopWakesHeldPull(t *testing.T) {
 	t.Parallel()
 	s := startRaw(t, WithTopic("t", 1), WithLongPollTimeout(time.Minute))
 	c := dialRaw(t, s.BrokerAddr())
-	c.send(CodePullMessage, map[string]string{
+	op := c.send(CodePullMessage, map[string]string{
 		"consumerGroup": "g", "topic": "t", "queueId": "0", "queueOffset": "0",
 		"maxMsgNums": "32", "sysFlag": "2", "suspendTimeoutMillis": "60000",
 	}, nil)
 	require.Eventually(t, func() bool { return s.Requests(CodePullMessage) == 1 }, 5*time.Second, 5*time.Millisecond)
 	done := make(chan struct{})
 	go func() { s.Stop(); close(done) }()
+	// The held pull is answered before the connection closes.
+	r := c.read()
+	require.Equal(t, op, r.Opaque)
+	require.Equal(t, int16(ResServiceNotAvailable), r.Code)
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Stop waited for a held pull")
 	}
+	require.NoError(t, c.nc.SetReadDeadline(time.Now().Add(5*time.Second)))
+	_, err := readCommand(c.nc)
+	require.Error(t, err, "the connection is closed")
 }
 
 func TestRawLockBatch(t *testing.T) {

@@ -122,7 +122,8 @@ type Server struct {
 	offsets    map[string]map[qkey]int64   // consumer group → queue → offset
 	newData    chan struct{}               // closed and replaced on every store
 
-	wg sync.WaitGroup
+	wg  sync.WaitGroup // accept and read loops
+	hwg sync.WaitGroup // request handlers
 }
 
 // Start starts a fake name server and broker on 127.0.0.1 ports chosen by
@@ -285,6 +286,9 @@ func (s *Server) ConsumerOffset(group, topic string, queue int) (int64, bool) {
 
 // Stop closes the listeners and every accepted connection (a dead broker
 // and name server), and waits until all of the fake's goroutines are gone.
+// Pulls held for long polling are first answered SERVICE_NOT_AVAILABLE (the
+// push consumer then retries after 3 s instead of waiting 30 s for its
+// pull's timeout); sends held by a SendHook delay get no answer.
 // Stored messages, offsets and topics survive. Stop on a stopped server is
 // a no-op.
 func (s *Server) Stop() {
@@ -305,6 +309,13 @@ func (s *Server) stop() {
 		l.Close()
 	}
 	s.listeners = nil
+	s.mu.Unlock()
+	// Let the handlers finish first: held pulls answer
+	// SERVICE_NOT_AVAILABLE, so that the client backs off for 3 s instead
+	// of waiting 30 s for an answer on a closed connection. Requests that
+	// arrive from now on are dropped unanswered, as by a dead broker.
+	s.hwg.Wait()
+	s.mu.Lock()
 	for c := range s.conns {
 		c.nc.Close()
 	}
@@ -400,11 +411,15 @@ func (s *Server) readLoop(c *conn) {
 		}
 		s.mu.Lock()
 		s.counts[int(req.Code)]++
+		if !s.running {
+			s.mu.Unlock()
+			continue // stopping: a dead broker does not answer
+		}
 		stopping := s.stopping
-		s.wg.Add(1)
+		s.hwg.Add(1)
 		s.mu.Unlock()
 		go func() {
-			defer s.wg.Done()
+			defer s.hwg.Done()
 			if resp := s.handle(c, req, stopping); resp != nil {
 				c.write(resp)
 			}
