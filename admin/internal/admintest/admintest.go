@@ -13,8 +13,10 @@ import (
 
 	"github.com/eventcenter/eventcenter/admin"
 	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/internal/pgtest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/postgres"
 	"github.com/eventcenter/eventcenter/store/sqlite"
 	"github.com/eventcenter/eventcenter/store/storetest"
 )
@@ -93,6 +95,24 @@ func New(t *testing.T, dlq admin.DLQ, opts ...func(*admin.Config)) *Env {
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "ec.db"), sqlite.Options{Now: clock.Now, Logger: Quiet})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
+	return NewOn(t, st, clock, dlq, opts...)
+}
+
+// NewPostgres is New on the PostgreSQL store, in a schema of its own; it
+// skips without EVENTCENTER_TEST_POSTGRES (fails when CI=true).
+func NewPostgres(t *testing.T, dlq admin.DLQ, opts ...func(*admin.Config)) *Env {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	require.NoError(t, postgres.Migrate(t.Context(), pool))
+	clock := storetest.NewClock()
+	st, err := postgres.New(pool, postgres.Options{Now: clock.Now, Logger: Quiet})
+	require.NoError(t, err)
+	return NewOn(t, st, clock, dlq, opts...)
+}
+
+// NewOn seeds st and serves an admin handler over it.
+func NewOn(t *testing.T, st store.Store, clock *storetest.Clock, dlq admin.DLQ, opts ...func(*admin.Config)) *Env {
+	t.Helper()
 	Seed(t, st, clock.Now())
 	rec := NewRecorder()
 	cfg := admin.Config{
