@@ -22,6 +22,19 @@
 // or consumer (the client keeps a process-global map of clients keyed by
 // ip@instance), and call rlog.SetLogLevel("error") to quiet it.
 //
+// Known behaviour of the client (v2.1.2) that tests meet:
+//   - Its push consumer has a data race (SubscriptionData.SubVersion,
+//     written by the first rebalance, read by the route refresh 10 ms after
+//     start). The fake holds consumer-list answers 100 ms
+//     (WithConsumerListDelay) which orders the two; without it the race
+//     detector fails about one consumer start in five.
+//   - Shutdown does not wait for its goroutines (timers that first sleep
+//     10 s, pulls waiting up to 30 s, statistics goroutines): use
+//     rmqtest.LeakOptions with goleak.
+//   - A request whose connection dies is not failed by the client; it waits
+//     for its timeout (3 s for sends, 30 s for pulls). Stop therefore
+//     answers held pulls SERVICE_NOT_AVAILABLE before it closes connections.
+//
 // The rmqtest sub-package has a helper that reads a topic back with a real
 // push consumer; it lives apart so that this package stays stdlib-only.
 package rocketmqfake
