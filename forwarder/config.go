@@ -122,11 +122,13 @@ type Config struct {
 
 	// BatchSize is the most records per send call; 0 means 256.
 	BatchSize int
-	// Concurrency is the number of send batches in flight per target; 0
+	// Concurrency is the number of send batches in flight per target (one
+	// per worker; messages with the same forward key share a worker); 0
 	// means 4.
 	Concurrency int
-	// QueueSize is the number of messages waiting per target; 0 means
-	// 4096. Handoffs beyond it are dropped (the lease brings them back).
+	// QueueSize is the number of messages waiting per target, split evenly
+	// between its workers; 0 means 4096. Handoffs beyond it are dropped (the
+	// lease brings them back).
 	QueueSize int
 
 	// MarkBatch is the most sent-marks written per statement, and the

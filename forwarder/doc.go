@@ -18,10 +18,13 @@
 //   - The scan runs every ScanInterval and at once when the owned partitions
 //     change; it claims (leases) due sends in the owned partitions, no more
 //     than the queues have room for.
-//   - Each target has Concurrency workers; a worker takes what is queued, up
-//     to BatchSize, and sends it as one batch. A message whose partition is no
-//     longer owned when its turn comes is skipped (the new owner gets it after
-//     the lease).
+//   - Each target has Concurrency workers, each with its own queue; a worker
+//     takes what is queued, up to BatchSize, and sends it as one batch.
+//     Messages with the same forward key share a worker, so they reach the
+//     target in the order they were handed over (a retry can still overtake:
+//     there is no ordering promise across failures). A message whose
+//     partition is no longer owned when its turn comes is skipped (the new
+//     owner gets it after the lease).
 //   - A success becomes a sent mark, written in batches of MarkBatch or every
 //     MarkInterval (like River's job completer). While the store fails, marks
 //     are kept and retried with StoreBackoff; the workers slow down when too

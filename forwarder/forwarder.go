@@ -62,7 +62,10 @@ type Forwarder struct {
 type lane struct {
 	name     string
 	target   Target
-	ch       chan state.Message
+	// shards are the queues, one per worker: messages with the same
+	// forward key share a shard, so one worker sends them in order.
+	shards   []chan state.Message
+	rr       atomic.Uint32 // spreads messages without a forward key
 	sent     prometheus.Counter
 	deferred prometheus.Counter
 	open     prometheus.Gauge
@@ -116,10 +119,14 @@ func New(cfg Config, st Store, owned Owned) (*Forwarder, error) {
 }
 
 func (f *Forwarder) newLane(name string, t Target) *lane {
+	shards := make([]chan state.Message, f.cfg.Concurrency)
+	for i := range shards {
+		shards[i] = make(chan state.Message, max(1, f.cfg.QueueSize/f.cfg.Concurrency))
+	}
 	return &lane{
 		name:     name,
 		target:   t,
-		ch:       make(chan state.Message, f.cfg.QueueSize),
+		shards:   shards,
 		sent:     f.met.forward.WithLabelValues(name, resultSent),
 		deferred: f.met.forward.WithLabelValues(name, resultDeferred),
 		open:     f.met.breakerOpen.WithLabelValues(name),
@@ -153,8 +160,8 @@ func (f *Forwarder) Start(ctx context.Context) error {
 	var workers sync.WaitGroup
 	for _, name := range slices.Sorted(maps.Keys(f.lanes)) {
 		l := f.lanes[name]
-		for range f.cfg.Concurrency {
-			workers.Go(func() { f.work(l) })
+		for _, ch := range l.shards {
+			workers.Go(func() { f.work(l, ch) })
 		}
 	}
 	recDone := make(chan struct{})
@@ -223,6 +230,33 @@ func (f *Forwarder) Handoff(msgs []state.Message) {
 	f.route(msgs)
 }
 
+// shard returns the queue for a message: by forward key, or round robin
+// for messages without one.
+func (l *lane) shard(m *state.Message) chan state.Message {
+	n := uint32(len(l.shards))
+	if n == 1 {
+		return l.shards[0]
+	}
+	if m.ForwardKey == "" {
+		return l.shards[l.rr.Add(1)%n]
+	}
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(m.ForwardKey); i++ {
+		h ^= uint32(m.ForwardKey[i])
+		h *= 16777619
+	}
+	return l.shards[h%n]
+}
+
+// room is the free space of the lane's queues.
+func (l *lane) room() int {
+	n := 0
+	for _, ch := range l.shards {
+		n += cap(ch) - len(ch)
+	}
+	return n
+}
+
 // route puts messages on their targets' queues without blocking; messages
 // naming an unconfigured target are failed permanently. It returns how many
 // it dropped.
@@ -242,7 +276,7 @@ func (f *Forwarder) route(msgs []state.Message) int {
 			continue
 		}
 		select {
-		case l.ch <- *m:
+		case l.shard(m) <- *m:
 		default:
 			f.met.dropped.Inc()
 			dropped++
@@ -317,7 +351,7 @@ func (f *Forwarder) scan(ctx context.Context) bool {
 	// its lease.
 	room := 0
 	for _, l := range f.lanes {
-		room = max(room, f.cfg.QueueSize-len(l.ch))
+		room = max(room, l.room())
 	}
 	limit := min(f.cfg.ClaimLimit, room)
 	if limit <= 0 {
@@ -339,22 +373,22 @@ func (f *Forwarder) scan(ctx context.Context) bool {
 	return len(msgs) == limit && dropped == 0
 }
 
-// work is one send worker of a lane: it takes what is queued, up to
-// BatchSize, and sends it as one batch.
-func (f *Forwarder) work(l *lane) {
+// work is one send worker of a lane: it takes what is queued in its shard,
+// up to BatchSize, and sends it as one batch.
+func (f *Forwarder) work(l *lane, ch chan state.Message) {
 	batch := make([]state.Message, 0, f.cfg.BatchSize)
 	recs := make([]Record, 0, f.cfg.BatchSize)
 	for {
 		batch = batch[:0]
 		select {
-		case m := <-l.ch:
+		case m := <-ch:
 			batch = append(batch, m)
 		case <-f.draining:
 			if f.hardCtx.Err() != nil {
 				return // aborted: what is queued comes back after its lease
 			}
 			select {
-			case m := <-l.ch:
+			case m := <-ch:
 				batch = append(batch, m)
 			default:
 				return
@@ -363,7 +397,7 @@ func (f *Forwarder) work(l *lane) {
 	fill:
 		for len(batch) < f.cfg.BatchSize {
 			select {
-			case m := <-l.ch:
+			case m := <-ch:
 				batch = append(batch, m)
 			default:
 				break fill

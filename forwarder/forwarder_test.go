@@ -3,6 +3,7 @@ package forwarder_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -652,4 +653,38 @@ func TestOwnershipChangeDuringAScanIsNotMissed(t *testing.T) {
 	owned.Assign(3)
 	close(st.release)
 	require.Eventually(t, func() bool { return len(ft.sentIDs()) == 1 }, 5*time.Second, time.Millisecond)
+}
+
+func TestSameForwardKeyKeepsHandoffOrder(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *forwarder.Config) { c.Concurrency, c.BatchSize = 4, 3 })
+	h.targets["main"].jitter = true
+	msgs := h.commit(t, 400, 0, "", testLease)
+	for i := range msgs {
+		msgs[i].ForwardKey = fmt.Sprintf("user-%d", i%7)
+		if i%10 == 0 {
+			msgs[i].ForwardKey = "" // spread round robin
+		}
+	}
+	for i := 0; i < len(msgs); i += 25 {
+		h.f.Handoff(msgs[i : i+25])
+	}
+	require.Eventually(t, func() bool { return h.st.Count(state.SendSent) == 400 }, 10*time.Second, time.Millisecond)
+	last := map[string]string{}
+	order := map[string]int{}
+	for i, m := range msgs {
+		order[m.MessageID()] = i
+	}
+	workersUsed := map[string]bool{}
+	for _, r := range h.targets["main"].sent() {
+		if r.Key == "" {
+			continue
+		}
+		workersUsed[r.Key] = true
+		if prev, ok := last[r.Key]; ok {
+			require.Less(t, order[prev], order[r.ID], "forward key %s: %s sent after %s", r.Key, r.ID, prev)
+		}
+		last[r.Key] = r.ID
+	}
+	require.Len(t, workersUsed, 7)
 }

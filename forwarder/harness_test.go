@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -50,6 +51,7 @@ type fakeTarget struct {
 	fail   func(forwarder.Record) error
 	gate   chan struct{} // when set, Send waits for it (or ctx)
 	inSend chan struct{} // when set, Send signals entry (non-blocking)
+	jitter bool          // when set, Send takes a random few hundred µs
 	closed bool
 }
 
@@ -61,8 +63,11 @@ func (ft *fakeTarget) Send(ctx context.Context, recs []forwarder.Record) []forwa
 		}
 	}
 	ft.mu.Lock()
-	gate := ft.gate
+	gate, jitter := ft.gate, ft.jitter
 	ft.mu.Unlock()
+	if jitter {
+		time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond) // simulated latency, not a wait
+	}
 	res := make([]forwarder.Result, len(recs))
 	if gate != nil {
 		select {

@@ -16,7 +16,7 @@ func BenchmarkSend(b *testing.B) {
 	s, err := rocketmqfake.Start(rocketmqfake.WithTopic("bench", 8))
 	require.NoError(b, err)
 	defer s.Close()
-	tg, err := rocketmq.New(rocketmq.Config{Name: "bench", NameServers: []string{s.NameServerAddr()}})
+	tg, err := rocketmq.New(rocketmq.Config{Name: "bench", NameServers: []string{s.NameServerAddr()}, Concurrency: 64})
 	require.NoError(b, err)
 	defer tg.Close()
 	recs := make([]forwarder.Record, 256)
