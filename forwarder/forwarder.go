@@ -60,8 +60,8 @@ type Forwarder struct {
 
 // lane is one target: its queue and its workers.
 type lane struct {
-	name     string
-	target   Target
+	name   string
+	target Target
 	// shards are the queues, one per worker: messages with the same
 	// forward key share a shard, so one worker sends them in order.
 	shards   []chan state.Message
