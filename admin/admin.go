@@ -86,7 +86,7 @@ func NewHandler(cfg Config, st Store, dlq DLQ) (http.Handler, error) {
 	if h.pages, err = parsePages(); err != nil {
 		return nil, fmt.Errorf("admin: parse templates: %w", err)
 	}
-	if cfg.Tokens == nil && !cfg.Insecure {
+	if len(cfg.Tokens) == 0 && !cfg.Insecure {
 		h.log.Warn("admin API and console refuse every request: no admin tokens configured")
 	}
 	if a.open {
@@ -99,8 +99,6 @@ func NewHandler(cfg Config, st Store, dlq DLQ) (http.Handler, error) {
 	h.routesUI()
 	return h.cop.Handler(h.mux), nil
 }
-
-// ServeHTTP is not used: NewHandler returns the wrapped mux.
 
 // apiError is an error with its HTTP status.
 type apiError struct {
