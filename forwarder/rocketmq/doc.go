@@ -1,13 +1,20 @@
 // Package rocketmq is the forward target for RocketMQ, over the Apache
 // rocketmq-client-go/v2 (v2.1.2) producer.
 //
-// Each record is sent with SendSync (records of one Send call in parallel,
-// up to Config.Concurrency at a time) as a message with the record's topic,
+// Each record is sent with SendSync as a message with the record's topic,
 // body and tag (TAGS), the keys "forwardKey bizID:messageKey" (KEYS, space
 // separated as RocketMQ wants), the producer's forwarded headers as user
 // properties and the property ec-id = bizID:messageKey, so consumers can
 // drop duplicates. The result's Ref is the client's message id (UNIQ_KEY,
 // what consumers see as MessageExt.MsgId).
+//
+// Order: the forward key is also the message's SHARDING_KEY, and the queue
+// is chosen by its hash, so one key's messages share a queue (messages
+// without a key go to a random queue). Within one Send, records with the
+// same key are sent one after the other in order, and once one of them fails
+// retryably the rest are not sent; different keys go in parallel, up to
+// Config.Concurrency at a time. As everywhere in the forwarder, a retry of
+// an earlier failure can still overtake later messages.
 //
 // Errors are classified: a topic the name server does not know, a broker's
 // NO_PERMISSION, MESSAGE_ILLEGAL or TOPIC_NOT_EXIST, an invalid topic name

@@ -163,6 +163,7 @@ func New(cfg Config) (*Target, error) {
 		producer.WithGroupName(cfg.Group),
 		producer.WithInstanceName(instance),
 		producer.WithRetry(retries),
+		producer.WithQueueSelector(producer.NewHashQueueSelector()),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("rocketmq target %q: new producer: %w", cfg.Name, err)
@@ -182,29 +183,63 @@ func New(cfg Config) (*Target, error) {
 }
 
 // Send sends every record and waits for all of them; each result carries
-// the message id or the classified error.
+// the message id or the classified error. Records with the same forward key
+// are sent one after the other, in order, and after a retryable failure the
+// rest of that key's records fail without being sent (so a retry cannot put
+// them out of order); records with different keys, or none, are sent in
+// parallel, up to Concurrency at a time.
 func (t *Target) Send(ctx context.Context, recs []forwarder.Record) []forwarder.Result {
 	res := make([]forwarder.Result, len(recs))
 	sem := make(chan struct{}, t.concurrency)
 	var wg sync.WaitGroup
-	for i := range recs {
+	for _, chain := range chains(recs) {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			for j := i; j < len(recs); j++ {
-				res[j].Err = fmt.Errorf("send to rocketmq topic %q: %w", recs[j].Topic, ctx.Err())
+			for _, i := range chain {
+				res[i].Err = fmt.Errorf("send to rocketmq topic %q: %w", recs[i].Topic, ctx.Err())
 			}
-			wg.Wait()
-			return res
+			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			res[i] = t.send(ctx, &recs[i])
+			var failed error
+			for _, i := range chain {
+				if failed != nil {
+					res[i].Err = fmt.Errorf("send to rocketmq topic %q: not sent, an earlier message with the same key failed: %w", recs[i].Topic, failed)
+					continue
+				}
+				res[i] = t.send(ctx, &recs[i])
+				if res[i].Err != nil && !forwarder.IsPermanent(res[i].Err) {
+					failed = res[i].Err
+				}
+			}
 		}()
 	}
 	wg.Wait()
 	return res
+}
+
+// chains groups record indexes by forward key, in order; records without a
+// key are alone.
+func chains(recs []forwarder.Record) [][]int {
+	out := make([][]int, 0, len(recs))
+	byKey := make(map[string]int)
+	for i := range recs {
+		k := recs[i].Key
+		if k == "" {
+			out = append(out, []int{i})
+			continue
+		}
+		if c, ok := byKey[k]; ok {
+			out[c] = append(out[c], i)
+			continue
+		}
+		byKey[k] = len(out)
+		out = append(out, []int{i})
+	}
+	return out
 }
 
 func (t *Target) send(ctx context.Context, rec *forwarder.Record) forwarder.Result {
@@ -296,7 +331,6 @@ func init() {
 		primitive.PropertyTransactionID, primitive.PropertyCorrelationID, primitive.PropertyMessageReplyToClient,
 		primitive.PropertyMessageTTL, primitive.PropertyReplyMessageArriveTime, primitive.PropertyMsgType,
 		primitive.PropertyCluster, "__STARTDELIVERTIME", "INSTANCE_ID", "PUSH_REPLY_TIME", "__SHARDINGKEY",
-		IDProperty,
 	} {
 		reservedProperties[p] = true
 	}
@@ -335,8 +369,15 @@ func Message(rec *forwarder.Record) (*primitive.Message, error) {
 	if len(keys) > 0 {
 		m.WithKeys(keys)
 	}
+	if rec.Key != "" {
+		// The queue selector hashes it: one forward key, one queue.
+		m.WithShardingKey(rec.Key)
+	}
 	size := 0
 	for _, h := range rec.Headers {
+		if h.Key == IDProperty {
+			continue // set from rec.ID below (forwarder.BuildRecord adds it as a header too)
+		}
 		switch {
 		case h.Key == "":
 			return nil, errors.New("header with an empty name cannot be a rocketmq property")
@@ -355,6 +396,7 @@ func Message(rec *forwarder.Record) (*primitive.Message, error) {
 	size += len(primitive.PropertyTags) + len(rec.Tag) + 2
 	size += len(primitive.PropertyKeys) + len(strings.Join(keys, " ")) + 2
 	size += len(primitive.PropertyUniqueClientMessageIdKeyIndex) + 32 + 2
+	size += len(primitive.PropertyShardingKey) + len(rec.Key) + 2
 	if size >= maxPropertiesLen {
 		return nil, fmt.Errorf("tag, keys and headers take %d bytes as rocketmq properties; the broker accepts less than %d", size, maxPropertiesLen)
 	}
