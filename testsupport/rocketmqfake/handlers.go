@@ -166,7 +166,9 @@ func (s *Server) handleSend(c *conn, req *command, stopping <-chan struct{}) *co
 	code, remark := ResSuccess, ""
 	if hook != nil {
 		var delay time.Duration
+		s.hookMu.Lock()
 		code, remark, delay = hook(h.topic, msgs[0].snapshot())
+		s.hookMu.Unlock()
 		if delay > 0 {
 			t := time.NewTimer(delay)
 			select {

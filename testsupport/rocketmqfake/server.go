@@ -13,8 +13,10 @@ import (
 // It is called once per request with the request's topic and its first
 // message (for a batch, the first of the batch; Queue and offsets are not
 // yet assigned). It returns the response code, its remark and a delay
-// before the answer. Codes 0, 10, 11 and 12 (the ones the client treats as
-// "sent" with a status) store the messages; any other code stores nothing.
+// before the answer. Calls are serialized (never concurrent), so a hook may
+// keep plain state; the delay is waited out after the call. Codes 0, 10, 11
+// and 12 (the ones the client treats as "sent" with a status) store the
+// messages; any other code stores nothing.
 type SendHook func(topic string, msg Message) (code int, remark string, delay time.Duration)
 
 // Option configures a Server.
@@ -106,6 +108,8 @@ type Server struct {
 
 	// life serializes Stop, Restart and Close.
 	life sync.Mutex
+	// hookMu serializes SendHook calls.
+	hookMu sync.Mutex
 
 	mu         sync.Mutex
 	running    bool
