@@ -28,6 +28,9 @@
 //     start). The fake holds consumer-list answers 100 ms
 //     (WithConsumerListDelay) which orders the two; without it the race
 //     detector fails about one consumer start in five.
+//   - Its orderly consumer (WithConsumerOrder) works against the fake, but
+//     races on its process queue (putMessage against takeMessages); the fake
+//     cannot help that, so orderly tests belong outside -race runs.
 //   - Shutdown does not wait for its goroutines (timers that first sleep
 //     10 s, pulls waiting up to 30 s, statistics goroutines): use
 //     rmqtest.LeakOptions with goleak.

@@ -1,0 +1,5 @@
+//go:build race
+
+package rocketmqfake_test
+
+const raceEnabled = true
