@@ -10,18 +10,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// BenchmarkSend sends batches of 256 records of 200 bytes through the target
-// to the fake (both in this process).
+// BenchmarkSend sends batches of 256 records of 200 bytes (64 forward keys)
+// through the target to the fake (both in this process).
 func BenchmarkSend(b *testing.B) {
 	s, err := rocketmqfake.Start(rocketmqfake.WithTopic("bench", 8))
 	require.NoError(b, err)
 	defer s.Close()
-	tg, err := rocketmq.New(rocketmq.Config{Name: "bench", NameServers: []string{s.NameServerAddr()}, Concurrency: 64})
+	tg, err := rocketmq.New(rocketmq.Config{Name: "bench", NameServers: []string{s.NameServerAddr()}})
 	require.NoError(b, err)
 	defer tg.Close()
 	recs := make([]forwarder.Record, 256)
 	for i := range recs {
-		recs[i] = forwarder.Record{ID: fmt.Sprintf("1:%d", i), Topic: "bench", Key: "k", Tag: "T", Value: make([]byte, 200)}
+		recs[i] = forwarder.Record{ID: fmt.Sprintf("1:%d", i), Topic: "bench", Key: fmt.Sprintf("k%d", i%64), Tag: "T", Value: make([]byte, 200)}
 	}
 	b.ResetTimer()
 	for b.Loop() {
