@@ -207,7 +207,7 @@ func (t *Target) Send(ctx context.Context, recs []forwarder.Record) []forwarder.
 			var failed error
 			for _, i := range chain {
 				if failed != nil {
-					res[i].Err = fmt.Errorf("send to rocketmq topic %q: not sent, an earlier message with the same key failed: %w", recs[i].Topic, failed)
+					res[i].Err = fmt.Errorf("send to rocketmq topic %q: not sent, an earlier message with the same key failed: %v", recs[i].Topic, failed)
 					continue
 				}
 				res[i] = t.send(ctx, &recs[i])
