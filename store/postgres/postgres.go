@@ -216,21 +216,13 @@ func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyR
 		return store.ApplyResult{}, nil
 	}
 	refs := store.Refs(req.Changes)
+	bizs := make([]string, len(refs))
+	keys := make([]string, len(refs))
+	for i, r := range refs {
+		bizs[i], keys[i] = r.BizID, r.Key
+	}
 	for attempt := 1; ; attempt++ {
-		var res store.ApplyResult
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			loaded, err := loadRefs(ctx, tx, refs)
-			if err != nil {
-				return err
-			}
-			f := store.Fold(loaded, req.Changes)
-			codec.Prepare(&f, s.now(), req.SendLease)
-			if err := writeFolded(ctx, tx, loaded, &f); err != nil {
-				return err
-			}
-			res = codec.Result(&f)
-			return nil
-		})
+		res, err := s.applyOnce(ctx, req, bizs, keys)
 		if err == nil {
 			return res, nil
 		}
@@ -241,23 +233,92 @@ func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyR
 	}
 }
 
+// applyOnce is one try of Apply: one transaction on one connection, in as
+// few round trips as the work allows. BEGIN goes with the SELECT ... FOR
+// UPDATE; COMMIT goes with the writes unless there are inserts, whose
+// returned count must be checked first (a concurrent insert of the same key
+// makes it short, and then the try is rolled back).
+func (s *Store) applyOnce(ctx context.Context, req store.ApplyRequest, bizs, keys []string) (res store.ApplyResult, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return res, err
+	}
+	// Release destroys a connection left inside a transaction; the deferred
+	// ROLLBACK is for the common case where it can be reused.
+	defer conn.Release()
+	done := false
+	defer func() {
+		if !done {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_, _ = conn.Exec(rctx, "ROLLBACK")
+		}
+	}()
+
+	var b pgx.Batch
+	b.Queue("BEGIN")
+	b.Queue(loadSQL, bizs, keys)
+	br := conn.SendBatch(ctx, &b)
+	loaded, err := readLoad(br)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return res, fmt.Errorf("load messages: %w", err)
+	}
+
+	f := store.Fold(loaded, req.Changes)
+	codec.Prepare(&f, s.now(), req.SendLease)
+
+	b = pgx.Batch{}
+	queueWrites(&b, loaded, &f)
+	commitInBatch := len(f.Inserts) == 0
+	if commitInBatch {
+		b.Queue("COMMIT")
+	}
+	br = conn.SendBatch(ctx, &b)
+	err = readWrites(br, &f)
+	if err == nil && commitInBatch {
+		err = checkCommit(br.Exec())
+	}
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("write messages: %w", cerr)
+	}
+	if err == nil && !commitInBatch {
+		err = checkCommit(conn.Exec(ctx, "COMMIT"))
+	}
+	if err != nil {
+		return res, err
+	}
+	done = true
+	return codec.Result(&f), nil
+}
+
+func checkCommit(tag pgconn.CommandTag, err error) error {
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("commit: transaction was rolled back (%s)", tag)
+	}
+	return nil
+}
+
 const loadSQL = `SELECT ` + codec.Columns + ` FROM eventcenter_messages m
 	JOIN unnest($1::text[], $2::text[]) AS r(rb, rk) ON m.biz_id = r.rb AND m.message_key = r.rk
 	ORDER BY m.id FOR UPDATE OF m`
 
-func loadRefs(ctx context.Context, tx pgx.Tx, refs []store.MessageRef) (map[store.MessageRef]*state.Message, error) {
-	bizs := make([]string, len(refs))
-	keys := make([]string, len(refs))
-	for i, r := range refs {
-		bizs[i], keys[i] = r.BizID, r.Key
+func readLoad(br pgx.BatchResults) (map[store.MessageRef]*state.Message, error) {
+	if _, err := br.Exec(); err != nil { // BEGIN
+		return nil, err
 	}
-	rows, err := tx.Query(ctx, loadSQL, bizs, keys)
+	rows, err := br.Query()
 	if err != nil {
-		return nil, fmt.Errorf("load messages: %w", err)
+		return nil, err
 	}
 	ms, err := collectMessages(rows)
 	if err != nil {
-		return nil, fmt.Errorf("load messages: %w", err)
+		return nil, err
 	}
 	loaded := make(map[store.MessageRef]*state.Message, len(ms))
 	for i := range ms {
@@ -266,122 +327,8 @@ func loadRefs(ctx context.Context, tx pgx.Tx, refs []store.MessageRef) (map[stor
 	return loaded, nil
 }
 
-const insertSQL = `INSERT INTO eventcenter_messages (biz_id, message_key, partition, status, has_body, payload, headers,
-	target, topic, forward_key, tag, verify, verify_attempts, verify_next_at,
-	send_status, send_attempts, send_next_at, send_ref, lease_token, last_error, conflicts,
-	created_at, updated_at, decided_at, sent_at)
-	SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::smallint[], $5::bool[], $6::bytea[], $7::bytea[],
-		$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::int[], $14::timestamptz[],
-		$15::smallint[], $16::int[], $17::timestamptz[], $18::text[], $19::bigint[], $20::text[], $21::int[],
-		$22::timestamptz[], $23::timestamptz[], $24::timestamptz[], $25::timestamptz[])
-	ON CONFLICT (biz_id, message_key) DO NOTHING
-	RETURNING id, biz_id, message_key`
-
-const updateSet = `status = u.status, verify_attempts = u.verify_attempts, verify_next_at = u.verify_next_at,
-	send_status = u.send_status, send_attempts = u.send_attempts, send_next_at = u.send_next_at,
-	send_ref = u.send_ref, lease_token = u.lease_token, last_error = u.last_error, conflicts = u.conflicts,
-	updated_at = u.updated_at, decided_at = u.decided_at, sent_at = u.sent_at`
-
-const updateArgs = `$1::bigint[], $2::smallint[], $3::int[], $4::timestamptz[], $5::smallint[], $6::int[],
-	$7::timestamptz[], $8::text[], $9::bigint[], $10::text[], $11::int[], $12::timestamptz[], $13::timestamptz[], $14::timestamptz[]`
-
-const updateCols = `id, status, verify_attempts, verify_next_at, send_status, send_attempts, send_next_at,
-	send_ref, lease_token, last_error, conflicts, updated_at, decided_at, sent_at`
-
-// updateSQL writes the columns that change after insert; the body is
-// written (updateBodySQL) only in a batch where some row received it.
-const updateSQL = `UPDATE eventcenter_messages AS m SET ` + updateSet + `
-	FROM unnest(` + updateArgs + `) AS u(` + updateCols + `) WHERE m.id = u.id`
-
-const updateBodySQL = `UPDATE eventcenter_messages AS m SET ` + updateSet + `,
-	has_body = m.has_body OR u.set_body,
-	payload = CASE WHEN u.set_body THEN u.payload ELSE m.payload END,
-	headers = CASE WHEN u.set_body THEN u.headers ELSE m.headers END,
-	target = CASE WHEN u.set_body THEN u.target ELSE m.target END,
-	topic = CASE WHEN u.set_body THEN u.topic ELSE m.topic END,
-	forward_key = CASE WHEN u.set_body THEN u.forward_key ELSE m.forward_key END,
-	tag = CASE WHEN u.set_body THEN u.tag ELSE m.tag END,
-	verify = CASE WHEN u.set_body THEN u.verify ELSE m.verify END
-	FROM unnest(` + updateArgs + `, $15::bool[], $16::bytea[], $17::bytea[], $18::text[], $19::text[],
-		$20::text[], $21::text[], $22::text[])
-	AS u(` + updateCols + `, set_body, payload, headers, target, topic, forward_key, tag, verify)
-	WHERE m.id = u.id`
-
 const insertAuditSQL = `INSERT INTO eventcenter_audit (biz_id, message_key, action, who, reason, at, status_before, status_after)
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::text[])`
-
-func payloadOf(m *state.Message) []byte {
-	if m.Payload == nil && m.HasBody {
-		return []byte{}
-	}
-	return m.Payload
-}
-
-func insertArgs(ms []*state.Message) []any {
-	n := len(ms)
-	var (
-		bizs, keys                      = make([]string, n), make([]string, n)
-		parts                           = make([]int32, n)
-		sts, ssts                       = make([]int16, n), make([]int16, n)
-		bodies                          = make([]bool, n)
-		payloads, headers               = make([][]byte, n), make([][]byte, n)
-		targets, topics, fkeys          = make([]string, n), make([]string, n), make([]string, n)
-		tags, verifies, refs, lastErrs  = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		vas, sas, confs                 = make([]int32, n), make([]int32, n), make([]int32, n)
-		vnas, snas, cas, uas, das, sats = make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n)
-		tokens                          = make([]int64, n)
-	)
-	for i, m := range ms {
-		bizs[i], keys[i], parts[i] = m.BizID, m.Key, m.Partition
-		sts[i], ssts[i], bodies[i] = int16(m.Status), int16(m.SendStatus), m.HasBody
-		payloads[i], headers[i] = payloadOf(m), codec.EncodeHeaders(m.Headers)
-		targets[i], topics[i], fkeys[i], tags[i], verifies[i] = m.Target, m.Topic, m.ForwardKey, m.Tag, m.Verify
-		vas[i], sas[i], confs[i] = int32(m.VerifyAttempts), int32(m.SendAttempts), int32(m.Conflicts)
-		vnas[i], snas[i] = ts(m.VerifyNextAt), ts(m.SendNextAt)
-		cas[i], uas[i], das[i], sats[i] = ts(m.CreatedAt), ts(m.UpdatedAt), ts(m.DecidedAt), ts(m.SentAt)
-		refs[i], tokens[i], lastErrs[i] = m.SendRef, m.LeaseToken, m.LastError
-	}
-	return []any{bizs, keys, parts, sts, bodies, payloads, headers, targets, topics, fkeys, tags, verifies, vas, vnas,
-		ssts, sas, snas, refs, tokens, lastErrs, confs, cas, uas, das, sats}
-}
-
-func updateArgsOf(ms []*state.Message, loaded map[store.MessageRef]*state.Message) (args []any, withBody bool) {
-	n := len(ms)
-	var (
-		ids, tokens     = make([]int64, n), make([]int64, n)
-		sts, ssts       = make([]int16, n), make([]int16, n)
-		vas, sas, confs = make([]int32, n), make([]int32, n), make([]int32, n)
-		vnas, snas, uas = make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n)
-		das, sats       = make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n)
-		refs, lastErrs  = make([]string, n), make([]string, n)
-		setBody         = make([]bool, n)
-	)
-	for i, m := range ms {
-		ids[i], tokens[i] = m.ID, m.LeaseToken
-		sts[i], ssts[i] = int16(m.Status), int16(m.SendStatus)
-		vas[i], sas[i], confs[i] = int32(m.VerifyAttempts), int32(m.SendAttempts), int32(m.Conflicts)
-		vnas[i], snas[i], uas[i], das[i], sats[i] = ts(m.VerifyNextAt), ts(m.SendNextAt), ts(m.UpdatedAt), ts(m.DecidedAt), ts(m.SentAt)
-		refs[i], lastErrs[i] = m.SendRef, m.LastError
-		if old := loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}]; m.HasBody && !old.HasBody {
-			setBody[i], withBody = true, true
-		}
-	}
-	args = []any{ids, sts, vas, vnas, ssts, sas, snas, refs, tokens, lastErrs, confs, uas, das, sats}
-	if !withBody {
-		return args, false
-	}
-	var (
-		payloads, headers                      = make([][]byte, n), make([][]byte, n)
-		targets, topics, fkeys, tags, verifies = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	)
-	for i, m := range ms {
-		if setBody[i] {
-			payloads[i], headers[i] = payloadOf(m), codec.EncodeHeaders(m.Headers)
-			targets[i], topics[i], fkeys[i], tags[i], verifies[i] = m.Target, m.Topic, m.ForwardKey, m.Tag, m.Verify
-		}
-	}
-	return append(args, setBody, payloads, headers, targets, topics, fkeys, tags, verifies), true
-}
 
 func auditArgs(as []store.AuditEntry) []any {
 	n := len(as)
@@ -395,37 +342,24 @@ func auditArgs(as []store.AuditEntry) []any {
 	return []any{bizs, keys, actions, whos, reasons, ats, befores, afters}
 }
 
-// writeFolded writes a Fold result in one pipelined batch: the inserts
-// (reporting a concurrent insert of the same key as errInsertRace), the
-// updates and the audit rows.
-func writeFolded(ctx context.Context, tx pgx.Tx, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
-	if len(f.Inserts) == 0 && len(f.Updates) == 0 && len(f.Audits) == 0 {
-		return nil
-	}
-	var b pgx.Batch
+// queueWrites queues the statements writing a Fold result: the inserts
+// (readWrites reports a concurrent insert of the same key as
+// errInsertRace), the updates and the audit rows.
+func queueWrites(b *pgx.Batch, loaded map[store.MessageRef]*state.Message, f *store.Folded) {
 	if len(f.Inserts) > 0 {
-		b.Queue(insertSQL, insertArgs(f.Inserts)...)
+		q, args := insertStmt(f.Inserts)
+		b.Queue(q, args...)
 	}
 	if len(f.Updates) > 0 {
-		args, withBody := updateArgsOf(f.Updates, loaded)
-		q := updateSQL
-		if withBody {
-			q = updateBodySQL
-		}
+		q, args := updateStmt(f.Updates, loaded)
 		b.Queue(q, args...)
 	}
 	if len(f.Audits) > 0 {
 		b.Queue(insertAuditSQL, auditArgs(f.Audits)...)
 	}
-	br := tx.SendBatch(ctx, &b)
-	err := readBatch(br, f)
-	if cerr := br.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("write messages: %w", cerr)
-	}
-	return err
 }
 
-func readBatch(br pgx.BatchResults, f *store.Folded) error {
+func readWrites(br pgx.BatchResults, f *store.Folded) error {
 	if len(f.Inserts) > 0 {
 		byRef := make(map[store.MessageRef]*state.Message, len(f.Inserts))
 		for _, m := range f.Inserts {
@@ -702,7 +636,14 @@ func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor
 			}
 			f := store.Fold(loaded, changes)
 			codec.Prepare(&f, now, 0)
-			if err := writeFolded(ctx, tx, loaded, &f); err != nil {
+			var b pgx.Batch
+			queueWrites(&b, loaded, &f)
+			br := tx.SendBatch(ctx, &b)
+			err = readWrites(br, &f)
+			if cerr := br.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
 				return err
 			}
 			total += len(f.Updates)

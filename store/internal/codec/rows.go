@@ -35,11 +35,13 @@ func Normalize(m *state.Message) {
 }
 
 // Prepare readies a Fold result for writing: every written row is
-// normalized, and the sendable rows are leased (a fresh token each, due again
-// at now+lease when lease > 0, else left due now for the next scan).
+// normalized, and the sendable rows are leased (a fresh token, one for the
+// batch as for a claim; due again at now+lease when lease > 0, else left due
+// now for the next scan).
 func Prepare(f *store.Folded, now time.Time, lease time.Duration) {
+	token := LeaseToken()
 	for _, m := range f.Sendable {
-		m.LeaseToken = LeaseToken()
+		m.LeaseToken = token
 		if lease > 0 {
 			m.SendNextAt = now.Add(lease)
 		}
