@@ -90,7 +90,9 @@ type Forward struct {
 	BackoffCap    time.Duration `yaml:"backoff_cap" env:"EVENTCENTER_FORWARD_BACKOFF_CAP"`
 	ScanInterval  time.Duration `yaml:"scan_interval" env:"EVENTCENTER_FORWARD_SCAN_INTERVAL"`
 	Lease         time.Duration `yaml:"lease" env:"EVENTCENTER_FORWARD_LEASE"`
-	Targets       []Target      `yaml:"targets"`
+	// SendTimeout bounds one send to a target; it must be shorter than lease.
+	SendTimeout time.Duration `yaml:"send_timeout" env:"EVENTCENTER_FORWARD_SEND_TIMEOUT"`
+	Targets     []Target      `yaml:"targets"`
 }
 
 // Target is one named forward target.
@@ -170,7 +172,7 @@ func Default() Config {
 		Ingest: Ingest{MaxPayloadBytes: 1 << 20, SendLease: 30 * time.Second},
 		Forward: Forward{
 			DefaultTarget: "kafka", MaxAttempts: 20, BackoffBase: time.Second, BackoffCap: 5 * time.Minute,
-			ScanInterval: time.Second, Lease: 30 * time.Second,
+			ScanInterval: time.Second, Lease: 30 * time.Second, SendTimeout: 10 * time.Second,
 			Targets: []Target{{Name: "kafka", Type: "kafka"}},
 		},
 		Checkback: Checkback{
@@ -343,6 +345,9 @@ func (c *Config) validateForward(bad func(string, string, ...any)) {
 	}
 	if f.Lease < time.Second {
 		bad("forward.lease", "must be at least 1s")
+	}
+	if f.SendTimeout <= 0 || f.SendTimeout >= f.Lease {
+		bad("forward.send_timeout", "must be positive and shorter than forward.lease (%s)", f.Lease)
 	}
 	names := map[string]bool{}
 	for i, t := range f.Targets {

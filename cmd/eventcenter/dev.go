@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventcenter/eventcenter/internal/center"
+	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake"
+)
+
+type devFlags struct {
+	kafkaAddr  string
+	dataDir    string
+	partitions int
+	rocketmq   bool
+	allow      []string
+	configPath string
+	overrides
+}
+
+func newDev() *cobra.Command {
+	f := devFlags{}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the center with everything embedded: a Kafka-protocol broker (kfake) and SQLite",
+		Long: `dev runs an in-process Kafka-protocol broker (franz-go's kfake) on --kafka-addr,
+keeps its data and the SQLite store under --data-dir (so a restart keeps
+everything), creates the control and dead-letter topics, forwards to the same
+broker (business topics are created on first use), and serves the admin API,
+the console (/ui) and /metrics on --http-listen without authentication.
+
+With --rocketmq it also starts the project's wire-level RocketMQ stand-in and
+configures a forward target named "rocketmq" (use ec-target: rocketmq).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr()) },
+	}
+	cmd.Flags().StringVar(&f.kafkaAddr, "kafka-addr", "127.0.0.1:9092", "address of the embedded Kafka-protocol broker")
+	cmd.Flags().StringVar(&f.dataDir, "data-dir", ".eventcenter-dev", "directory for the broker's data and the SQLite file")
+	cmd.Flags().IntVar(&f.partitions, "partitions", 4, "partitions of the control topic when it is created")
+	cmd.Flags().BoolVar(&f.rocketmq, "rocketmq", false, "also start the RocketMQ stand-in as forward target \"rocketmq\"")
+	cmd.Flags().StringSliceVar(&f.allow, "allow-checkback", []string{"http://127.0.0.1:8090", "http://localhost:8090"}, "check-back endpoints (origins or URL prefixes) the center may call")
+	cmd.Flags().StringVarP(&f.configPath, "config", "c", "", "optional YAML applied over the dev defaults")
+	f.overrides.register(cmd)
+	return cmd
+}
+
+func devConfig(f devFlags, brokers []string) (config.Config, error) {
+	cfg := config.Default()
+	cfg.Kafka.Brokers = brokers
+	cfg.Store = config.Store{Driver: "sqlite", DSN: filepath.Join(f.dataDir, "eventcenter.db"), MaxConns: 1, AutoMigrate: true}
+	cfg.Admin.Insecure = true
+	cfg.Forward.Targets = []config.Target{{Name: "kafka", Type: "kafka", AutoCreateTopics: true}}
+	cfg.Checkback.Allow = f.allow
+	cfg.Checkback.FirstDelay = 5 * time.Second
+	cfg.Checkback.BackoffBase = 2 * time.Second
+	if f.configPath != "" {
+		data, err := os.ReadFile(f.configPath)
+		if err != nil {
+			return cfg, fmt.Errorf("read config: %w", err)
+		}
+		if err := config.Parse(data, &cfg); err != nil {
+			return cfg, fmt.Errorf("config %s: %w", f.configPath, err)
+		}
+	}
+	if err := config.ApplyEnv(&cfg); err != nil {
+		return cfg, err
+	}
+	f.overrides.apply(&cfg)
+	return cfg, nil
+}
+
+func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
+	if err := os.MkdirAll(f.dataDir, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	_, portText, err := net.SplitHostPort(f.kafkaAddr)
+	if err != nil {
+		return fmt.Errorf("--kafka-addr: %w", err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return fmt.Errorf("--kafka-addr: port %q: %w", portText, err)
+	}
+	cluster, err := kfake.NewCluster(
+		kfake.NumBrokers(1),
+		kfake.Ports(port),
+		kfake.DataDir(filepath.Join(f.dataDir, "kafka")),
+		kfake.AllowAutoTopicCreation(),
+		kfake.DefaultNumPartitions(1),
+	)
+	if err != nil {
+		return fmt.Errorf("start embedded broker on %s: %w", f.kafkaAddr, err)
+	}
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()
+
+	cfg, err := devConfig(f, brokers)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.Log, stderr)
+	if err := createTopics(ctx, brokers, f.partitions, cfg.Kafka.ControlTopic, cfg.Kafka.DLQ()); err != nil {
+		return err
+	}
+
+	var rmq *rocketmqfake.Server
+	if f.rocketmq {
+		rmq, err = rocketmqfake.Start(rocketmqfake.WithAutoCreate(true))
+		if err != nil {
+			return fmt.Errorf("start RocketMQ stand-in: %w", err)
+		}
+		defer rmq.Close()
+		cfg.Forward.Targets = append(cfg.Forward.Targets, config.Target{Name: "rocketmq", Type: "rocketmq", NameServers: []string{rmq.NameServerAddr()}})
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+
+	ctx, cancel := signalContext(ctx, log)
+	defer cancel()
+	return runCenter(ctx, cfg, center.Options{Logger: log}, func(c *center.Center) {
+		printWelcome(stdout, cfg, c.Addr(), rmq)
+	})
+}
+
+func createTopics(ctx context.Context, brokers []string, partitions int, topics ...string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return fmt.Errorf("create topics: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	existing, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("list topics: %w", err)
+	}
+	for _, t := range topics {
+		if existing.Has(t) {
+			continue
+		}
+		resp, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, t)
+		if err != nil {
+			return fmt.Errorf("create topic %s: %w", t, err)
+		}
+		if resp.Err != nil {
+			return fmt.Errorf("create topic %s: %w", t, resp.Err)
+		}
+	}
+	return nil
+}
+
+func printWelcome(w io.Writer, cfg config.Config, httpAddr string, rmq *rocketmqfake.Server) {
+	_, _ = fmt.Fprintf(w, `eventcenter dev is running.
+
+  Kafka (kfake):   %[1]s   control topic %[2]s, dead letters %[3]s
+  Store (SQLite):  %[4]s
+  Console:         http://%[5]s/ui/
+  Admin API:       http://%[5]s/api/v1/messages
+  Metrics:         http://%[5]s/metrics
+`, cfg.Kafka.Brokers[0], cfg.Kafka.ControlTopic, cfg.Kafka.DLQ(), cfg.Store.DSN, httpAddr)
+	if rmq != nil {
+		_, _ = fmt.Fprintf(w, "  RocketMQ:        name server %s (forward target \"rocketmq\")\n", rmq.NameServerAddr())
+	}
+	_, _ = fmt.Fprintf(w, `
+Send a transactional message with kcat:
+  echo 'hello'  | kcat -P -b %[1]s -t %[2]s -k 'orders:o-1' -H ec-type=prepare -H ec-biz=orders -H ec-key=o-1 -H ec-topic=orders.events
+  echo 'commit' | kcat -P -b %[1]s -t %[2]s -k 'orders:o-1' -H ec-type=commit -H ec-biz=orders -H ec-key=o-1
+  kcat -C -b %[1]s -t orders.events -o beginning -f 'key=%%k headers=%%h value=%%s\n'
+
+Press Ctrl-C to stop (the data stays in %[3]s).
+`, cfg.Kafka.Brokers[0], cfg.Kafka.ControlTopic, cfg.Store.DSN)
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/eventcenter/eventcenter/admin/cli"
+	"github.com/eventcenter/eventcenter/internal/center"
+	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/internal/version"
+)
+
+func main() {
+	if err := newRoot(os.Stdout, os.Stderr).Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "eventcenter",
+		Short:         "A reliable transactional-message center committed through Kafka",
+		SilenceUsage:  true,
+		SilenceErrors: false,
+		Long: `eventcenter keeps transactional messages (PREPARE, then COMMIT or ROLLBACK on a
+Kafka control topic), checks back with producers on stale prepares, and forwards
+committed messages to Kafka or RocketMQ.
+
+Configuration precedence, lowest first: built-in defaults, the YAML file
+(--config), EVENTCENTER_* environment variables, command-line flags.`,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newServe(), newDev(), newMigrate(), newVersion(), newHealthcheck(), cli.NewCommand())
+	return root
+}
+
+// flags shared by serve and dev that override the configuration.
+type overrides struct {
+	httpListen string
+	logLevel   string
+	logFormat  string
+}
+
+func (o *overrides) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.httpListen, "http-listen", "", "admin API, /ui, /metrics and health address (overrides http.listen)")
+	cmd.Flags().StringVar(&o.logLevel, "log-level", "", "debug, info, warn or error (overrides log.level)")
+	cmd.Flags().StringVar(&o.logFormat, "log-format", "", "text or json (overrides log.format)")
+}
+
+func (o *overrides) apply(cfg *config.Config) {
+	if o.httpListen != "" {
+		cfg.HTTP.Listen = o.httpListen
+	}
+	if o.logLevel != "" {
+		cfg.Log.Level = o.logLevel
+	}
+	if o.logFormat != "" {
+		cfg.Log.Format = o.logFormat
+	}
+}
+
+func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(strings.ToUpper(cfg.Level)))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// signalContext is cancelled by the first SIGINT/SIGTERM; a second one
+// exits the process at once.
+func signalContext(parent context.Context, log *slog.Logger) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-sigs:
+			log.Info("shutting down; send the signal again to exit at once", "signal", s.String())
+			cancel()
+		case <-ctx.Done():
+			signal.Stop(sigs)
+			return
+		}
+		s := <-sigs
+		log.Error("exiting at once", "signal", s.String())
+		os.Exit(2)
+	}()
+	return ctx, cancel
+}
+
+// runCenter runs a center until ctx ends, then stops it in order.
+func runCenter(ctx context.Context, cfg config.Config, opt center.Options, ready func(*center.Center)) error {
+	c, err := center.New(ctx, cfg, opt)
+	if err != nil {
+		return err
+	}
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	if ready != nil {
+		ready(c)
+	}
+	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := c.Stop(stopCtx); err != nil {
+		return err
+	}
+	opt.Logger.Info("eventcenter stopped")
+	return nil
+}
+
+func newServe() *cobra.Command {
+	var path string
+	var o overrides
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the center against real Kafka and PostgreSQL",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(path)
+			if err != nil {
+				return err
+			}
+			o.apply(&cfg)
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			log := newLogger(cfg.Log, cmd.ErrOrStderr())
+			ctx, cancel := signalContext(cmd.Context(), log)
+			defer cancel()
+			return runCenter(ctx, cfg, center.Options{Logger: log}, nil)
+		},
+	}
+	cmd.Flags().StringVarP(&path, "config", "c", "eventcenter.yaml", "configuration file (YAML)")
+	o.register(cmd)
+	return cmd
+}
+
+func newMigrate() *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply the database migrations of this version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(path)
+			if err != nil {
+				return err
+			}
+			log := newLogger(cfg.Log, cmd.ErrOrStderr())
+			if err := center.Migrate(cmd.Context(), cfg.Store, log); err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
+			_, _ = fmt.Fprintf(cmd.OutOrStdout(), "migrated %s store\n", cfg.Store.Driver)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&path, "config", "c", "eventcenter.yaml", "configuration file (YAML)")
+	return cmd
+}
+
+func newVersion() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			_, _ = fmt.Fprintf(cmd.OutOrStdout(), "eventcenter %s (commit %s, %s)\n", version.Version, version.Commit, version.GoVersion())
+		},
+	}
+}
+
+func newHealthcheck() *cobra.Command {
+	var url string
+	cmd := &cobra.Command{
+		Use:   "healthcheck",
+		Short: "Exit 0 when the center's health endpoint answers 200 (for container health checks)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			client := &http.Client{Timeout: 3 * time.Second}
+			resp, err := client.Get(url)
+			if err != nil {
+				return fmt.Errorf("healthcheck: %w", err)
+			}
+			defer func() { _ = resp.Body.Close() }()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("healthcheck: %s answered %s", url, resp.Status)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&url, "url", "http://127.0.0.1:8080/healthz", "health endpoint")
+	return cmd
+}

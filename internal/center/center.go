@@ -1,0 +1,351 @@
+package center
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventcenter/eventcenter/admin"
+	"github.com/eventcenter/eventcenter/forwarder"
+	"github.com/eventcenter/eventcenter/ingest"
+	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/internal/retention"
+	"github.com/eventcenter/eventcenter/internal/storemetrics"
+	"github.com/eventcenter/eventcenter/internal/version"
+	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/verifier"
+)
+
+// Options are the things a configuration file cannot say: test hooks and
+// the process's logger and registry.
+type Options struct {
+	Logger *slog.Logger
+	// Registry receives every metric; nil makes a new one.
+	Registry *prometheus.Registry
+	// KafkaOptions are appended to every franz-go client the center makes
+	// (the control consumer, Kafka targets, the DLQ reader).
+	KafkaOptions []kgo.Opt
+	// Targets add or replace forward targets by name (tests).
+	Targets map[string]forwarder.Target
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+	// CheckbackTransport carries check-back calls (tests); nil is the default.
+	CheckbackTransport http.RoundTripper
+	// Listener, when set, is used instead of listening on http.listen.
+	Listener net.Listener
+}
+
+// Center is one running instance.
+type Center struct {
+	cfg      config.Config
+	log      *slog.Logger
+	registry *prometheus.Registry
+
+	Store     store.Store
+	Owned     *ownership.Set
+	targets   map[string]forwarder.Target
+	Forwarder *forwarder.Forwarder
+	Verifier  *verifier.Verifier
+	Ingester  *ingest.Ingester
+	purger    *retention.Purger
+	gauges    *storemetrics.Collector
+	dlqClient *kgo.Client
+	pool      *pgxpool.Pool
+
+	listener net.Listener
+	server   *http.Server
+	served   chan error
+	started  bool
+}
+
+// New builds a center; nothing runs until Start. On error everything
+// already opened is closed.
+func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.Registry == nil {
+		opt.Registry = prometheus.NewRegistry()
+	}
+	c := &Center{cfg: cfg, log: opt.Logger, registry: opt.Registry, Owned: ownership.New(), targets: map[string]forwarder.Target{}}
+	defer func() {
+		if err != nil {
+			c.closeAll()
+		}
+	}()
+	reg := opt.Registry
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eventcenter_build_info", Help: "Build information; always 1.",
+	}, []string{"version", "commit", "goversion"})
+	buildInfo.WithLabelValues(version.Version, version.Commit, version.GoVersion()).Set(1)
+	reg.MustRegister(buildInfo)
+
+	if c.Store, c.pool, err = OpenStore(ctx, cfg.Store, opt.Now, opt.Logger); err != nil {
+		return nil, err
+	}
+	if err := c.buildTargets(cfg, opt); err != nil {
+		return nil, err
+	}
+	c.Forwarder, err = forwarder.New(forwarder.Config{
+		Targets:       c.targets,
+		DefaultTarget: cfg.Forward.DefaultTarget,
+		ScanInterval:  cfg.Forward.ScanInterval,
+		Lease:         cfg.Forward.Lease,
+		SendTimeout:   cfg.Forward.SendTimeout,
+		Backoff:       forwarder.Backoff{Base: cfg.Forward.BackoffBase, Cap: cfg.Forward.BackoffCap},
+		MaxAttempts:   cfg.Forward.MaxAttempts,
+		Now:           opt.Now,
+		Logger:        opt.Logger.With("component", "forwarder"),
+		Registerer:    reg,
+	}, c.Store, c.Owned)
+	if err != nil {
+		return nil, fmt.Errorf("forwarder: %w", err)
+	}
+	vcfg := verifierConfig(cfg, opt)
+	vcfg.Registerer = reg
+	c.Verifier, err = verifier.New(vcfg, c.Store, c.Owned, c.Forwarder)
+	if err != nil {
+		return nil, fmt.Errorf("verifier: %w", err)
+	}
+	c.Ingester, err = ingest.New(ingest.Config{
+		Brokers:      cfg.Kafka.Brokers,
+		ControlTopic: cfg.Kafka.ControlTopic,
+		DLQTopic:     cfg.Kafka.DLQ(),
+		Group:        cfg.Kafka.Group,
+		MaxPayload:   cfg.Ingest.MaxPayloadBytes,
+		CheckAfter:   vcfg.FirstDelay,
+		SendLease:    cfg.Ingest.SendLease,
+		ClientOptions: append([]kgo.Opt{
+			kgo.ClientID(cfg.Kafka.ClientID),
+			kgo.SessionTimeout(cfg.Kafka.SessionTimeout),
+			kgo.HeartbeatInterval(max(cfg.Kafka.SessionTimeout/10, 100*time.Millisecond)),
+		}, opt.KafkaOptions...),
+		Now:        opt.Now,
+		Logger:     opt.Logger.With("component", "ingest"),
+		Registerer: reg,
+	}, c.Store, c.Forwarder, c.Owned)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	c.purger = retention.New(retention.Config{
+		Period: cfg.Retention.Period, Interval: cfg.Retention.Interval, Batch: cfg.Retention.Batch,
+		Now: opt.Now, Logger: opt.Logger.With("component", "retention"), Registerer: reg,
+	}, c.Store)
+	var bizIDs []string
+	for _, b := range cfg.Checkback.Biz {
+		bizIDs = append(bizIDs, b.BizID)
+	}
+	c.gauges = storemetrics.New(storemetrics.Config{
+		BizIDs: bizIDs, Now: opt.Now, Logger: opt.Logger.With("component", "storemetrics"), Registerer: reg,
+	}, c.Store)
+
+	handler, err := c.httpHandler(cfg, opt)
+	if err != nil {
+		return nil, err
+	}
+	c.server = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	c.listener = opt.Listener
+	return c, nil
+}
+
+func (c *Center) buildTargets(cfg config.Config, opt Options) error {
+	for _, t := range cfg.Forward.Targets {
+		if _, ok := opt.Targets[t.Name]; ok {
+			continue
+		}
+		target, err := newTarget(t, cfg, opt)
+		if err != nil {
+			return fmt.Errorf("forward target %q: %w", t.Name, err)
+		}
+		c.targets[t.Name] = target
+	}
+	for name, t := range opt.Targets {
+		c.targets[name] = t
+	}
+	return nil
+}
+
+func verifierConfig(cfg config.Config, opt Options) verifier.Config {
+	cb := cfg.Checkback
+	policy := func(p config.Policy) verifier.Policy {
+		return verifier.Policy{FirstDelay: p.FirstDelay, BackoffBase: p.BackoffBase, BackoffCap: p.BackoffCap, MaxAttempts: p.MaxAttempts, Timeout: p.Timeout}
+	}
+	v := verifier.Config{
+		Policy:              policy(cb.Policy),
+		Allow:               cb.Allow,
+		BizIDs:              map[string]verifier.BizConfig{},
+		Workers:             cb.Workers,
+		EndpointConcurrency: cb.EndpointConcurrency,
+		BreakerFailures:     cb.Breaker.Failures,
+		BreakerCoolDown:     cb.Breaker.Cooldown,
+		SendLease:           cfg.Ingest.SendLease,
+		Transport:           opt.CheckbackTransport,
+		Logger:              opt.Logger.With("component", "verifier"),
+		Now:                 opt.Now,
+	}
+	for _, b := range cb.Biz {
+		v.BizIDs[b.BizID] = verifier.BizConfig{Policy: policy(b.Policy), Allow: b.Allow, Endpoint: b.Endpoint, ForceEndpoint: b.ForceEndpoint, Secret: b.Secret}
+	}
+	return v
+}
+
+func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, error) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(c.registry, promhttp.HandlerOpts{Registry: c.registry}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", c.ready)
+	tokens := make([]admin.Token, 0, len(cfg.Admin.Tokens))
+	for _, t := range cfg.Admin.Tokens {
+		tokens = append(tokens, admin.Token{Name: t.Name, Token: t.Token, Scope: t.Scope})
+	}
+	dlqClient, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ClientID(cfg.Kafka.ClientID + "-admin")}, opt.KafkaOptions...)...)
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter client: %w", err)
+	}
+	c.dlqClient = dlqClient
+	api, err := admin.NewHandler(admin.Config{
+		Tokens:     tokens,
+		Insecure:   cfg.Admin.Insecure,
+		Handoff:    c.Forwarder,
+		SendLease:  cfg.Ingest.SendLease,
+		Now:        opt.Now,
+		Logger:     opt.Logger.With("component", "admin"),
+		Registerer: c.registry,
+	}, c.Store, admin.NewKafkaDLQ(dlqClient, cfg.Kafka.DLQ(), cfg.Kafka.ControlTopic))
+	if err != nil {
+		return nil, fmt.Errorf("admin: %w", err)
+	}
+	mux.Handle("/api/", api)
+	mux.Handle("/ui", api)
+	mux.Handle("/ui/", api)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui/", http.StatusFound)
+	})
+	return mux, nil
+}
+
+// ready answers 200 when the store answers and the consumer owns partitions
+// or is at least running; 503 otherwise.
+func (c *Center) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := c.Store.Get(ctx, "\x00readyz", "\x00"); err != nil && !errors.Is(err, store.ErrNotFound) {
+		http.Error(w, "store: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	if !c.started {
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = fmt.Fprintf(w, "ok: owns %d partitions\n", len(c.Owned.Partitions()))
+}
+
+// Addr is the HTTP server's address once started.
+func (c *Center) Addr() string {
+	if c.listener == nil {
+		return ""
+	}
+	return c.listener.Addr().String()
+}
+
+// Registry is where the center's metrics live.
+func (c *Center) Registry() *prometheus.Registry { return c.registry }
+
+// Start starts every component in dependency order and the HTTP server.
+func (c *Center) Start(ctx context.Context) error {
+	if c.listener == nil {
+		l, err := net.Listen("tcp", c.cfg.HTTP.Listen)
+		if err != nil {
+			return fmt.Errorf("listen on http.listen %s: %w", c.cfg.HTTP.Listen, err)
+		}
+		c.listener = l
+	}
+	c.served = make(chan error, 1)
+	go func() { c.served <- c.server.Serve(c.listener) }()
+	for _, s := range []struct {
+		name  string
+		start func(context.Context) error
+	}{
+		{"forwarder", c.Forwarder.Start},
+		{"verifier", c.Verifier.Start},
+		{"ingest", c.Ingester.Start},
+		{"retention", c.purger.Start},
+		{"store metrics", c.gauges.Start},
+	} {
+		if err := s.start(ctx); err != nil {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_ = c.Stop(stopCtx)
+			return fmt.Errorf("start %s: %w", s.name, err)
+		}
+	}
+	c.started = true
+	c.log.Info("eventcenter started", "http", c.Addr(), "control_topic", c.cfg.Kafka.ControlTopic, "version", version.Version)
+	return nil
+}
+
+// Stop stops everything in reverse order and releases resources. It may be
+// called once, after Start or after a failed Start.
+func (c *Center) Stop(ctx context.Context) error {
+	var errs []error
+	step := func(name string, stop func(context.Context) error) {
+		if err := stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", name, err))
+		}
+	}
+	c.started = false
+	// 1. Stop consuming: ingest finishes its batch and commits offsets.
+	step("ingest", c.Ingester.Stop)
+	// 2. Check-backs and sends drain; sent marks are flushed.
+	step("verifier", c.Verifier.Stop)
+	step("forwarder", c.Forwarder.Stop)
+	step("retention", c.purger.Stop)
+	step("store metrics", c.gauges.Stop)
+	// 3. The HTTP server, then clients and the store.
+	if c.served != nil {
+		step("http", c.server.Shutdown)
+		<-c.served
+	}
+	c.closeAll()
+	return errors.Join(errs...)
+}
+
+func (c *Center) closeAll() {
+	for name, t := range c.targets {
+		if err := t.Close(); err != nil {
+			c.log.Warn("close forward target", "target", name, "err", err)
+		}
+	}
+	c.targets = nil
+	if c.dlqClient != nil {
+		c.dlqClient.Close()
+		c.dlqClient = nil
+	}
+	if c.Store != nil {
+		if err := c.Store.Close(); err != nil {
+			c.log.Warn("close store", "err", err)
+		}
+		c.Store = nil
+	}
+	if c.pool != nil {
+		c.pool.Close()
+		c.pool = nil
+	}
+}

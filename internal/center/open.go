@@ -1,0 +1,116 @@
+package center
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventcenter/eventcenter/forwarder"
+	"github.com/eventcenter/eventcenter/forwarder/kafka"
+	"github.com/eventcenter/eventcenter/forwarder/rocketmq"
+	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/postgres"
+	"github.com/eventcenter/eventcenter/store/sqlite"
+)
+
+// OpenStore opens the configured store. For PostgreSQL it also returns the
+// pool it made (closed by the caller after the store); with
+// store.auto_migrate it applies migrations first, otherwise it checks that
+// the schema is current.
+func OpenStore(ctx context.Context, cfg config.Store, now func() time.Time, log *slog.Logger) (store.Store, *pgxpool.Pool, error) {
+	switch cfg.Driver {
+	case "sqlite":
+		st, err := sqlite.Open(ctx, cfg.DSN, sqlite.Options{Now: now, Logger: log.With("component", "store")})
+		if err != nil {
+			return nil, nil, fmt.Errorf("store: %w", err)
+		}
+		return st, nil, nil
+	case "postgres":
+		pool, err := NewPool(ctx, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cfg.AutoMigrate {
+			if err := postgres.Migrate(ctx, pool); err != nil {
+				pool.Close()
+				return nil, nil, fmt.Errorf("store: migrate: %w", err)
+			}
+		}
+		if err := postgres.CheckSchema(ctx, pool); err != nil {
+			pool.Close()
+			return nil, nil, fmt.Errorf("store: %w (run \"eventcenter migrate\" or set store.auto_migrate)", err)
+		}
+		st, err := postgres.New(pool, postgres.Options{Now: now, Logger: log.With("component", "store")})
+		if err != nil {
+			pool.Close()
+			return nil, nil, fmt.Errorf("store: %w", err)
+		}
+		return st, pool, nil
+	}
+	return nil, nil, fmt.Errorf("store.driver: unknown driver %q", cfg.Driver)
+}
+
+// NewPool connects to PostgreSQL with store.max_conns connections.
+func NewPool(ctx context.Context, cfg config.Store) (*pgxpool.Pool, error) {
+	pcfg, err := pgxpool.ParseConfig(cfg.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("store.dsn: %w", err)
+	}
+	pcfg.MaxConns = int32(cfg.MaxConns)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to postgres: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to postgres: %w", err)
+	}
+	return pool, nil
+}
+
+// Migrate applies the configured store's migrations.
+func Migrate(ctx context.Context, cfg config.Store, log *slog.Logger) error {
+	switch cfg.Driver {
+	case "sqlite":
+		st, err := sqlite.Open(ctx, cfg.DSN, sqlite.Options{Logger: log})
+		if err != nil {
+			return err
+		}
+		return st.Close()
+	case "postgres":
+		pool, err := NewPool(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		return postgres.Migrate(ctx, pool)
+	}
+	return fmt.Errorf("store.driver: unknown driver %q", cfg.Driver)
+}
+
+func newTarget(t config.Target, cfg config.Config, opt Options) (forwarder.Target, error) {
+	log := opt.Logger.With("component", "target", "target", t.Name)
+	switch t.Type {
+	case "kafka":
+		brokers := t.Brokers
+		if len(brokers) == 0 {
+			brokers = cfg.Kafka.Brokers
+		}
+		kopts := append([]kgo.Opt{kgo.ClientID(cfg.Kafka.ClientID + "-" + t.Name)}, opt.KafkaOptions...)
+		return kafka.New(kafka.Config{Name: t.Name, Brokers: brokers, AutoCreateTopics: t.AutoCreateTopics, ClientOptions: kopts, Logger: log})
+	case "rocketmq":
+		group := t.Group
+		if group == "" {
+			group = "eventcenter"
+		}
+		return rocketmq.New(rocketmq.Config{Name: t.Name, NameServers: t.NameServers, Group: group, Logger: log})
+	}
+	return nil, fmt.Errorf("unknown target type %q", t.Type)
+}
