@@ -44,7 +44,9 @@ the console (/ui) and /metrics on --http-listen without authentication.
 With --rocketmq it also starts the project's wire-level RocketMQ stand-in and
 configures a forward target named "rocketmq" (use ec-target: rocketmq).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDev(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
 	cmd.Flags().StringVar(&f.kafkaAddr, "kafka-addr", "127.0.0.1:9092", "address of the embedded Kafka-protocol broker")
 	cmd.Flags().StringVar(&f.dataDir, "data-dir", ".eventcenter-dev", "directory for the broker's data and the SQLite file")
