@@ -39,6 +39,7 @@ type Forwarder struct {
 	met   *metrics
 
 	lanes map[string]*lane
+	track tracker // messages queued or in flight
 	// results carries send outcomes from the workers to the recorder.
 	results chan batchResult
 
@@ -275,9 +276,13 @@ func (f *Forwarder) route(msgs []state.Message) int {
 			unknown = append(unknown, f.newFailure(unconfiguredLabel, m, err, f.cfg.Now()))
 			continue
 		}
+		if !f.track.add(m.ID, m.LeaseToken) {
+			continue // already queued or in flight; its newer lease is noted
+		}
 		select {
 		case l.shard(m) <- *m:
 		default:
+			f.track.done(m.ID)
 			f.met.dropped.Inc()
 			dropped++
 		}
@@ -417,6 +422,7 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 			keep = append(keep, m)
 			continue
 		}
+		f.track.done(m.ID)
 		f.log.Debug("skipping send of a message whose partition is no longer owned",
 			"id", m.MessageID(), "partition", m.Partition)
 	}
@@ -424,6 +430,9 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 		return recs
 	}
 	if !l.br.allow(f.cfg.Now()) {
+		for i := range keep {
+			f.track.done(keep[i].ID)
+		}
 		l.deferred.Add(float64(len(keep)))
 		return recs
 	}
@@ -442,6 +451,9 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 	retryable := 0
 	for i := range keep {
 		m := &keep[i]
+		if tok := f.track.done(m.ID); tok != 0 {
+			m.LeaseToken = tok // claimed again while it waited: the newest lease
+		}
 		var err error
 		if i < len(res) {
 			err = res[i].Err

@@ -688,3 +688,56 @@ func TestSameForwardKeyKeepsHandoffOrder(t *testing.T) {
 	}
 	require.Len(t, workersUsed, 7)
 }
+
+func TestDuplicateHandoffIsSentOnce(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	inSend := make(chan struct{}, 1)
+	h := newHarness(t, func(c *forwarder.Config) { c.Concurrency = 1 })
+	ft := h.targets["main"]
+	ft.mu.Lock()
+	ft.gate, ft.inSend = gate, inSend
+	ft.mu.Unlock()
+	first := h.commit(t, 1, 0, "", testLease)
+	msgs := h.commit(t, 2, 0, "", testLease)
+	h.f.Handoff(first)
+	<-inSend
+	h.f.Handoff(msgs)
+	h.f.Handoff(msgs)  // a replay: already queued
+	h.f.Handoff(first) // in flight
+	close(gate)
+	for _, m := range append(first, msgs...) {
+		h.waitStatus(t, m, state.SendSent)
+	}
+	require.Equal(t, map[string]int{
+		first[0].MessageID(): 1, msgs[0].MessageID(): 1, msgs[1].MessageID(): 1,
+	}, ft.sentIDs())
+}
+
+func TestReclaimedWhileInFlightRecordsWithTheNewLease(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	inSend := make(chan struct{}, 1)
+	h := newHarness(t, nil)
+	ft := h.targets["main"]
+	ft.mu.Lock()
+	ft.gate, ft.inSend = gate, inSend
+	ft.mu.Unlock()
+	ft.setFail(func(forwarder.Record) error { return errBroker })
+	msgs := h.commit(t, 1, 0, "", testLease)
+	h.f.Handoff(msgs)
+	<-inSend
+	// The send outlives the lease; the scan claims the message again.
+	_, _, claims := h.st.Calls()
+	h.clock.Advance(testLease)
+	require.Eventually(t, func() bool { return h.get(t, msgs[0]).LeaseToken != msgs[0].LeaseToken }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { _, _, c := h.st.Calls(); return c >= claims+2 }, 5*time.Second, time.Millisecond)
+	close(gate)
+	got := h.get(t, msgs[0])
+	require.Eventually(t, func() bool { got = h.get(t, msgs[0]); return got.SendAttempts == 1 }, 5*time.Second, time.Millisecond,
+		"the failure was dropped as stale")
+	require.Equal(t, errBroker.Error(), got.LastError)
+	ft.mu.Lock()
+	require.Equal(t, 1, ft.calls, "the re-claimed copy was queued as well")
+	ft.mu.Unlock()
+}

@@ -129,7 +129,7 @@ func (p *pipeline) wait(t *testing.T, m state.Message, want state.SendStatus) st
 		}
 		p.clock.Advance(time.Second)
 		return false
-	}, 20*time.Second, 5*time.Millisecond, "%s never became %s", m.MessageID(), want)
+	}, 20*time.Second, 5*time.Millisecond, "%s never became %s: %+v", m.MessageID(), want, &got)
 	return got
 }
 
