@@ -117,7 +117,9 @@ func (c *producerConfig) validate() error {
 	return nil
 }
 
-// kgoLogger passes the client's logs to slog.
+// kgoLogger passes the client's logs to slog: its Warn and Error as such,
+// its chatty Info (metadata, producer ids) and Debug as Debug, so that a
+// producer service's logs are not flooded at the usual Info level.
 type kgoLogger struct{ l *slog.Logger }
 
 func (k kgoLogger) Level() kgo.LogLevel {
@@ -125,8 +127,6 @@ func (k kgoLogger) Level() kgo.LogLevel {
 	switch {
 	case k.l.Enabled(ctx, slog.LevelDebug):
 		return kgo.LogLevelDebug
-	case k.l.Enabled(ctx, slog.LevelInfo):
-		return kgo.LogLevelInfo
 	case k.l.Enabled(ctx, slog.LevelWarn):
 		return kgo.LogLevelWarn
 	case k.l.Enabled(ctx, slog.LevelError):
@@ -143,8 +143,6 @@ func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 		l = slog.LevelError
 	case kgo.LogLevelWarn:
 		l = slog.LevelWarn
-	case kgo.LogLevelInfo:
-		l = slog.LevelInfo
 	default:
 		l = slog.LevelDebug
 	}
