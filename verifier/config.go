@@ -88,13 +88,15 @@ type Config struct {
 
 	// Workers bounds concurrent calls overall. Default 64.
 	Workers int
-	// EndpointConcurrency bounds concurrent calls per endpoint (host:port).
-	// Default 4.
+	// EndpointConcurrency bounds concurrent calls per endpoint (host:port);
+	// as many more claimed messages may wait in memory for those calls to
+	// end. Default 4.
 	EndpointConcurrency int
 	// ClaimLimit is the most messages claimed at once. Default 256.
 	ClaimLimit int
-	// Lease is how long claimed messages stay claimed; it must exceed the
-	// longest Timeout. Default 2m.
+	// Lease is how long claimed messages stay claimed. A claimed message may
+	// wait for one call of its endpoint and then make its own, so the lease
+	// must be at least three times the longest Timeout. Default 2m.
 	Lease time.Duration
 	// PollInterval is how often due check-backs are looked for when the
 	// last claim found none or little. Default 1s.
@@ -105,6 +107,10 @@ type Config struct {
 	// by EndpointConcurrency, so a backlog comes back at the pace the
 	// endpoint answers. Default 100ms.
 	BusyDelay time.Duration
+	// MaxPutOff bounds that spacing: no message is put off further than
+	// this for a busy endpoint (it is put off again if still busy then).
+	// Default 30s.
+	MaxPutOff time.Duration
 	// BreakerFailures is the number of consecutive failed calls to an
 	// endpoint that opens its circuit. Default 5.
 	BreakerFailures int
@@ -155,6 +161,7 @@ func (c *Config) setDefaults() {
 	def(&c.Lease, 2*time.Minute)
 	def(&c.PollInterval, time.Second)
 	def(&c.BusyDelay, 100*time.Millisecond)
+	def(&c.MaxPutOff, 30*time.Second)
 	def(&c.BreakerFailures, 5)
 	def(&c.BreakerCoolDown, 30*time.Second)
 	def(&c.ApplyBatch, 256)
@@ -249,12 +256,15 @@ func (c *Config) resolve() (map[string]*resolved, error) {
 		name string
 		v    time.Duration
 	}{
-		{"PollInterval", c.PollInterval}, {"BusyDelay", c.BusyDelay}, {"BreakerCoolDown", c.BreakerCoolDown},
+		{"PollInterval", c.PollInterval}, {"BusyDelay", c.BusyDelay}, {"MaxPutOff", c.MaxPutOff}, {"BreakerCoolDown", c.BreakerCoolDown},
 		{"ApplyInterval", c.ApplyInterval}, {"SendLease", c.SendLease},
 	} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("%s: %s is negative", f.name, f.v))
 		}
+	}
+	if c.MaxPutOff < c.BusyDelay {
+		errs = append(errs, fmt.Errorf("MaxPutOff: %s is below BusyDelay %s", c.MaxPutOff, c.BusyDelay))
 	}
 	if c.EndpointConcurrency > c.Workers && c.Workers > 0 {
 		errs = append(errs, fmt.Errorf("EndpointConcurrency: %d exceeds Workers %d", c.EndpointConcurrency, c.Workers))
@@ -302,8 +312,8 @@ func (c *Config) resolve() (map[string]*resolved, error) {
 		}
 		out[id] = r
 	}
-	if c.Lease < 2*maxTimeout {
-		errs = append(errs, fmt.Errorf("Lease: %s must be at least twice the longest Timeout (%s)", c.Lease, maxTimeout))
+	if c.Lease < 3*maxTimeout {
+		errs = append(errs, fmt.Errorf("Lease: %s must be at least three times the longest Timeout (%s)", c.Lease, maxTimeout))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("verifier config: %w", err)

@@ -70,10 +70,14 @@
 // # Storm control
 //
 // Calls run on at most Workers goroutines, at most EndpointConcurrency per
-// endpoint (host:port). A message whose endpoint is at its cap is not
-// waited for: it is put off by about BusyDelay (state.KindCheckDeferred, no
-// attempt burned), so a hanging producer holds at most its own slots and
-// never delays other endpoints. Each endpoint has a circuit breaker
+// endpoint (host:port). When an endpoint is at its cap, up to as many
+// claimed messages wait in memory and are taken by the goroutines of its
+// calls as they end; no goroutine ever waits for a slot. Beyond that a
+// message is put off (state.KindCheckDeferred, no attempt burned) by at
+// least BusyDelay, the put-offs of one endpoint spaced by its measured call
+// time per slot, so a backlog comes back at the pace the endpoint answers.
+// A hanging producer thus holds only its own slots and never delays other
+// endpoints. Each endpoint has a circuit breaker
 // (sony/gobreaker): BreakerFailures consecutive failures open it; while open
 // its messages are put off by BreakerCoolDown without a call and without
 // burning an attempt; after the cool-down one probe call decides whether it

@@ -7,25 +7,70 @@ import (
 	"time"
 
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/eventcenter/eventcenter/state"
 )
 
 // errShutdown ends a call cut short by Stop; the breaker ignores it.
 var errShutdown = errors.New("verifier stopping")
 
-// gate is the storm control of one endpoint (host:port): a concurrency cap
+// job is one claimed message ready to be called.
+type job struct {
+	m  state.Message
+	ep Endpoint
+	r  *resolved
+}
+
+// gate is the storm control of one endpoint (host:port): at most cap calls
+// at once, at most cap more messages waiting in memory for them (taken by
+// the goroutine of a call that ends, so nothing blocks on a full endpoint),
 // and a circuit breaker.
 type gate struct {
-	slots   chan struct{}
+	cap     int
 	breaker *gobreaker.TwoStepCircuitBreaker[struct{}]
 
 	mu       sync.Mutex
+	active   int
+	queue    []job
 	avg      time.Duration        // moving average of call durations
 	running  map[uint64]time.Time // start (wall clock) of the calls in flight
 	seq      uint64
 	nextSlot time.Time // last put-off time handed out
 }
 
-// begin records the start of a call; finish(took) ends it.
+// admit takes a call slot (run) or, when all are busy, a waiting place
+// (queued); neither means the endpoint is full and j must be put off.
+func (g *gate) admit(j job) (run, queued bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.active < g.cap {
+		g.active++
+		return true, false
+	}
+	if len(g.queue) < g.cap {
+		g.queue = append(g.queue, j)
+		return false, true
+	}
+	return false, false
+}
+
+// next hands the caller's slot to the oldest waiting job, or releases the
+// slot when none waits.
+func (g *gate) next() (job, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.queue) > 0 {
+		j := g.queue[0]
+		g.queue[0] = job{}
+		g.queue = g.queue[1:]
+		return j, true
+	}
+	g.active--
+	return job{}, false
+}
+
+// begin records the start of a call; finish ends it and feeds its
+// duration into the moving average.
 func (g *gate) begin() (id uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -34,29 +79,28 @@ func (g *gate) begin() (id uint64) {
 	return g.seq
 }
 
-func (g *gate) finish(id uint64) {
+func (g *gate) finish(id uint64) time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	d := time.Since(g.running[id])
 	delete(g.running, id)
-}
-
-// observe feeds a call duration into the moving average.
-func (g *gate) observe(d time.Duration) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.avg == 0 {
 		g.avg = d
-		return
+	} else {
+		g.avg = (4*g.avg + d) / 5
 	}
-	g.avg = (4*g.avg + d) / 5
+	return d
 }
 
 // putOff returns when a message for this full endpoint should be tried
 // again: at least minDelay from now, and after every message put off
 // before it, spaced by the time the endpoint needs per call and slot, so a
 // backlog comes back at the pace the endpoint serves it instead of all at
-// once. r in [0, 1) adds jitter within one spacing.
-func (g *gate) putOff(now time.Time, minDelay time.Duration, r float64) time.Time {
+// once. No put-off goes beyond maxDelay: an estimate made while calls were
+// slow must not push a backlog far out once they are fast again (messages
+// beyond it are simply put off again). r in [0, 1) adds jitter within one
+// spacing.
+func (g *gate) putOff(now time.Time, minDelay, maxDelay time.Duration, r float64) time.Time {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	avg := g.avg
@@ -68,26 +112,17 @@ func (g *gate) putOff(now time.Time, minDelay time.Duration, r float64) time.Tim
 	for _, start := range g.running {
 		avg = max(avg, time.Since(start))
 	}
-	step := max(avg/time.Duration(cap(g.slots)), time.Millisecond)
+	step := max(avg/time.Duration(g.cap), time.Millisecond)
 	at := now.Add(minDelay)
 	if next := g.nextSlot.Add(step); next.After(at) {
 		at = next
 	}
+	if limit := now.Add(maxDelay); at.After(limit) {
+		at = limit
+	}
 	g.nextSlot = at
 	return at.Add(time.Duration(r * float64(step)))
 }
-
-// tryAcquire takes a slot without waiting.
-func (g *gate) tryAcquire() bool {
-	select {
-	case g.slots <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-func (g *gate) release() { <-g.slots }
 
 // gates holds one gate per endpoint. Endpoints are bounded by the allow
 // lists, so the map is too.
@@ -109,7 +144,7 @@ func (gs *gates) get(host string) *gate {
 	}
 	failures := uint32(gs.failures)
 	g := &gate{
-		slots:   make(chan struct{}, gs.cap),
+		cap:     gs.cap,
 		running: map[uint64]time.Time{},
 		breaker: gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 			Name:        host,

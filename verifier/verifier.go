@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sony/gobreaker/v2"
+
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -147,33 +149,29 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 		v.applier(applyCtx)
 	}()
 	var calls sync.WaitGroup
-	timer := time.NewTimer(0)
-	defer timer.Stop()
+	// After a wake-up by a call that ended, claims are at least this far
+	// apart, so a busy endpoint does not turn into a claim per answer.
+	minGap := min(v.cfg.PollInterval, 2*time.Millisecond)
 	for {
 		changed := v.owned.Changed()
-		more := v.claim(ctx, &calls)
+		lastClaim := time.Now()
+		more, busy := v.claim(ctx, &calls)
 		if ctx.Err() != nil {
 			break
 		}
 		if more && len(v.slots) < cap(v.slots) {
 			continue
 		}
-		timer.Reset(v.cfg.PollInterval)
 		var wake <-chan struct{}
-		if more {
-			wake = v.freed // full batch but no free worker: go on when one frees
+		if more || busy {
+			// More is due, or an endpoint was full: go on as soon as a
+			// worker is free (a worker frees when its endpoint has nothing
+			// more waiting).
+			wake = v.freed
 		}
-		select {
-		case <-ctx.Done():
-		case <-timer.C:
-		case <-changed:
-		case <-wake:
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
+		woken := v.wait(ctx, v.cfg.PollInterval, changed, wake)
+		if woken {
+			v.wait(ctx, minGap-time.Since(lastClaim), nil, nil)
 		}
 		if ctx.Err() != nil {
 			break
@@ -185,29 +183,51 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 	v.caller.client.GetClient().CloseIdleConnections()
 }
 
+// wait waits d, or until ctx ends or a or b fires; it tells whether a or b
+// fired.
+func (v *Verifier) wait(ctx context.Context, d time.Duration, a, b <-chan struct{}) bool {
+	if d <= 0 {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-a:
+		return true
+	case <-b:
+		return true
+	}
+	return false
+}
+
 // claim claims due check-backs for the free workers and dispatches them; it
-// tells whether it got a full batch (more may be due).
-func (v *Verifier) claim(ctx context.Context, calls *sync.WaitGroup) bool {
+// tells whether it got a full batch (more may be due) and whether an
+// endpoint was at its cap.
+func (v *Verifier) claim(ctx context.Context, calls *sync.WaitGroup) (more, busy bool) {
 	limit := min(v.cfg.ClaimLimit, cap(v.slots)-len(v.slots))
 	if limit <= 0 {
-		return true
+		return true, false
 	}
 	parts := v.owned.Partitions()
 	if len(parts) == 0 {
-		return false
+		return false, false
 	}
 	msgs, err := v.st.ClaimCheckbacks(ctx, store.Claim{Partitions: parts, Limit: limit, Lease: v.cfg.Lease})
 	if err != nil {
 		if ctx.Err() == nil {
 			v.log.Error("claim check-backs", "err", err)
 		}
-		return false
+		return false, false
 	}
 	now := v.cfg.Now()
 	for i := range msgs {
-		v.dispatch(ctx, &msgs[i], now, calls)
+		if !v.dispatch(ctx, &msgs[i], now, calls) {
+			busy = true
+		}
 	}
-	return len(msgs) == limit
+	return len(msgs) == limit, busy
 }
 
 // bizConf returns a bizID's effective configuration.
@@ -243,7 +263,9 @@ func (v *Verifier) endpointFor(m *state.Message, r *resolved) (ep Endpoint, reas
 		ep, m.BizID, ep.Origin()), true
 }
 
-func (v *Verifier) dispatch(ctx context.Context, m *state.Message, now time.Time, calls *sync.WaitGroup) {
+// dispatch parks, puts off, queues or starts the call of m; it returns false
+// when m's endpoint was at its cap.
+func (v *Verifier) dispatch(ctx context.Context, m *state.Message, now time.Time, calls *sync.WaitGroup) bool {
 	r := v.bizConf(m.BizID)
 	ep, reason, disallowed := v.endpointFor(m, r)
 	if reason != "" {
@@ -254,22 +276,24 @@ func (v *Verifier) dispatch(ctx context.Context, m *state.Message, now time.Time
 		v.log.Warn("check-back not called; message parked as VERIFY_FAILED",
 			"biz_id", m.BizID, "key", m.Key, "reason", reason)
 		v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckParked, At: now, Err: reason})
-		return
+		return true
 	}
 	g := v.gates.get(ep.Host)
-	if !g.tryAcquire() {
-		v.deferMsg(m, ep, g.putOff(now, v.cfg.BusyDelay, v.cfg.Rand()), fmt.Sprintf("endpoint %s at its concurrency cap", ep.Host))
-		return
-	}
-	done, err := g.breaker.Allow()
-	if err != nil {
-		g.release()
+	if g.breaker.State() == gobreaker.StateOpen {
 		v.deferMsg(m, ep, now.Add(v.cfg.BreakerCoolDown), fmt.Sprintf("endpoint %s circuit open", ep.Host))
-		return
+		return true
+	}
+	j := job{m: *m, ep: ep, r: r}
+	run, queued := g.admit(j)
+	switch {
+	case queued:
+		return false // a call of this endpoint that ends takes it
+	case !run:
+		v.deferMsg(m, ep, g.putOff(now, v.cfg.BusyDelay, v.cfg.MaxPutOff, v.cfg.Rand()), fmt.Sprintf("endpoint %s at its concurrency cap", ep.Host))
+		return false
 	}
 	v.slots <- struct{}{}
 	calls.Add(1)
-	msg := *m
 	go func() {
 		defer calls.Done()
 		defer func() {
@@ -279,9 +303,19 @@ func (v *Verifier) dispatch(ctx context.Context, m *state.Message, now time.Time
 			default:
 			}
 		}()
-		defer g.release()
-		v.check(ctx, &msg, ep, r, g, done)
+		for ok := true; ok; j, ok = g.next() {
+			if ctx.Err() != nil {
+				continue // stopping: waiting jobs are left to their lease
+			}
+			done, err := g.breaker.Allow()
+			if err != nil {
+				v.deferMsg(&j.m, j.ep, v.cfg.Now().Add(v.cfg.BreakerCoolDown), fmt.Sprintf("endpoint %s circuit open", j.ep.Host))
+				continue
+			}
+			v.check(ctx, &j.m, j.ep, j.r, g, done)
+		}
 	}()
+	return true
 }
 
 func (v *Verifier) deferMsg(m *state.Message, ep Endpoint, at time.Time, why string) {
@@ -292,18 +326,15 @@ func (v *Verifier) deferMsg(m *state.Message, ep Endpoint, at time.Time, why str
 
 // check runs one call and queues its result.
 func (v *Verifier) check(ctx context.Context, m *state.Message, ep Endpoint, r *resolved, g *gate, done func(error)) {
-	start := time.Now()
 	id := g.begin()
-	defer g.finish(id)
 	a := v.caller.do(ctx, call{ep: ep, bizID: m.BizID, key: m.Key, attempt: m.VerifyAttempts + 1,
 		timeout: r.policy.Timeout, secret: r.secret})
+	took := g.finish(id)
 	if ctx.Err() != nil {
 		done(errShutdown) // cut short by Stop: no answer, no attempt burned
 		return
 	}
 	done(a.Err)
-	took := time.Since(start)
-	g.observe(took)
 	v.m.duration.WithLabelValues(ep.Protocol.String()).Observe(took.Seconds())
 	now := v.cfg.Now()
 	ev := state.Event{At: now}

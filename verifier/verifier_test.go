@@ -215,7 +215,7 @@ func TestHangingAndSlowEndpointsDoNotDelayOthers(t *testing.T) {
 	clk := newRealClock()
 	h := startVerifier(t, clk, openSQLite(t, clk), Config{
 		Workers: 8, EndpointConcurrency: 2, BusyDelay: 10 * time.Millisecond,
-		Policy: Policy{Timeout: time.Minute},
+		Policy: Policy{Timeout: 30 * time.Second},
 		Allow:  []string{hang.endpoint("http", ""), slow.endpoint("http", ""), fast.endpoint("tri", "")},
 	})
 	for i := range 20 {
@@ -231,7 +231,7 @@ func TestHangingAndSlowEndpointsDoNotDelayOthers(t *testing.T) {
 	}
 	took := time.Since(start)
 	t.Logf("20 fast checks done in %s behind a hanging and a slow endpoint", took)
-	require.Less(t, took, 10*time.Second, "far below the hanging endpoint's 1-minute timeout")
+	require.Less(t, took, 10*time.Second, "far below the hanging endpoint's 30s timeout")
 	require.LessOrEqual(t, hangMax.Load(), int32(2), "hanging endpoint held to its cap")
 	require.Equal(t, int32(2), hangInFlight.Load())
 	require.Positive(t, h.total("http", outcomeDeferred), "the rest were put off, not waited for")
@@ -249,7 +249,7 @@ func TestStopDoesNotBurnAttempts(t *testing.T) {
 	})
 	clk := newClock()
 	st := openSQLite(t, clk)
-	h := startVerifier(t, clk, st, Config{Allow: []string{hang.endpoint("http", "")}, Policy: Policy{Timeout: time.Minute}})
+	h := startVerifier(t, clk, st, Config{Allow: []string{hang.endpoint("http", "")}, Policy: Policy{Timeout: 30 * time.Second}})
 	h.prepare("b", "k", hang.endpoint("http", "/"))
 	require.Eventually(t, func() bool { return got.Load() == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, h.v.Stop(t.Context()))
@@ -426,10 +426,10 @@ func TestStaleAnswerDropped(t *testing.T) {
 		_, _ = w.Write([]byte("2"))
 	})
 	clk := newClock()
-	h := startVerifier(t, clk, openSQLite(t, clk), Config{Allow: []string{p.endpoint("http", "")}, Lease: 20 * time.Second, Policy: Policy{Timeout: 10 * time.Second}})
+	h := startVerifier(t, clk, openSQLite(t, clk), Config{Allow: []string{p.endpoint("http", "")}, Lease: 30 * time.Second, Policy: Policy{Timeout: 10 * time.Second}})
 	h.prepare("b", "k", p.endpoint("http", "/"))
 	require.Eventually(t, func() bool { return calls.Load() == 1 }, 5*time.Second, time.Millisecond)
-	clk.Advance(21 * time.Second) // lease expired: the message is claimed again
+	clk.Advance(31 * time.Second) // lease expired: the message is claimed again
 	h.waitStatus("b", "k", state.Committed)
 	close(release)
 	require.Eventually(t, func() bool { return h.total("http", outcomeRollback) == 1 }, 5*time.Second, time.Millisecond)

@@ -1,0 +1,75 @@
+package verifier
+
+import (
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/state"
+)
+
+// 10,000 due PREPAREs behind one slow endpoint: the endpoint never sees
+// more than its cap in flight, every message is resolved, and another
+// bizID's checks are not held up behind the backlog.
+func TestBacklogBehindSlowEndpointRespectsCap(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("10,000 messages; skipped with -short")
+	}
+	const n, capacity = 10_000, 4
+	var inFlight, maxInFlight, served atomic.Int32
+	var busy atomic.Int64 // time spent in the handler, summed
+	slow := newProducer(t, func(w http.ResponseWriter, r *http.Request) {
+		cur := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			if m := maxInFlight.Load(); cur <= m || maxInFlight.CompareAndSwap(m, cur) {
+				break
+			}
+		}
+		began := time.Now()
+		select { // a producer that takes 2ms per answer
+		case <-time.After(2 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+		busy.Add(int64(time.Since(began)))
+		served.Add(1)
+		_, _ = w.Write([]byte("2"))
+	})
+	fast := clientlibProducer(t)
+	clk := newRealClock()
+	st := newMemStore(clk.Now)
+	h := startVerifier(t, clk, st, Config{
+		Workers: 32, EndpointConcurrency: capacity, BusyDelay: 5 * time.Millisecond, MaxPutOff: time.Second, PollInterval: time.Millisecond,
+		Allow: []string{slow.endpoint("http", ""), fast.endpoint("http", "")},
+	})
+	start := time.Now()
+	for i := range n {
+		h.prepare("slow", fmt.Sprint("k", i), slow.endpoint("http", "/cb"))
+	}
+	for i := range 50 {
+		h.prepare("fast", fmt.Sprint("c", i), fast.endpoint("http", "/cb"))
+	}
+	for i := range 50 {
+		h.waitStatus("fast", fmt.Sprint("c", i), state.Committed)
+	}
+	fastDone := time.Since(start)
+	require.Eventually(t, func() bool { return h.fwd.count() == n+50 }, 60*time.Second, 10*time.Millisecond)
+	took := time.Since(start)
+	require.LessOrEqual(t, maxInFlight.Load(), int32(capacity), "the endpoint's cap held")
+	require.Equal(t, int32(n), served.Load(), "each message called once")
+	for i := 0; i < n; i += 997 {
+		require.Equal(t, 0, h.get("slow", fmt.Sprint("k", i)).VerifyAttempts)
+	}
+	handler := time.Duration(busy.Load())
+	t.Logf("%d messages behind one 2ms endpoint (cap %d): done in %s (%.0f/s); max in flight %d; "+
+		"handler time %s (%.2fms per answer), endpoint slots busy %.0f%% of the time; "+
+		"%d put-offs; %d claims; 50 other-bizID checks done after %s",
+		n, capacity, took.Round(time.Millisecond), float64(n)/took.Seconds(), maxInFlight.Load(),
+		handler.Round(time.Millisecond), float64(handler)/float64(n)/1e6, 100*handler.Seconds()/(capacity*took.Seconds()),
+		int(h.total("http", outcomeDeferred)), st.claimCount(), fastDone.Round(time.Millisecond))
+}
