@@ -300,21 +300,6 @@ func loadRefs(ctx context.Context, tx *sql.Tx, refs []store.MessageRef) (map[sto
 	return loaded, nil
 }
 
-const insertCols = `biz_id, message_key, partition, status, has_body, payload, headers,
-	target, topic, forward_key, tag, verify, verify_attempts, verify_next_at,
-	send_status, send_attempts, send_next_at, send_ref, lease_token, last_error, conflicts,
-	created_at, updated_at, decided_at, sent_at`
-
-// updateCols are the columns that change after insert; the body is written
-// separately, for the rare row that receives it after its decision.
-const updateCols = `id, status, verify_attempts, verify_next_at, send_status, send_attempts, send_next_at,
-	send_ref, lease_token, last_error, conflicts, updated_at, decided_at, sent_at`
-
-const updateSet = `status = u.status, verify_attempts = u.verify_attempts, verify_next_at = u.verify_next_at,
-	send_status = u.send_status, send_attempts = u.send_attempts, send_next_at = u.send_next_at,
-	send_ref = u.send_ref, lease_token = u.lease_token, last_error = u.last_error, conflicts = u.conflicts,
-	updated_at = u.updated_at, decided_at = u.decided_at, sent_at = u.sent_at`
-
 const updateBodySQL = `UPDATE eventcenter_messages SET has_body = 1, payload = ?, headers = ?, target = ?, topic = ?,
 	forward_key = ?, tag = ?, verify = ? WHERE id = ?`
 
@@ -322,62 +307,41 @@ const updateBodySQL = `UPDATE eventcenter_messages SET has_body = 1, payload = ?
 // parses every statement it runs, so one statement per row would cost a
 // parse per row).
 func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
-	err := chunks(len(f.Inserts), 25, func(lo, hi int) error {
-		args := make([]any, 0, 25*(hi-lo))
-		for _, m := range f.Inserts[lo:hi] {
-			args = append(args, m.BizID, m.Key, m.Partition, m.Status, m.HasBody, payloadArg(m), headersArg(m),
-				m.Target, m.Topic, m.ForwardKey, m.Tag, m.Verify, m.VerifyAttempts, micro(m.VerifyNextAt),
-				m.SendStatus, m.SendAttempts, micro(m.SendNextAt), m.SendRef, m.LeaseToken, m.LastError, m.Conflicts,
-				micro(m.CreatedAt), micro(m.UpdatedAt), micro(m.DecidedAt), micro(m.SentAt))
-		}
-		rows, err := tx.QueryContext(ctx, `INSERT INTO eventcenter_messages (`+insertCols+`) VALUES `+
-			values(hi-lo, 25)+` RETURNING id, biz_id, message_key`, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		byRef := make(map[store.MessageRef]*state.Message, hi-lo)
-		for _, m := range f.Inserts[lo:hi] {
+	if len(f.Inserts) > 0 {
+		cols := insertCols(f.Inserts)
+		byRef := make(map[store.MessageRef]*state.Message, len(f.Inserts))
+		for _, m := range f.Inserts {
 			byRef[store.MessageRef{BizID: m.BizID, Key: m.Key}] = m
 		}
-		for rows.Next() {
-			var id int64
-			var r store.MessageRef
-			if err := rows.Scan(&id, &r.BizID, &r.Key); err != nil {
-				return err
-			}
-			if m := byRef[r]; m != nil {
-				m.ID = id
+		per := rowsPer(cols, "message_key")
+		for lo := 0; lo < len(f.Inserts); lo += per {
+			hi := min(lo+per, len(f.Inserts))
+			q, args := insertSQL(cols, lo, hi, nil)
+			if err := insertChunk(ctx, tx, q, args, byRef); err != nil {
+				return fmt.Errorf("insert messages: %w", err)
 			}
 		}
-		return rows.Err()
-	})
-	if err != nil {
-		return fmt.Errorf("insert messages: %w", err)
 	}
 	var bodies []*state.Message
-	err = chunks(len(f.Updates), 14, func(lo, hi int) error {
-		args := make([]any, 0, 14*(hi-lo))
-		for _, m := range f.Updates[lo:hi] {
-			args = append(args, m.ID, m.Status, m.VerifyAttempts, micro(m.VerifyNextAt),
-				m.SendStatus, m.SendAttempts, micro(m.SendNextAt), m.SendRef, m.LeaseToken, m.LastError, m.Conflicts,
-				micro(m.UpdatedAt), micro(m.DecidedAt), micro(m.SentAt))
+	if len(f.Updates) > 0 {
+		for _, m := range f.Updates {
 			if old := loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}]; m.HasBody && !old.HasBody {
 				bodies = append(bodies, m)
 			}
 		}
-		r, err := tx.ExecContext(ctx, `WITH u(`+updateCols+`) AS (VALUES `+values(hi-lo, 14)+`)
-			UPDATE eventcenter_messages SET `+updateSet+` FROM u WHERE eventcenter_messages.id = u.id`, args...)
-		if err != nil {
-			return err
+		cols := updateCols(f.Updates)
+		per := rowsPer(cols, "id")
+		for lo := 0; lo < len(f.Updates); lo += per {
+			hi := min(lo+per, len(f.Updates))
+			q, args := updateSQL(cols, lo, hi, nil)
+			r, err := tx.ExecContext(ctx, q, args...)
+			if err != nil {
+				return fmt.Errorf("update messages: %w", err)
+			}
+			if n, err := r.RowsAffected(); err != nil || n != int64(hi-lo) {
+				return fmt.Errorf("update messages: %d of %d rows updated (%v)", n, hi-lo, err)
+			}
 		}
-		if n, err := r.RowsAffected(); err != nil || n != int64(hi-lo) {
-			return fmt.Errorf("%d of %d rows updated (%v)", n, hi-lo, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("update messages: %w", err)
 	}
 	for _, m := range bodies {
 		if _, err := tx.ExecContext(ctx, updateBodySQL, payloadArg(m), headersArg(m), m.Target, m.Topic, m.ForwardKey,
@@ -385,7 +349,7 @@ func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*s
 			return fmt.Errorf("update message %s: %w", m.MessageID(), err)
 		}
 	}
-	err = chunks(len(f.Audits), 8, func(lo, hi int) error {
+	err := chunks(len(f.Audits), 8, func(lo, hi int) error {
 		args := make([]any, 0, 8*(hi-lo))
 		for _, a := range f.Audits[lo:hi] {
 			args = append(args, a.BizID, a.Key, a.Action, a.Who, a.Reason, micro(a.At), a.Before, a.After)
@@ -398,6 +362,25 @@ func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*s
 		return fmt.Errorf("insert audit: %w", err)
 	}
 	return nil
+}
+
+func insertChunk(ctx context.Context, tx *sql.Tx, q string, args []any, byRef map[store.MessageRef]*state.Message) error {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var r store.MessageRef
+		if err := rows.Scan(&id, &r.BizID, &r.Key); err != nil {
+			return err
+		}
+		if m := byRef[r]; m != nil {
+			m.ID = id
+		}
+	}
+	return rows.Err()
 }
 
 // maxParams bounds the parameters of one statement. SQLite allows 32766,
