@@ -122,6 +122,15 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	if err != nil {
 		return nil, fmt.Errorf("verifier: %w", err)
 	}
+	ingestOpts := []kgo.Opt{
+		kgo.ClientID(cfg.Kafka.ClientID),
+		kgo.SessionTimeout(cfg.Kafka.SessionTimeout),
+		kgo.HeartbeatInterval(max(cfg.Kafka.SessionTimeout/10, 100*time.Millisecond)),
+	}
+	if cfg.Kafka.MetadataMaxAge > 0 {
+		// New control-topic partitions are consumed after at most this long.
+		ingestOpts = append(ingestOpts, kgo.MetadataMaxAge(cfg.Kafka.MetadataMaxAge))
+	}
 	c.Ingester, err = ingest.New(ingest.Config{
 		Brokers:      cfg.Kafka.Brokers,
 		ControlTopic: cfg.Kafka.ControlTopic,
@@ -130,11 +139,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		MaxPayload:   cfg.Ingest.MaxPayloadBytes,
 		CheckAfter:   vcfg.FirstDelay,
 		SendLease:    cfg.Ingest.SendLease,
-		ClientOptions: append([]kgo.Opt{
-			kgo.ClientID(cfg.Kafka.ClientID),
-			kgo.SessionTimeout(cfg.Kafka.SessionTimeout),
-			kgo.HeartbeatInterval(max(cfg.Kafka.SessionTimeout/10, 100*time.Millisecond)),
-		}, opt.KafkaOptions...),
+		ClientOptions: append(ingestOpts, opt.KafkaOptions...),
 		Now:        opt.Now,
 		Logger:     opt.Logger.With("component", "ingest"),
 		Registerer: reg,

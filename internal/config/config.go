@@ -39,6 +39,10 @@ type Kafka struct {
 	// before giving its partitions to others (a crashed instance's work
 	// moves after this long).
 	SessionTimeout time.Duration `yaml:"session_timeout" env:"EVENTCENTER_KAFKA_SESSION_TIMEOUT"`
+	// MetadataMaxAge is how often the client refreshes topic metadata; it
+	// bounds how long a running center takes to consume partitions added
+	// to the control topic (zero: franz-go's default, 5m).
+	MetadataMaxAge time.Duration `yaml:"metadata_max_age" env:"EVENTCENTER_KAFKA_METADATA_MAX_AGE"`
 }
 
 // Store is the database.
@@ -273,6 +277,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Kafka.SessionTimeout < time.Second {
 		bad("kafka.session_timeout", "must be at least 1s")
+	}
+	if c.Kafka.MetadataMaxAge != 0 && c.Kafka.MetadataMaxAge < time.Second {
+		bad("kafka.metadata_max_age", "must be 0 (default) or at least 1s")
 	}
 	switch c.Store.Driver {
 	case "postgres":
