@@ -129,7 +129,9 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	}
 	if cfg.Kafka.MetadataMaxAge > 0 {
 		// New control-topic partitions are consumed after at most this long.
-		ingestOpts = append(ingestOpts, kgo.MetadataMaxAge(cfg.Kafka.MetadataMaxAge))
+		// franz-go refuses a max age below the min age (default 5s).
+		ingestOpts = append(ingestOpts, kgo.MetadataMaxAge(cfg.Kafka.MetadataMaxAge),
+			kgo.MetadataMinAge(min(cfg.Kafka.MetadataMaxAge, 5*time.Second)))
 	}
 	c.Ingester, err = ingest.New(ingest.Config{
 		Brokers:      cfg.Kafka.Brokers,
