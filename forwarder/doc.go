@@ -51,10 +51,14 @@
 //
 // # Life
 //
-// Start returns at once. Stop stops the scan, lets the workers finish what is
-// in flight and queued, writes the pending marks and failures with Stop's own
-// context (not the cancelled Start context), and waits for every goroutine.
-// The forwarder does not close its targets.
+// Start returns at once. When Start's context ends only the scan stops:
+// messages handed over are still sent until Stop, because the caller stops
+// ingest (which may still hand over) before the forwarder. Stop lets the
+// workers finish what is in flight and queued, writes the pending marks and
+// failures with Stop's own context, and waits for every goroutine; when that
+// context ends first, in-flight sends are cancelled without burning an
+// attempt (the lease brings them back) and unwritten marks are reported in
+// Stop's error. The forwarder does not close its targets.
 //
 // # Metrics
 //

@@ -21,10 +21,6 @@ import (
 // not configured (the name itself is producer-chosen, so not a label).
 const unconfiguredLabel = "unconfigured"
 
-// finalFlushTimeout bounds the last write of sent marks when the forwarder
-// ends because its Start context was cancelled (Stop gives its own context).
-const finalFlushTimeout = 10 * time.Second
-
 // storeWriteTimeout bounds one regular write of marks or failures.
 const storeWriteTimeout = 30 * time.Second
 
@@ -137,9 +133,10 @@ func (f *Forwarder) newLane(name string, t Target) *lane {
 }
 
 // Start starts the scan, the per-target send workers and the sent-mark
-// writer, and returns at once. Cancelling ctx stops the forwarder abruptly
-// (in-flight sends are abandoned to their leases); Stop is the graceful way
-// and must be called in either case to wait for the goroutines.
+// writer, and returns at once. When ctx ends the scan stops (no new claims),
+// but handed-over messages are still sent, and their marks written, until
+// Stop: the caller stops ingest first, and what ingest hands over while it
+// stops must not be abandoned. Stop must be called to end the forwarder.
 func (f *Forwarder) Start(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -150,6 +147,7 @@ func (f *Forwarder) Start(ctx context.Context) error {
 		return errors.New("forwarder: stopped")
 	}
 	f.started = true
+	// Sends and store writes outlive ctx; Stop's context bounds them.
 	f.hardCtx, f.cancelHard = context.WithCancel(context.WithoutCancel(ctx))
 	scanCtx, cancelScan := context.WithCancel(ctx)
 
@@ -168,20 +166,14 @@ func (f *Forwarder) Start(ctx context.Context) error {
 	recDone := make(chan struct{})
 	go func() {
 		defer close(recDone)
-		f.record(ctx)
+		f.record()
 	}()
 
 	// The owner of the shutdown order: scan first, then the workers drain
 	// their queues, then the recorder writes what is pending.
 	go func() {
 		defer close(f.done)
-		select {
-		case <-f.stopReq:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			f.cancelHard() // Start's context ended: abandon in-flight sends
-		}
+		<-f.stopReq
 		f.closed.Store(true)
 		cancelScan()
 		<-scanDone

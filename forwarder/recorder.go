@@ -47,7 +47,7 @@ func (r *recorder) add(b batchResult) {
 }
 
 // record is the recorder's loop; it ends after recStop with a final flush.
-func (f *Forwarder) record(startCtx context.Context) {
+func (f *Forwarder) record() {
 	r := &recorder{f: f}
 	tick := time.NewTicker(f.cfg.MarkInterval)
 	defer tick.Stop()
@@ -80,7 +80,7 @@ func (f *Forwarder) record(startCtx context.Context) {
 			if r.retry != nil {
 				r.retry.Stop()
 			}
-			r.final(startCtx)
+			r.final()
 			return
 		}
 	}
@@ -103,9 +103,8 @@ func (r *recorder) flushNow() {
 }
 
 // final takes the results still queued and writes everything pending with
-// Stop's context (or a fresh bounded one when Start's context ended),
-// retrying until it succeeds or that context ends.
-func (r *recorder) final(startCtx context.Context) {
+// Stop's context, retrying until it succeeds or that context ends.
+func (r *recorder) final() {
 	f := r.f
 	for {
 		select {
@@ -120,13 +119,8 @@ func (r *recorder) final(startCtx context.Context) {
 		return
 	}
 	f.mu.Lock()
-	ctx := f.stopCtx
+	ctx := f.stopCtx // set before the recorder is told to stop
 	f.mu.Unlock()
-	if ctx == nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(startCtx), finalFlushTimeout)
-		defer cancel()
-	}
 	var prev error
 	for attempt := 0; ; attempt++ {
 		err := r.flush(ctx)
