@@ -129,7 +129,12 @@ func (c *Collector) Refresh(ctx context.Context) error {
 	for k, v := range sums {
 		c.messages.WithLabelValues(k.biz, k.status, k.send).Set(v)
 	}
+	// Configured bizIDs always have a series (0 when nothing is PREPARED),
+	// so an alert can tell "no backlog" from "no data".
 	ages := map[string]float64{}
+	for biz := range c.known {
+		ages[biz] = 0
+	}
 	now := c.cfg.Now()
 	for biz, t := range oldest {
 		l := c.label(biz)

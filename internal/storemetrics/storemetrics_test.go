@@ -57,6 +57,14 @@ eventcenter_oldest_prepared_age_seconds{biz_id="other"} 20
 	require.Equal(t, 5.0, testutil.ToFloat64(c.messages.WithLabelValues("other", "VERIFY_FAILED", "-")), "unconfigured bizIDs share one label")
 }
 
+func TestConfiguredBizIDsHaveAnAgeOfZero(t *testing.T) {
+	t.Parallel()
+	c := New(Config{BizIDs: []string{"orders", "pay"}}, fakeStore{oldest: map[string]time.Time{}})
+	require.NoError(t, c.Refresh(t.Context()))
+	require.Equal(t, 2, testutil.CollectAndCount(c.oldest))
+	require.Zero(t, testutil.ToFloat64(c.oldest.WithLabelValues("pay")))
+}
+
 func TestRefreshError(t *testing.T) {
 	t.Parallel()
 	c := New(Config{}, fakeStore{err: errors.New("db down")})
