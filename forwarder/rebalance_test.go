@@ -11,22 +11,41 @@ import (
 
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/internal/pgtest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/postgres"
 	"github.com/eventcenter/eventcenter/store/sqlite"
 )
 
-// TestRebalanceHandsMessagesOver runs two instances on one SQLite store: A
-// owns partition 0 and has messages in flight and queued when the partition
-// moves to B. A finishes what was in flight, skips what was queued; B sends
-// the rest once their leases run out. Every message is sent exactly once.
+// TestRebalanceHandsMessagesOver runs two instances on one store: A owns
+// partition 0 and has messages in flight and queued when the partition moves
+// to B. A finishes what was in flight, skips what was queued; B sends the
+// rest once their leases run out. Every message is sent exactly once.
 func TestRebalanceHandsMessagesOver(t *testing.T) {
 	t.Parallel()
-	clk := newClock()
 	quiet := slog.New(slog.DiscardHandler)
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "ec.db"), sqlite.Options{Now: clk.Now, Logger: quiet})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		clk := newClock()
+		st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "ec.db"), sqlite.Options{Now: clk.Now, Logger: quiet})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		rebalance(t, clk, st)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		clk := newClock()
+		pool := pgtest.Pool(t)
+		require.NoError(t, postgres.Migrate(t.Context(), pool))
+		st, err := postgres.New(pool, postgres.Options{Now: clk.Now, Logger: quiet})
+		require.NoError(t, err)
+		rebalance(t, clk, st)
+	})
+}
+
+func rebalance(t *testing.T, clk *clock, st store.Store) {
+	quiet := slog.New(slog.DiscardHandler)
 
 	start := func(owned *ownership.Set, tg *fakeTarget) *forwarder.Forwarder {
 		f, err := forwarder.New(forwarder.Config{
