@@ -85,7 +85,7 @@ func (s *Store) Close() error { return nil }
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	ms, err := migrations()
 	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return fmt.Errorf("migrate: %w", translate(err))
 	}
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('eventcenter_migrate:' || current_schema()))`); err != nil {
@@ -113,7 +113,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return fmt.Errorf("migrate: %w", translate(err))
 	}
 	return nil
 }
@@ -123,7 +123,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 func CheckSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	ms, err := migrations()
 	if err != nil {
-		return fmt.Errorf("check schema: %w", err)
+		return fmt.Errorf("check schema: %w", translate(err))
 	}
 	want := migrate.Latest(ms)
 	var cur int
@@ -133,7 +133,7 @@ func CheckSchema(ctx context.Context, pool *pgxpool.Pool) error {
 		return fmt.Errorf("check schema: no %s table: %w", migrate.Table, store.ErrNotMigrated)
 	}
 	if err != nil {
-		return fmt.Errorf("check schema: %w", err)
+		return fmt.Errorf("check schema: %w", translate(err))
 	}
 	if cur < want {
 		return fmt.Errorf("check schema: version %d, this binary needs %d: %w", cur, want, store.ErrNotMigrated)
@@ -227,7 +227,7 @@ func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyR
 			return res, nil
 		}
 		if !retryable(err) || attempt >= s.tries || ctx.Err() != nil {
-			return store.ApplyResult{}, fmt.Errorf("apply (try %d): %w", attempt, err)
+			return store.ApplyResult{}, fmt.Errorf("apply (try %d): %w", attempt, translate(err))
 		}
 		s.log.Debug("retrying store apply", "try", attempt, "err", err)
 	}
@@ -437,11 +437,11 @@ func (s *Store) claim(ctx context.Context, what string, c store.Claim, q string)
 	now := codec.Time(s.now())
 	rows, err := s.pool.Query(ctx, q, now.Add(c.Lease), codec.LeaseToken(), c.Partitions, now, c.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, fmt.Errorf("%s: %w", what, translate(err))
 	}
 	ms, err := collectMessages(rows)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, fmt.Errorf("%s: %w", what, translate(err))
 	}
 	return ms, nil
 }
@@ -460,7 +460,7 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 		ids[i], refs[i] = x.ID, x.Ref
 	}
 	if _, err := s.pool.Exec(ctx, markSentSQL, codec.Time(s.now()), ids, refs); err != nil {
-		return fmt.Errorf("mark sent: %w", err)
+		return fmt.Errorf("mark sent: %w", translate(err))
 	}
 	return nil
 }
@@ -475,7 +475,7 @@ func (s *Store) Get(ctx context.Context, bizID, key string) (state.Message, erro
 		return state.Message{}, fmt.Errorf("get %s:%s: %w", bizID, key, store.ErrNotFound)
 	}
 	if err != nil {
-		return state.Message{}, fmt.Errorf("get %s:%s: %w", bizID, key, err)
+		return state.Message{}, fmt.Errorf("get %s:%s: %w", bizID, key, translate(err))
 	}
 	return m, nil
 }
@@ -519,11 +519,11 @@ func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
 	q += fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args))
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return store.Page{}, fmt.Errorf("list: %w", err)
+		return store.Page{}, fmt.Errorf("list: %w", translate(err))
 	}
 	ms, err := collectMessages(rows)
 	if err != nil {
-		return store.Page{}, fmt.Errorf("list: %w", err)
+		return store.Page{}, fmt.Errorf("list: %w", translate(err))
 	}
 	var p store.Page
 	if len(ms) > limit {
@@ -539,7 +539,7 @@ func (s *Store) Counts(ctx context.Context) ([]store.Count, error) {
 	rows, err := s.pool.Query(ctx, `SELECT biz_id, status, send_status, count(*) FROM eventcenter_messages
 		GROUP BY biz_id, status, send_status ORDER BY biz_id, status, send_status`)
 	if err != nil {
-		return nil, fmt.Errorf("counts: %w", err)
+		return nil, fmt.Errorf("counts: %w", translate(err))
 	}
 	var cs []store.Count
 	var c store.Count
@@ -550,7 +550,7 @@ func (s *Store) Counts(ctx context.Context) ([]store.Count, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("counts: %w", err)
+		return nil, fmt.Errorf("counts: %w", translate(err))
 	}
 	return cs, nil
 }
@@ -560,7 +560,7 @@ func (s *Store) OldestPrepared(ctx context.Context) (map[string]time.Time, error
 	rows, err := s.pool.Query(ctx, `SELECT biz_id, min(created_at) FROM eventcenter_messages
 		WHERE status = 1 GROUP BY biz_id`)
 	if err != nil {
-		return nil, fmt.Errorf("oldest prepared: %w", err)
+		return nil, fmt.Errorf("oldest prepared: %w", translate(err))
 	}
 	out := map[string]time.Time{}
 	var biz string
@@ -570,7 +570,7 @@ func (s *Store) OldestPrepared(ctx context.Context) (map[string]time.Time, error
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("oldest prepared: %w", err)
+		return nil, fmt.Errorf("oldest prepared: %w", translate(err))
 	}
 	return out, nil
 }
@@ -580,7 +580,7 @@ func (s *Store) Audit(ctx context.Context, bizID, key string) ([]store.AuditEntr
 	rows, err := s.pool.Query(ctx, `SELECT biz_id, message_key, action, who, reason, at, status_before, status_after
 		FROM eventcenter_audit WHERE biz_id = $1 AND message_key = $2 ORDER BY id`, bizID, key)
 	if err != nil {
-		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, err)
+		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, translate(err))
 	}
 	var out []store.AuditEntry
 	var a store.AuditEntry
@@ -591,7 +591,7 @@ func (s *Store) Audit(ctx context.Context, bizID, key string) ([]store.AuditEntr
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, err)
+		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, translate(err))
 	}
 	return out, nil
 }
@@ -650,7 +650,7 @@ func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor
 			return nil
 		})
 		if err != nil {
-			return total, fmt.Errorf("retry now %s: %w", bizID, err)
+			return total, fmt.Errorf("retry now %s: %w", bizID, translate(err))
 		}
 		if n < retryNowChunk {
 			return total, nil
@@ -676,7 +676,7 @@ func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int, er
 	}
 	var n int
 	if err := s.pool.QueryRow(ctx, purgeSQL, before, limit).Scan(&n); err != nil {
-		return 0, fmt.Errorf("purge: %w", err)
+		return 0, fmt.Errorf("purge: %w", translate(err))
 	}
 	return n, nil
 }

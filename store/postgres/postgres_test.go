@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -152,10 +153,21 @@ func TestErrorsAreWrapped(t *testing.T) {
 	_, err = s.Get(t.Context(), "b", "k")
 	require.ErrorContains(t, err, "get b:k")
 	require.False(t, errors.Is(err, store.ErrNotFound))
+	var pgErr *pgconn.PgError
+	require.False(t, errors.As(err, &pgErr), "no pgx type escapes")
+	var dbErr *postgres.Error
+	require.ErrorAs(t, err, &dbErr)
+	require.Equal(t, "42P01", dbErr.Code) // undefined_table
 	_, err = s.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{storetest.Commit("b", "k", 0, time.Now())}})
 	require.ErrorContains(t, err, "apply")
+	require.ErrorContains(t, err, "eventcenter_messages")
+	require.ErrorAs(t, err, &dbErr)
+	require.False(t, errors.As(err, &pgErr))
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	_, err = s.ClaimSends(ctx, store.Claim{Partitions: []int32{0}, Limit: 1, Lease: time.Second})
 	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, errors.As(err, &pgErr))
+	_, err = s.List(t.Context(), store.Filter{Cursor: "bad"})
+	require.ErrorContains(t, err, "cursor")
 }
