@@ -206,10 +206,13 @@ func (v *Verifier) wait(ctx context.Context, d time.Duration, a, b <-chan struct
 // tells whether it got a full batch (more may be due) and whether an
 // endpoint was at its cap.
 func (v *Verifier) claim(ctx context.Context, calls *sync.WaitGroup) (more, busy bool) {
-	limit := min(v.cfg.ClaimLimit, cap(v.slots)-len(v.slots))
-	if limit <= 0 {
+	// Claim a full batch as long as one worker is free: messages of busy
+	// endpoints are put off or queued without a worker, and those beyond
+	// the free workers are put off briefly.
+	if len(v.slots) >= cap(v.slots) {
 		return true, false
 	}
+	limit := v.cfg.ClaimLimit
 	parts := v.owned.Partitions()
 	if len(parts) == 0 {
 		return false, false
@@ -283,16 +286,26 @@ func (v *Verifier) dispatch(ctx context.Context, m *state.Message, now time.Time
 		v.deferMsg(m, ep, now.Add(v.cfg.BreakerCoolDown), fmt.Sprintf("endpoint %s circuit open", ep.Host))
 		return true
 	}
-	j := job{m: *m, ep: ep, r: r}
-	run, queued := g.admit(j)
-	switch {
-	case queued:
-		return false // a call of this endpoint that ends takes it
-	case !run:
-		v.deferMsg(m, ep, g.putOff(now, v.cfg.BusyDelay, v.cfg.MaxPutOff, v.cfg.Rand()), fmt.Sprintf("endpoint %s at its concurrency cap", ep.Host))
+	select {
+	case v.slots <- struct{}{}: // only this goroutine takes slots
+	default:
+		// Every worker is busy (a claim may return more than there are
+		// free workers, so that backlogs of busy endpoints are walked
+		// through quickly).
+		at := now.Add(v.cfg.BusyDelay + time.Duration(v.cfg.Rand()*float64(v.cfg.BusyDelay)))
+		v.deferMsg(m, ep, at, "all check-back workers busy")
 		return false
 	}
-	v.slots <- struct{}{}
+	j := job{m: *m, ep: ep, r: r}
+	run, queued := g.admit(j)
+	if !run {
+		<-v.slots
+		if !queued {
+			v.deferMsg(m, ep, g.putOff(now, v.cfg.BusyDelay, v.cfg.MaxPutOff, v.cfg.Rand()), fmt.Sprintf("endpoint %s at its concurrency cap", ep.Host))
+		}
+		// queued: a call of this endpoint that ends takes it.
+		return false
+	}
 	calls.Add(1)
 	go func() {
 		defer calls.Done()
