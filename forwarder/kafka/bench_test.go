@@ -14,8 +14,10 @@ import (
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/forwarder/kafka"
 	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/internal/pgtest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/postgres"
 	"github.com/eventcenter/eventcenter/store/sqlite"
 )
 
@@ -129,7 +131,7 @@ func BenchmarkForwardToKafka(b *testing.B) {
 
 // markCounter wraps a store to count sent marks and wake a waiter.
 type markCounter struct {
-	*sqlite.Store
+	store.Store
 	marked atomic.Int64
 	wake   chan struct{}
 }
@@ -151,13 +153,31 @@ func (s *markCounter) MarkSent(ctx context.Context, sent []store.Sent) error {
 // applied in one transaction (as ingest does), handed over, produced to
 // kfake and marked sent.
 func BenchmarkCommitAndForwardSQLite(b *testing.B) {
-	c := benchCluster(b)
-	tg := benchTarget(b, c)
 	sq, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "ec.db"), sqlite.Options{Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer sq.Close()
+	benchCommitAndForward(b, sq)
+}
+
+// BenchmarkCommitAndForwardPostgres is the same on PostgreSQL (skips
+// without EVENTCENTER_TEST_POSTGRES).
+func BenchmarkCommitAndForwardPostgres(b *testing.B) {
+	pool := pgtest.Pool(b)
+	if err := postgres.Migrate(b.Context(), pool); err != nil {
+		b.Fatal(err)
+	}
+	pg, err := postgres.New(pool, postgres.Options{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchCommitAndForward(b, pg)
+}
+
+func benchCommitAndForward(b *testing.B, sq store.Store) {
+	c := benchCluster(b)
+	tg := benchTarget(b, c)
 	st := &markCounter{Store: sq, wake: make(chan struct{}, 1)}
 	owned := ownership.New()
 	owned.Assign(0)
