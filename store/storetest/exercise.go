@@ -76,6 +76,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	t.Run("Counts", func(t *testing.T) { t.Parallel(); testCounts(t, newStore) })
 	t.Run("OldestPrepared", func(t *testing.T) { t.Parallel(); testOldestPrepared(t, newStore) })
 	t.Run("RetryNowBizID", func(t *testing.T) { t.Parallel(); testRetryNowBizID(t, newStore) })
+	t.Run("RetryNowBizIDMany", func(t *testing.T) { t.Parallel(); testRetryNowMany(t, newStore) })
 	t.Run("Purge", func(t *testing.T) { t.Parallel(); testPurge(t, newStore) })
 }
 
@@ -1173,4 +1174,27 @@ func testMixedBatch(t *testing.T, newStore NewStore) {
 		}
 	}
 	check(second)
+}
+
+// testRetryNowMany resets more messages than one transaction of the
+// drivers' takes.
+func testRetryNowMany(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	const n = 1234
+	var cs []store.Change
+	for _, k := range Keys("r", n) {
+		cs = append(cs, Prepare(biz, k, 0, b.now()))
+	}
+	cs = append(cs, Prepare("other", "x", 0, b.now()))
+	b.apply(t, cs...)
+	b.clock.Advance(time.Second)
+	got, err := b.s.RetryNowBizID(t.Context(), biz, store.Actor{Who: "ops"})
+	require.NoError(t, err)
+	require.Equal(t, n, got)
+	claimed, err := b.s.ClaimCheckbacks(t.Context(), store.Claim{Partitions: []int32{0}, Limit: 2 * n, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claimed, n, "all due now; the other bizID's message is not")
+	audit, err := b.s.Audit(t.Context(), biz, Keys("r", n)[n-1])
+	require.NoError(t, err)
+	require.Len(t, audit, 1)
 }
