@@ -96,6 +96,13 @@ func TestEveryDocumentedMetricIsExported(t *testing.T) {
 		}, 30*time.Second, 20*time.Millisecond, key)
 	}
 
+	// An operator action, so the admin metrics have a series too.
+	resp, err := http.Post("http://"+c.Addr()+"/api/v1/messages/orders/parked/resolve", "application/json",
+		strings.NewReader(`{"decision":"rollback","reason":"producer confirmed the rollback"}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
 	var missing []string
 	require.Eventually(t, func() bool {
 		body := scrape(t, "http://"+c.Addr()+"/metrics")
