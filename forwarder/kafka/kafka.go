@@ -179,9 +179,14 @@ func Classify(topic string, err error) error {
 		return forwarder.Permanent(fmt.Errorf("record for kafka topic %q is larger than the broker or client accepts: %w", topic, err))
 	case errors.Is(err, kerr.InvalidTopicException):
 		return forwarder.Permanent(fmt.Errorf("kafka topic name %q is invalid: %w", topic, err))
-	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed),
-		errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
+	case errors.Is(err, kerr.TopicAuthorizationFailed):
 		return forwarder.Permanent(fmt.Errorf("not authorized to produce to kafka topic %q: %w", topic, err))
+	case errors.Is(err, kerr.ClusterAuthorizationFailed), errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
+		// The center's own credentials lack a cluster permission (e.g.
+		// IDEMPOTENT_WRITE): every message would fail, so this is not the
+		// message's fault. Retryable: the target's breaker pauses it and
+		// nothing goes DEAD while the ACLs are fixed.
+		return fmt.Errorf("produce to kafka topic %q: the center's credentials lack a cluster permission: %w", topic, err)
 	case errors.Is(err, kerr.PolicyViolation), errors.Is(err, kerr.InvalidRecord):
 		return forwarder.Permanent(fmt.Errorf("kafka rejected the record for topic %q: %w", topic, err))
 	}

@@ -152,7 +152,7 @@ func TestClassify(t *testing.T) {
 		{kerr.RecordListTooLarge, true},
 		{kerr.InvalidTopicException, true},
 		{kerr.TopicAuthorizationFailed, true},
-		{kerr.ClusterAuthorizationFailed, true},
+		{kerr.ClusterAuthorizationFailed, false}, // the center's setup, not the message
 		{kerr.PolicyViolation, true},
 		{kerr.NotLeaderForPartition, false},
 		{kerr.RequestTimedOut, false},
