@@ -41,7 +41,7 @@ Configuration precedence, lowest first: built-in defaults, the YAML file
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServe(), newDev(), newMigrate(), newVersion(), newHealthcheck(), cli.NewCommand())
+	root.AddCommand(newServe(), newDev(), newMigrate(), newVersion(), newHealthcheck(), cli.NewCommand(), newBench())
 	return root
 }
 

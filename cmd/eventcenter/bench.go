@@ -1,0 +1,133 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/eventcenter/eventcenter/internal/bench"
+)
+
+func newBench() *cobra.Command {
+	cfg := bench.Default()
+	var jsonPath, cpuProfile, memProfile, logLevel string
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the center: load through clientlib, commit-to-forward latency, baselines",
+		Long: `bench drives producers through clientlib (PREPARE, then COMMIT, ROLLBACK, or nothing
+for messages left to the check-back server the tool runs, which answers commit),
+consumes the business topic and measures forwarded messages per second,
+commit-to-forward latency (p50, p90, p99, max) and, separately, check-back
+resolution (prepare to forwarded).
+
+By default everything runs in this process: kfake, the center (through the same
+code as "serve") and the load; with --store postgres a fresh schema is created in
+--dsn and dropped at the end. --brokers uses external brokers; --external also
+assumes a center already runs against them.
+
+Before the center runs, two baselines are measured on the same broker and
+database with the same payloads: transport (produce + consume, no center) and
+store (the lifecycle writes in batches of 1,000, no center). The report gives
+the center's throughput as a ratio of the lower one (--baselines=false skips).
+
+A progress line per second goes to stderr, the table to stdout.`,
+		Example: `  eventcenter bench --messages 100000
+  eventcenter bench --store postgres --dsn postgres://postgres@127.0.0.1:5432/test --messages 200000 --json run.json
+  eventcenter bench --store postgres --dsn ... --checkback-ratio 1 --messages 100000 --baselines=false
+  eventcenter bench --store postgres --dsn ... --duration 10m --rate 8000`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			cfg.Progress = cmd.ErrOrStderr()
+			if !cmd.Flags().Changed("messages") && cfg.Duration > 0 {
+				cfg.Messages = 0
+			}
+			var closers []io.Closer
+			defer func() {
+				for _, c := range closers {
+					_ = c.Close()
+				}
+			}()
+			create := func(path string) (io.Writer, error) {
+				f, err := os.Create(path)
+				if err != nil {
+					return nil, err
+				}
+				closers = append(closers, f)
+				return f, nil
+			}
+			var err error
+			if cpuProfile != "" {
+				if cfg.CPUProfile, err = create(cpuProfile); err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+			}
+			if memProfile != "" {
+				if cfg.MemProfile, err = create(memProfile); err != nil {
+					return fmt.Errorf("--memprofile: %w", err)
+				}
+			}
+			ctx, cancel := signalContext(cmd.Context(), cfg.Logger)
+			defer cancel()
+			rep, err := bench.Run(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			if err := rep.WriteTable(cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			if jsonPath != "" {
+				f, err := os.Create(jsonPath)
+				if err != nil {
+					return fmt.Errorf("--json: %w", err)
+				}
+				if err := errors.Join(rep.WriteJSON(f), f.Close()); err != nil {
+					return fmt.Errorf("--json: %w", err)
+				}
+			}
+			if rep.Center.Missing > 0 {
+				return fmt.Errorf("%d messages were not forwarded within --drain-timeout", rep.Center.Missing)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.Messages, "messages", cfg.Messages, "messages to send (with --duration and no --messages: bounded by time only)")
+	f.DurationVar(&cfg.Duration, "duration", 0, "how long to send (0: until --messages are sent)")
+	f.Float64Var(&cfg.Rate, "rate", 0, "target messages/s over all producers (0: as fast as possible)")
+	f.IntVar(&cfg.Payload, "payload", cfg.Payload, "payload bytes")
+	f.IntVar(&cfg.Producers, "producers", cfg.Producers, "clientlib producers (Kafka clients)")
+	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "goroutines sending through each producer")
+	f.Float64Var(&cfg.RollbackRatio, "rollback-ratio", 0, "share of messages rolled back")
+	f.Float64Var(&cfg.CheckbackRatio, "checkback-ratio", 0, "share of messages left PREPARED for check-back (answered commit)")
+	f.StringVar(&cfg.Store, "store", cfg.Store, "sqlite or postgres")
+	f.StringVar(&cfg.DSN, "dsn", "", "PostgreSQL URL (a fresh schema is created and dropped) or SQLite file (default: a temporary file)")
+	f.IntVar(&cfg.StoreMaxConns, "store-max-conns", cfg.StoreMaxConns, "the center's store.max_conns (PostgreSQL)")
+	f.StringSliceVar(&cfg.Brokers, "brokers", nil, "external Kafka brokers (default: kfake in process)")
+	f.BoolVar(&cfg.External, "external", false, "a center already runs against --brokers: only produce, answer check-backs and consume")
+	f.StringVar(&cfg.ControlTopic, "control-topic", cfg.ControlTopic, "control topic")
+	f.StringVar(&cfg.Topic, "topic", "", "business topic (default: a fresh bench.<run id>)")
+	f.IntVar(&cfg.Partitions, "partitions", cfg.Partitions, "partitions of the topics the tool creates")
+	f.StringVar(&cfg.CheckbackListen, "checkback-listen", cfg.CheckbackListen, "address of the tool's check-back server")
+	f.StringVar(&cfg.CheckbackURL, "checkback-url", "", "check-back endpoint named in messages (default: http://<checkback-listen>/check)")
+	f.DurationVar(&cfg.FirstDelay, "checkback-first-delay", cfg.FirstDelay, "embedded center: checkback.first_delay")
+	f.IntVar(&cfg.CheckbackConcurrency, "checkback-concurrency", cfg.CheckbackConcurrency, "embedded center: checkback.endpoint_concurrency")
+	f.IntVar(&cfg.CheckbackWorkers, "checkback-workers", cfg.CheckbackWorkers, "embedded center: checkback.workers")
+	f.BoolVar(&cfg.Baselines, "baselines", cfg.Baselines, "measure the transport and store baselines first")
+	f.IntVar(&cfg.StoreWriters, "store-writers", 0, "writers of the store baseline (default 2 on PostgreSQL, 1 on SQLite)")
+	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "how long to wait for forwards after sending ended")
+	f.DurationVar(&cfg.HeapEvery, "heap-every", cfg.HeapEvery, "interval of heap samples (after GC) in the JSON report")
+	f.StringVar(&jsonPath, "json", "", "write the report as JSON to this file")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the center phase to this file")
+	f.StringVar(&memProfile, "memprofile", "", "write a heap profile at the end of the center phase to this file")
+	f.StringVar(&logLevel, "log-level", "warn", "log level of the center and clients (stderr)")
+	return cmd
+}

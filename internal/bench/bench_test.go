@@ -1,0 +1,146 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestRunEmbeddedSQLite(t *testing.T) {
+	t.Parallel()
+	cfg := Default()
+	cfg.Messages = 300
+	cfg.Producers = 2
+	cfg.Concurrency = 8
+	cfg.RollbackRatio = 0.1
+	cfg.CheckbackRatio = 0.1
+	cfg.Partitions = 2
+	cfg.DrainTimeout = time.Minute
+	var progress bytes.Buffer
+	cfg.Progress = &progress
+	rep, err := Run(t.Context(), cfg)
+	require.NoError(t, err)
+
+	c := rep.Center
+	require.Zero(t, c.Errors, c.FirstError)
+	require.EqualValues(t, 300, c.Sent)
+	require.InDelta(t, 30, c.RolledBack, 2)
+	require.InDelta(t, 30, c.LeftForCheckback, 2)
+	require.Equal(t, c.Sent, c.Committed+c.RolledBack+c.LeftForCheckback)
+	require.Equal(t, c.Committed+c.LeftForCheckback, c.Forwarded)
+	require.Zero(t, c.Missing)
+	require.Zero(t, c.Duplicates)
+	require.EqualValues(t, c.Committed, c.CommitToForward.Count)
+	require.EqualValues(t, c.LeftForCheckback, c.Checkback.Count)
+	require.GreaterOrEqual(t, c.CheckbackCalls, c.LeftForCheckback)
+	require.Positive(t, c.ForwardRate)
+	require.Positive(t, c.HeapStartMB)
+	require.NotNil(t, rep.Transport)
+	require.NotNil(t, rep.Store)
+	require.Equal(t, 1000, rep.Store.Messages) // one batch
+	require.Positive(t, rep.Ratio)
+	require.Contains(t, progress.String(), "baseline: store")
+
+	var table bytes.Buffer
+	require.NoError(t, rep.WriteTable(&table))
+	require.Contains(t, table.String(), "commit → forward")
+	var js bytes.Buffer
+	require.NoError(t, rep.WriteJSON(&js))
+	var back Report
+	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
+	require.Equal(t, c.Forwarded, back.Center.Forwarded)
+}
+
+func TestRunPostgres(t *testing.T) {
+	t.Parallel()
+	dsn := os.Getenv("EVENTCENTER_TEST_POSTGRES")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("EVENTCENTER_TEST_POSTGRES is not set")
+		}
+		t.Skip("EVENTCENTER_TEST_POSTGRES is not set")
+	}
+	cfg := Default()
+	cfg.Store, cfg.DSN = "postgres", dsn
+	cfg.Messages = 200
+	cfg.Concurrency = 8
+	cfg.CheckbackRatio = 0.2
+	cfg.Partitions = 2
+	rep, err := Run(t.Context(), cfg)
+	require.NoError(t, err)
+	require.Zero(t, rep.Center.Errors, rep.Center.FirstError)
+	require.EqualValues(t, 200, rep.Center.Forwarded)
+	require.Zero(t, rep.Center.Missing)
+	require.NotEmpty(t, rep.Machine.Postgres)
+	require.NotNil(t, rep.Store)
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		edit  func(*Config)
+		field string
+	}{
+		"no count":    {func(c *Config) { c.Messages = 0 }, "messages"},
+		"ratios":      {func(c *Config) { c.RollbackRatio, c.CheckbackRatio = .6, .6 }, "rollback-ratio"},
+		"store":       {func(c *Config) { c.Store = "mysql" }, "store"},
+		"pg dsn":      {func(c *Config) { c.Store = "postgres" }, "dsn"},
+		"external":    {func(c *Config) { c.External = true }, "brokers"},
+		"producers":   {func(c *Config) { c.Producers = 0 }, "producers"},
+		"rate":        {func(c *Config) { c.Rate = -1 }, "rate"},
+		"drain":       {func(c *Config) { c.DrainTimeout = 0 }, "drain-timeout"},
+		"partitions":  {func(c *Config) { c.Partitions = 0 }, "partitions"},
+		"concurrency": {func(c *Config) { c.Concurrency = 0 }, "concurrency"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cfg := Default()
+			tc.edit(&cfg)
+			err := cfg.Validate()
+			require.ErrorContains(t, err, tc.field+":")
+			_, err = Run(t.Context(), cfg)
+			require.Error(t, err)
+		})
+	}
+	cfg := Default()
+	require.NoError(t, cfg.Validate())
+}
+
+func TestHistogram(t *testing.T) {
+	t.Parallel()
+	var h hist
+	for i := 1; i <= 10000; i++ {
+		h.add(time.Duration(i) * time.Microsecond)
+	}
+	for _, q := range []float64{.5, .9, .99} {
+		want := q * 10000
+		got := float64(h.quantile(q).Microseconds())
+		require.InDelta(t, want, got, want*0.01, "q=%v", q)
+	}
+	require.Equal(t, 10*time.Millisecond, h.quantile(1))
+	s := h.summary()
+	require.EqualValues(t, 10000, s.Count)
+	require.InDelta(t, 10.0, s.MaxMs, 1e-9)
+	for b := range 50 << subBits { // up to 2^55 µs
+		{
+			lo := lowerOf(b)
+			require.Equal(t, b, bucketOf(lo), "bucket %d", b)
+		}
+	}
+	var empty hist
+	require.Zero(t, empty.quantile(.5))
+}
+
+func TestKindMix(t *testing.T) {
+	t.Parallel()
+	counts := map[kind]int{}
+	for i := range int64(1000) {
+		counts[kindOf(i, .25, .1)]++
+	}
+	require.InDelta(t, 100, counts[kindCheckback], 2)
+	require.InDelta(t, 250, counts[kindRollback], 2)
+}

@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"time"
+)
+
+// Config describes one bench run. Zero fields take the defaults of
+// Default; Validate names the bad field.
+type Config struct {
+	// Messages is the number of messages to send; with Duration set and
+	// Messages 0 the run is bounded by time only.
+	Messages int
+	// Duration bounds the sending phase (0: until Messages are sent).
+	Duration time.Duration
+	// Rate is the target messages/s over all producers; 0 sends as fast as
+	// the producers can.
+	Rate float64
+	// Payload is the payload size in bytes.
+	Payload int
+	// Producers is the number of clientlib producers (Kafka clients);
+	// Concurrency the number of goroutines sending through each.
+	Producers   int
+	Concurrency int
+	// RollbackRatio of the messages are rolled back; CheckbackRatio of them
+	// are left PREPARED for the check-back server to commit. The rest are
+	// committed with Transact.
+	RollbackRatio  float64
+	CheckbackRatio float64
+
+	// Store is "sqlite" or "postgres"; DSN the PostgreSQL URL (embedded
+	// runs create and drop a fresh schema in it) or a SQLite file (empty:
+	// a temporary file).
+	Store string
+	DSN   string
+	// StoreMaxConns is the center's store.max_conns (PostgreSQL).
+	StoreMaxConns int
+
+	// Brokers are external Kafka brokers; empty starts kfake in process.
+	Brokers []string
+	// External: a center already runs against Brokers (and DSN); the tool
+	// only produces, answers check-backs and consumes.
+	External bool
+	// ControlTopic is the control topic; Topic the business topic (empty:
+	// a fresh "bench.<run id>" topic); Partitions the partition count of
+	// topics the tool creates.
+	ControlTopic string
+	Topic        string
+	Partitions   int
+
+	// CheckbackListen is where the tool's check-back server listens;
+	// CheckbackURL what the messages name as endpoint (empty: derived from
+	// the listener). FirstDelay is the embedded center's first check-back
+	// delay; CheckbackConcurrency its per-endpoint concurrency.
+	CheckbackListen      string
+	CheckbackURL         string
+	FirstDelay           time.Duration
+	CheckbackConcurrency int
+	CheckbackWorkers     int
+
+	// Baselines measures the transport and store baselines first.
+	Baselines bool
+	// StoreWriters is the number of concurrent writers of the store
+	// baseline (0: 2 on PostgreSQL, 1 on SQLite).
+	StoreWriters int
+
+	// DrainTimeout bounds the wait for forwards after sending ended.
+	DrainTimeout time.Duration
+	// Progress receives a line per second while the center runs (nil: none).
+	Progress io.Writer
+	// Logger is the center's and the clients' logger (nil: discard).
+	Logger *slog.Logger
+	// CPUProfile and MemProfile, when set, receive pprof profiles of the
+	// center phase (CPU) and of the heap at its end.
+	CPUProfile io.Writer
+	MemProfile io.Writer
+	// HeapEvery is how often a heap sample (after GC) is taken (0: 10s).
+	HeapEvery time.Duration
+
+	tempDir string // set by Run
+}
+
+// Default returns the defaults: 20,000 messages as fast as possible, 256
+// bytes, 2 producers × 64 goroutines, SQLite, embedded, baselines on.
+func Default() Config {
+	return Config{
+		Messages:             20000,
+		Payload:              256,
+		Producers:            2,
+		Concurrency:          64,
+		Store:                "sqlite",
+		StoreMaxConns:        8,
+		ControlTopic:         "eventcenter.control",
+		Partitions:           8,
+		CheckbackListen:      "127.0.0.1:0",
+		FirstDelay:           100 * time.Millisecond,
+		CheckbackConcurrency: 64,
+		CheckbackWorkers:     128,
+		Baselines:            true,
+		DrainTimeout:         2 * time.Minute,
+		HeapEvery:            10 * time.Second,
+	}
+}
+
+// Validate checks the configuration; errors name the field (as the flag).
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if c.Messages < 0 {
+		bad("messages", "must not be negative")
+	}
+	if c.Duration < 0 {
+		bad("duration", "must not be negative")
+	}
+	if c.Messages == 0 && c.Duration == 0 {
+		bad("messages", "give a message count or a duration")
+	}
+	if c.Rate < 0 {
+		bad("rate", "must not be negative (0 = as fast as possible)")
+	}
+	if c.Payload < 0 {
+		bad("payload", "must not be negative")
+	}
+	if c.Producers < 1 {
+		bad("producers", "must be at least 1")
+	}
+	if c.Concurrency < 1 {
+		bad("concurrency", "must be at least 1")
+	}
+	if c.RollbackRatio < 0 || c.CheckbackRatio < 0 || c.RollbackRatio+c.CheckbackRatio > 1 {
+		bad("rollback-ratio", "rollback-ratio and checkback-ratio must be ≥ 0 and add up to at most 1")
+	}
+	switch c.Store {
+	case "sqlite":
+	case "postgres":
+		if u, err := url.Parse(c.DSN); c.DSN == "" || err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			bad("dsn", "a postgres:// URL is required with --store postgres")
+		}
+	default:
+		bad("store", "want sqlite or postgres, got %q", c.Store)
+	}
+	if c.External && len(c.Brokers) == 0 {
+		bad("brokers", "required with --external")
+	}
+	if c.ControlTopic == "" {
+		bad("control-topic", "is required")
+	}
+	if c.Partitions < 1 {
+		bad("partitions", "must be at least 1")
+	}
+	if c.FirstDelay < 0 {
+		bad("checkback-first-delay", "must not be negative")
+	}
+	if c.CheckbackConcurrency < 1 || c.CheckbackWorkers < 1 {
+		bad("checkback-concurrency", "checkback concurrency and workers must be at least 1")
+	}
+	if c.StoreWriters < 0 || c.StoreMaxConns < 1 {
+		bad("store-writers", "store writers must not be negative and store max conns at least 1")
+	}
+	if c.DrainTimeout <= 0 {
+		bad("drain-timeout", "must be positive")
+	}
+	if c.HeapEvery < 0 {
+		bad("heap-every", "must not be negative")
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,141 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Report is a run's result, printed as a table and written as JSON.
+type Report struct {
+	RunID     string       `json:"run_id"`
+	Machine   Machine      `json:"machine"`
+	Config    ReportConfig `json:"config"`
+	Center    CenterResult `json:"center"`
+	Transport *Throughput  `json:"transport_baseline,omitempty"`
+	Store     *Throughput  `json:"store_baseline,omitempty"`
+	// Ratio is the center's forwarded messages/s divided by the lower
+	// baseline's messages/s (RatioOf names it).
+	Ratio   float64 `json:"ratio,omitempty"`
+	RatioOf string  `json:"ratio_of,omitempty"`
+}
+
+// ReportConfig is the part of Config the report repeats.
+type ReportConfig struct {
+	Mode           string  `json:"mode"`
+	Store          string  `json:"store"`
+	Messages       int     `json:"messages"`
+	Duration       string  `json:"duration,omitempty"`
+	Rate           float64 `json:"rate"`
+	Payload        int     `json:"payload"`
+	Producers      int     `json:"producers"`
+	Concurrency    int     `json:"concurrency"`
+	RollbackRatio  float64 `json:"rollback_ratio"`
+	CheckbackRatio float64 `json:"checkback_ratio"`
+	Partitions     int     `json:"partitions"`
+	Topic          string  `json:"topic"`
+	FirstDelay     string  `json:"checkback_first_delay,omitempty"`
+}
+
+func reportConfig(c Config) ReportConfig {
+	mode := "embedded (kfake + center in process)"
+	switch {
+	case c.External:
+		mode = "external center and brokers"
+	case len(c.Brokers) > 0:
+		mode = "center in process, external brokers"
+	}
+	rc := ReportConfig{Mode: mode, Store: c.Store, Messages: c.Messages, Rate: c.Rate, Payload: c.Payload,
+		Producers: c.Producers, Concurrency: c.Concurrency, RollbackRatio: c.RollbackRatio,
+		CheckbackRatio: c.CheckbackRatio, Partitions: c.Partitions}
+	if c.Duration > 0 {
+		rc.Duration = c.Duration.String()
+	}
+	if !c.External {
+		rc.FirstDelay = c.FirstDelay.String()
+	}
+	return rc
+}
+
+func (r *Report) finish() {
+	var lower *Throughput
+	for _, b := range []*Throughput{r.Transport, r.Store} {
+		if b != nil && (lower == nil || b.PerSecond < lower.PerSecond) {
+			lower = b
+		}
+	}
+	if lower != nil && lower.PerSecond > 0 {
+		r.Ratio = r.Center.ForwardRate / lower.PerSecond
+		r.RatioOf = "transport"
+		if lower == r.Store {
+			r.RatioOf = "store"
+		}
+	}
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteTable writes the report as a plain-text table.
+func (r *Report) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	row := func(k string, format string, args ...any) {
+		fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...)
+	}
+	m, c, x := r.Machine, r.Config, r.Center
+	pg := ""
+	if m.Postgres != "" {
+		pg = ", PostgreSQL " + m.Postgres
+	}
+	row("machine", "%d CPUs, %d MB, %s %s%s", m.CPUs, m.MemTotalMB, m.GoVersion, m.OS, pg)
+	load := fmt.Sprintf("%d messages", c.Messages)
+	if c.Duration != "" {
+		load += " / " + c.Duration
+	}
+	rate := "as fast as possible"
+	if c.Rate > 0 {
+		rate = fmt.Sprintf("%.0f msg/s", c.Rate)
+	}
+	row("run", "%s, %s store, %s, %s, %d B payload, %d producers × %d, rollback %.2f, check-back %.2f, %d partitions",
+		c.Mode, c.Store, load, rate, c.Payload, c.Producers, c.Concurrency, c.RollbackRatio, c.CheckbackRatio, c.Partitions)
+	row("sent", "%d (committed %d, rolled back %d, left for check-back %d), errors %d, %.0f msg/s over %.1fs",
+		x.Sent, x.Committed, x.RolledBack, x.LeftForCheckback, x.Errors, x.SendRate, x.SendSeconds)
+	if x.FirstError != "" {
+		row("first error", "%s", x.FirstError)
+	}
+	row("forwarded", "%d, duplicates %d, missing %d", x.Forwarded, x.Duplicates, x.Missing)
+	row("center throughput", "%.0f msg/s forwarded (%.1fs from first send to last forward)", x.ForwardRate, x.ForwardSeconds)
+	lat := func(l Latency) string {
+		if l.Count == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("p50 %.1f ms  p90 %.1f ms  p99 %.1f ms  max %.1f ms  (n=%d)", l.P50Ms, l.P90Ms, l.P99Ms, l.MaxMs, l.Count)
+	}
+	row("commit → forward", "%s", lat(x.CommitToForward))
+	if x.Checkback.Count > 0 || x.LeftForCheckback > 0 {
+		row("check-back: prepare → forward", "%s", lat(x.Checkback))
+		row("check-back rate", "%.0f resolved/s (first send to last resolved), %d check-back calls", x.CheckbackRate, x.CheckbackCalls)
+	}
+	row("heap in use (after GC)", "start %.1f MB, end %.1f MB, max sample %.1f MB", x.HeapStartMB, x.HeapEndMB, x.HeapMaxMB)
+	if t := r.Transport; t != nil {
+		row("baseline: transport", "%.0f msg/s (%d records, %.2fs; %s)", t.PerSecond, t.Messages, t.Seconds, t.What)
+	}
+	if s := r.Store; s != nil {
+		row("baseline: store", "%.0f msg/s (%d messages, %.2fs, %d writers; %s)", s.PerSecond, s.Messages, s.Seconds, s.Writers, s.What)
+	}
+	if r.RatioOf != "" {
+		row("center / lower baseline", "%.2f (of the %s baseline)", r.Ratio, r.RatioOf)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,557 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventcenter/eventcenter/clientlib"
+	"github.com/eventcenter/eventcenter/internal/center"
+	"github.com/eventcenter/eventcenter/internal/config"
+)
+
+// bizID is the bizID of every bench message.
+const bizID = "bench"
+
+// seqHeader carries the message's sequence number to the forwarded record.
+const seqHeader = "bench-seq"
+
+// Run performs one bench run and returns its report. It cleans up what it
+// created (kfake, schemas, temporary files, topics of baselines) before
+// returning.
+func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.HeapEvery == 0 {
+		cfg.HeapEvery = 10 * time.Second
+	}
+	runID := randomID()
+	rep := &Report{RunID: runID, Machine: machine(), Config: reportConfig(cfg)}
+	tmp, err := os.MkdirTemp("", "ecbench-")
+	if err != nil {
+		return nil, fmt.Errorf("temporary directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	cfg.tempDir = tmp
+	if cfg.Store == "postgres" {
+		rep.Machine.Postgres = pgVersion(ctx, cfg.DSN)
+	}
+
+	// The broker.
+	brokers := cfg.Brokers
+	var cluster *kfake.Cluster
+	if len(brokers) == 0 {
+		cluster, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+		if err != nil {
+			return nil, fmt.Errorf("start kfake: %w", err)
+		}
+		defer cluster.Close()
+		brokers = cluster.ListenAddrs()
+	}
+	topic := cfg.Topic
+	if topic == "" {
+		topic = "bench." + runID
+	}
+	rep.Config.Topic = topic
+	topics := []string{topic}
+	if !cfg.External {
+		topics = append(topics, cfg.ControlTopic, cfg.ControlTopic+".dlq")
+	}
+	if err := createTopics(ctx, brokers, cfg.Partitions, 10*time.Minute, topics...); err != nil {
+		return nil, err
+	}
+
+	// Baselines first, on the same broker and database, before the center
+	// exists (it would compete for the CPU).
+	if cfg.Baselines {
+		n := cfg.Messages
+		if n == 0 {
+			n = 100000
+		}
+		n = min(n, 200000)
+		fmt.Fprintf(progress(cfg), "baseline: transport, %d records\n", n)
+		if rep.Transport, err = transportBaseline(ctx, brokers, "bench.transport."+runID, cfg.Partitions, n, cfg.Payload); err != nil {
+			return nil, err
+		}
+		if !cfg.External || cfg.DSN != "" {
+			writers := cfg.StoreWriters
+			if writers == 0 {
+				writers = map[string]int{"postgres": 2, "sqlite": 1}[cfg.Store]
+			}
+			fmt.Fprintf(progress(cfg), "baseline: store (%s), %d messages, %d writers\n", cfg.Store, n, writers)
+			if rep.Store, err = storeBaseline(ctx, cfg, runID, n, writers); err != nil {
+				return nil, err
+			}
+		}
+		runtime.GC()
+	}
+
+	// The check-back server: answers commit at once.
+	cb, err := startCheckback(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer cb.stop()
+
+	// The center.
+	if !cfg.External {
+		stopCenter, err := startCenter(ctx, cfg, runID, brokers, cb.origin)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if serr := stopCenter(); serr != nil && err == nil {
+				err = serr
+			}
+		}()
+	}
+	if cluster != nil {
+		// kfake keeps records in memory; drop the expired ones now and then.
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			t := time.NewTicker(15 * time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					cluster.ApplyRetention()
+				}
+			}
+		}()
+		defer func() { close(stop); <-done }()
+	}
+
+	rep.Center, err = load(ctx, cfg, runID, brokers, topic, cb)
+	if err != nil {
+		return nil, err
+	}
+	rep.finish()
+	return rep, nil
+}
+
+func progress(cfg Config) io.Writer {
+	if cfg.Progress == nil {
+		return io.Discard
+	}
+	return cfg.Progress
+}
+
+// checkbackServer answers every check-back with commit.
+type checkbackServer struct {
+	srv    *http.Server
+	done   chan struct{}
+	origin string
+	url    string
+	calls  atomic.Int64
+}
+
+func startCheckback(cfg Config) (*checkbackServer, error) {
+	l, err := net.Listen("tcp", cfg.CheckbackListen)
+	if err != nil {
+		return nil, fmt.Errorf("check-back server: listen on %s: %w", cfg.CheckbackListen, err)
+	}
+	s := &checkbackServer{done: make(chan struct{})}
+	h := clientlib.NewCheckbackHandler(func(context.Context, string, string) (clientlib.Decision, error) {
+		s.calls.Add(1)
+		return clientlib.DecisionCommit, nil
+	}, clientlib.WithCheckbackLogger(cfg.Logger))
+	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	s.origin = "http://" + l.Addr().String()
+	s.url = cfg.CheckbackURL
+	if s.url == "" {
+		s.url = s.origin + "/check"
+	}
+	go func() {
+		defer close(s.done)
+		_ = s.srv.Serve(l)
+	}()
+	return s, nil
+}
+
+func (s *checkbackServer) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = s.srv.Shutdown(ctx)
+	<-s.done
+}
+
+// startCenter starts a center in this process and returns its stop.
+func startCenter(ctx context.Context, bc Config, runID string, brokers []string, cbOrigin string) (func() error, error) {
+	cfg := config.Default()
+	cfg.Kafka.Brokers = brokers
+	cfg.Kafka.ControlTopic = bc.ControlTopic
+	cfg.Kafka.Group = "ecbench-" + runID
+	cfg.Kafka.ClientID = "ecbench-center"
+	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg.Admin.Insecure = true
+	cfg.Forward.Targets = []config.Target{{Name: "kafka", Type: "kafka", AutoCreateTopics: true}}
+	cfg.Checkback.FirstDelay = bc.FirstDelay
+	cfg.Checkback.BackoffBase = time.Second
+	cfg.Checkback.EndpointConcurrency = bc.CheckbackConcurrency
+	cfg.Checkback.Workers = bc.CheckbackWorkers
+	cfg.Checkback.Allow = []string{cbOrigin}
+	cfg.Log.Level = "warn"
+	var dropSchema func()
+	switch bc.Store {
+	case "sqlite":
+		dsn := bc.DSN
+		if dsn == "" {
+			dsn = bc.tempDir + "/center.db"
+		}
+		cfg.Store = config.Store{Driver: "sqlite", DSN: dsn, MaxConns: 1, AutoMigrate: true}
+	case "postgres":
+		dsn, drop, err := freshSchema(ctx, bc.DSN, "ecbench_"+runID)
+		if err != nil {
+			return nil, fmt.Errorf("center store: %w", err)
+		}
+		dropSchema = drop
+		cfg.Store = config.Store{Driver: "postgres", DSN: dsn, MaxConns: bc.StoreMaxConns, AutoMigrate: true}
+	}
+	fail := func(err error) (func() error, error) {
+		if dropSchema != nil {
+			dropSchema()
+		}
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fail(fmt.Errorf("center http listener: %w", err))
+	}
+	c, err := center.New(ctx, cfg, center.Options{Logger: bc.Logger, Listener: l,
+		KafkaOptions: []kgo.Opt{kgo.WithLogger(nil)}})
+	if err != nil {
+		_ = l.Close()
+		return fail(fmt.Errorf("center: %w", err))
+	}
+	if err := c.Start(ctx); err != nil {
+		return fail(fmt.Errorf("center: %w", err))
+	}
+	stop := func() error {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		err := c.Stop(sctx)
+		if dropSchema != nil {
+			dropSchema()
+		}
+		if err != nil {
+			return fmt.Errorf("stop center: %w", err)
+		}
+		return nil
+	}
+	// Ready when the consumer group gave it every control partition.
+	deadline := time.Now().Add(time.Minute)
+	for len(c.Owned.Partitions()) < bc.Partitions {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			_ = stop()
+			return nil, fmt.Errorf("center: owns %d of %d control partitions after a minute", len(c.Owned.Partitions()), bc.Partitions)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the group's assignment
+	}
+	return stop, nil
+}
+
+// CenterResult is what the center's run measured.
+type CenterResult struct {
+	Sent             int64  `json:"sent"`
+	Committed        int64  `json:"committed"`
+	RolledBack       int64  `json:"rolled_back"`
+	LeftForCheckback int64  `json:"left_for_checkback"`
+	Errors           int64  `json:"errors"`
+	FirstError       string `json:"first_error,omitempty"`
+
+	Forwarded  int64 `json:"forwarded"`
+	Duplicates int64 `json:"duplicates"`
+	Missing    int64 `json:"missing"`
+
+	SendSeconds    float64 `json:"send_seconds"`
+	SendRate       float64 `json:"send_rate"`
+	ForwardSeconds float64 `json:"forward_seconds"`
+	ForwardRate    float64 `json:"forward_rate"`
+
+	CommitToForward Latency `json:"commit_to_forward"`
+	// Checkback is prepare → forwarded of the messages left for check-back.
+	Checkback      Latency `json:"checkback_resolution"`
+	CheckbackRate  float64 `json:"checkback_rate"`
+	CheckbackCalls int64   `json:"checkback_calls"`
+
+	HeapStartMB float64      `json:"heap_start_mb"`
+	HeapEndMB   float64      `json:"heap_end_mb"`
+	HeapMaxMB   float64      `json:"heap_max_mb"`
+	HeapSamples []HeapSample `json:"heap_samples"`
+}
+
+// HeapSample is the heap in use after a GC at a moment of the run.
+type HeapSample struct {
+	Seconds float64 `json:"s"`
+	MB      float64 `json:"mb"`
+}
+
+func heapMB(gc bool) float64 {
+	if gc {
+		runtime.GC()
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return float64(ms.HeapInuse) / (1 << 20)
+}
+
+// load runs the producers and the consumer until every expected message
+// was forwarded or the drain timeout passed.
+func load(ctx context.Context, cfg Config, runID string, brokers []string, topic string, cb *checkbackServer) (CenterResult, error) {
+	var res CenterResult
+	tr := newTracker()
+
+	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		return res, fmt.Errorf("business topic consumer: %w", err)
+	}
+	defer cons.Close()
+	cctx, cancelConsume := context.WithCancel(ctx)
+	consumed := make(chan struct{})
+	go func() {
+		defer close(consumed)
+		for {
+			fs := cons.PollFetches(cctx)
+			if cctx.Err() != nil {
+				return
+			}
+			now := time.Now()
+			fs.EachRecord(func(r *kgo.Record) {
+				for _, h := range r.Headers {
+					if h.Key == seqHeader {
+						if seq, err := strconv.ParseInt(string(h.Value), 10, 64); err == nil {
+							tr.seen(seq, now)
+						}
+						return
+					}
+				}
+			})
+		}
+	}()
+	defer func() { cancelConsume(); <-consumed }()
+
+	producers := make([]*clientlib.Producer, cfg.Producers)
+	for i := range producers {
+		p, err := clientlib.NewProducer(clientlib.WithBrokers(brokers...), clientlib.WithControlTopic(cfg.ControlTopic),
+			clientlib.WithDefaultVerify(cb.url), clientlib.WithLogger(cfg.Logger),
+			clientlib.WithKgoOptions(kgo.MaxBufferedRecords(1<<16)))
+		if err != nil {
+			return res, fmt.Errorf("producer: %w", err)
+		}
+		defer p.Close()
+		producers[i] = p
+	}
+
+	res.HeapStartMB = heapMB(true)
+	res.HeapMaxMB = res.HeapStartMB
+	res.HeapSamples = append(res.HeapSamples, HeapSample{0, res.HeapStartMB})
+	if cfg.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
+			return res, fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	var (
+		next                        atomic.Int64
+		sent, committed, rolledBack atomic.Int64
+		leftForCB, errCount         atomic.Int64
+		firstErr                    atomic.Value
+		sending                     = make(chan struct{})
+		errRollback                 = errors.New("bench: rollback")
+		payload                     = make([]byte, cfg.Payload)
+		start                       = time.Now()
+		sendEnd                     atomic.Int64
+		wg                          sync.WaitGroup
+	)
+	fail := func(err error) {
+		errCount.Add(1)
+		firstErr.CompareAndSwap(nil, err.Error())
+	}
+	lctx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	for i := range cfg.Producers * cfg.Concurrency {
+		p := producers[i%cfg.Producers]
+		wg.Go(func() {
+			var seqBuf []byte
+			for {
+				seq := next.Add(1) - 1
+				if cfg.Messages > 0 && seq >= int64(cfg.Messages) {
+					return
+				}
+				if cfg.Duration > 0 && time.Since(start) >= cfg.Duration {
+					return
+				}
+				if cfg.Rate > 0 {
+					due := start.Add(time.Duration(float64(seq) / cfg.Rate * float64(time.Second)))
+					if d := time.Until(due); d > 0 {
+						select {
+						case <-time.After(d): // pacing to the target rate
+						case <-lctx.Done():
+							return
+						}
+					}
+				}
+				if lctx.Err() != nil {
+					return
+				}
+				seqBuf = strconv.AppendInt(seqBuf[:0], seq, 10)
+				key := runID + "-" + string(seqBuf)
+				msg := clientlib.Message{BizID: bizID, Key: key, Payload: payload, ForwardTopic: topic, ForwardKey: key,
+					Headers: []clientlib.Header{{Key: seqHeader, Value: []byte(string(seqBuf))}}}
+				switch kindOf(seq, cfg.RollbackRatio, cfg.CheckbackRatio) {
+				case kindCheckback:
+					tr.expect(seq, time.Now(), true)
+					if err := p.Prepare(lctx, msg); err != nil {
+						tr.forget(seq)
+						fail(err)
+						continue
+					}
+					sent.Add(1)
+					leftForCB.Add(1)
+				case kindRollback:
+					err := p.Transact(lctx, msg, func(context.Context) error { return errRollback })
+					if !errors.Is(err, errRollback) {
+						fail(fmt.Errorf("rollback: %w", err))
+						continue
+					}
+					if err != errRollback { //nolint:errorlint // joined with a failed rollback
+						fail(err)
+					}
+					sent.Add(1)
+					rolledBack.Add(1)
+				default:
+					err := p.Transact(lctx, msg, func(context.Context) error {
+						tr.expect(seq, time.Now(), false)
+						return nil
+					})
+					if err != nil {
+						if !errors.Is(err, clientlib.ErrCommitUnsent) {
+							tr.forget(seq)
+						}
+						fail(err)
+						continue
+					}
+					sent.Add(1)
+					committed.Add(1)
+				}
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		sendEnd.Store(time.Now().UnixNano())
+		close(sending)
+	}()
+
+	// Progress and heap samples until everything is forwarded.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastHeap := time.Now()
+	var lastFwd int64
+	var drainDeadline time.Time
+	ok := false
+	for !ok {
+		select {
+		case <-ctx.Done():
+			stopLoad()
+			wg.Wait()
+			return res, ctx.Err()
+		case <-sending:
+			sending = nil
+			drainDeadline = time.Now().Add(cfg.DrainTimeout)
+		case <-tick.C:
+		}
+		if sending == nil && tr.pending.Load() == 0 {
+			ok = true
+		}
+		if time.Since(lastHeap) >= cfg.HeapEvery {
+			lastHeap = time.Now()
+			mb := heapMB(true)
+			res.HeapSamples = append(res.HeapSamples, HeapSample{time.Since(start).Seconds(), mb})
+			res.HeapMaxMB = max(res.HeapMaxMB, mb)
+		}
+		fwd := tr.forwarded.Load()
+		tr.mu.Lock()
+		p99 := tr.commitH.quantile(.99)
+		tr.mu.Unlock()
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "%6.1fs sent %d  forwarded %d (%d/s)  pending %d  errors %d  p99 %s  heap %.0f MB\n",
+				time.Since(start).Seconds(), sent.Load(), fwd, fwd-lastFwd, tr.pending.Load(), errCount.Load(),
+				p99.Round(100*time.Microsecond), heapMB(false))
+		}
+		lastFwd = fwd
+		if !ok && sending == nil && time.Now().After(drainDeadline) {
+			break
+		}
+		if sending == nil && !ok {
+			// Between ticks, check more often so that the end time is exact.
+			for range 20 {
+				if tr.pending.Load() == 0 {
+					ok = true
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return res, ctx.Err()
+				case <-time.After(50 * time.Millisecond): // polling the consumer's progress
+				}
+			}
+		}
+	}
+	res.HeapEndMB = heapMB(true)
+	res.HeapMaxMB = max(res.HeapMaxMB, res.HeapEndMB)
+	res.HeapSamples = append(res.HeapSamples, HeapSample{time.Since(start).Seconds(), res.HeapEndMB})
+	if cfg.MemProfile != nil {
+		if err := pprof.WriteHeapProfile(cfg.MemProfile); err != nil {
+			return res, fmt.Errorf("heap profile: %w", err)
+		}
+	}
+
+	res.Sent, res.Committed, res.RolledBack = sent.Load(), committed.Load(), rolledBack.Load()
+	res.LeftForCheckback, res.Errors = leftForCB.Load(), errCount.Load()
+	if e, _ := firstErr.Load().(string); e != "" {
+		res.FirstError = e
+	}
+	res.Forwarded, res.Duplicates, res.Missing = tr.forwarded.Load(), tr.duplicates.Load(), tr.pending.Load()
+	res.SendSeconds = time.Unix(0, sendEnd.Load()).Sub(start).Seconds()
+	if res.SendSeconds > 0 {
+		res.SendRate = float64(res.Sent) / res.SendSeconds
+	}
+	res.CheckbackCalls = cb.calls.Load()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if !tr.lastFwd.IsZero() {
+		res.ForwardSeconds = tr.lastFwd.Sub(start).Seconds()
+		res.ForwardRate = float64(res.Forwarded) / res.ForwardSeconds
+	}
+	res.CommitToForward = tr.commitH.summary()
+	res.Checkback = tr.cbH.summary()
+	if !tr.lastCB.IsZero() {
+		res.CheckbackRate = float64(tr.cbH.n) / tr.lastCB.Sub(start).Seconds()
+	}
+	return res, nil
+}

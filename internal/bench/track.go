@@ -1,0 +1,119 @@
+package bench
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// kind is what the tool does with a message.
+type kind uint8
+
+const (
+	kindCommit kind = iota
+	kindRollback
+	kindCheckback
+)
+
+// kindOf spreads the kinds evenly over the sequence (a low-discrepancy
+// sequence: any window of messages has close to the asked mix).
+func kindOf(seq int64, rollback, checkback float64) kind {
+	u := float64(seq) * 0.6180339887498949
+	u -= float64(int64(u))
+	switch {
+	case u < checkback:
+		return kindCheckback
+	case u < checkback+rollback:
+		return kindRollback
+	}
+	return kindCommit
+}
+
+// pendingEntry is a message expected on the business topic: when its
+// clock started (commit sent, or prepare sent for check-back messages).
+type pendingEntry struct {
+	at        int64 // unix nanoseconds
+	checkback bool
+}
+
+const shards = 64
+
+// tracker matches forwarded records with what the producers sent. Only
+// messages still in flight are kept, so its memory is bounded by the
+// backlog, not by the run's length.
+type tracker struct {
+	shards [shards]struct {
+		mu sync.Mutex
+		m  map[int64]pendingEntry
+		_  [40]byte
+	}
+	pending atomic.Int64
+
+	mu       sync.Mutex // guards the histograms and times below
+	commitH  hist
+	cbH      hist
+	firstFwd time.Time
+	lastFwd  time.Time
+	lastCB   time.Time
+
+	forwarded  atomic.Int64
+	duplicates atomic.Int64
+}
+
+func newTracker() *tracker {
+	t := &tracker{}
+	for i := range t.shards {
+		t.shards[i].m = make(map[int64]pendingEntry)
+	}
+	return t
+}
+
+func (t *tracker) expect(seq int64, at time.Time, checkback bool) {
+	s := &t.shards[seq%shards]
+	s.mu.Lock()
+	s.m[seq] = pendingEntry{at: at.UnixNano(), checkback: checkback}
+	s.mu.Unlock()
+	t.pending.Add(1)
+}
+
+// forget drops an expectation (the send failed before anything could be
+// forwarded).
+func (t *tracker) forget(seq int64) {
+	s := &t.shards[seq%shards]
+	s.mu.Lock()
+	_, ok := s.m[seq]
+	delete(s.m, seq)
+	s.mu.Unlock()
+	if ok {
+		t.pending.Add(-1)
+	}
+}
+
+// seen records a forwarded record; a record not expected (forwarded
+// twice, or never sent by this run) counts as a duplicate.
+func (t *tracker) seen(seq int64, now time.Time) {
+	s := &t.shards[seq%shards]
+	s.mu.Lock()
+	e, ok := s.m[seq]
+	delete(s.m, seq)
+	s.mu.Unlock()
+	if !ok {
+		t.duplicates.Add(1)
+		return
+	}
+	t.pending.Add(-1)
+	t.forwarded.Add(1)
+	d := now.Sub(time.Unix(0, e.at))
+	t.mu.Lock()
+	if t.firstFwd.IsZero() {
+		t.firstFwd = now
+	}
+	t.lastFwd = now
+	if e.checkback {
+		t.cbH.add(d)
+		t.lastCB = now
+	} else {
+		t.commitH.add(d)
+	}
+	t.mu.Unlock()
+}
