@@ -1,10 +1,22 @@
-// Package storetest is the conformance suite every store.Store driver runs:
-// Exercise checks the state-machine transitions through Apply, leases and
-// claims (also under concurrency), mark-sent, listing, counts, operator
-// actions with audit, and purge. A driver's test calls
+// Package storetest is the conformance suite every store.Store driver runs,
+// and the helpers tests elsewhere use to drive a store.
+//
+// Exercise checks, against a fresh store per test with a controllable Clock:
+// every transition of DESIGN.md's table through Apply (envelopes, check-back
+// results, send results, operator actions with their audit records), the
+// outcome or error of each change (ErrWrongState, ErrNotFound), crash
+// replays, multi-row batches against store.Fold computed in memory, leases
+// and claims (also with many concurrent claimers), lease-token-guarded
+// results, MarkSent, backoff to DEAD and VERIFY_FAILED, List filters and
+// pages, Counts, OldestPrepared, RetryNowBizID and Purge. A driver's test
+// calls
 //
 //	storetest.Exercise(t, func(t *testing.T, now func() time.Time) store.Store { ... })
 //
-// with a constructor that returns a fresh, empty, migrated store using the
-// given clock. Bench measures a message's store lifecycle in batches.
+// with a constructor that returns a fresh, empty, migrated store reading
+// time from now.
+//
+// BenchLifecycle measures a message's store lifecycle (Apply the prepares,
+// Apply the commits, MarkSent) in batches of BatchSize; BenchCompare runs
+// it interleaved with the same writes done as raw SQL by the driver's test.
 package storetest
