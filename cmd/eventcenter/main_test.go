@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake/rmqtest"
+)
+
+func TestMain(m *testing.M) {
+	// The RocketMQ client (linked in for the rocketmq target) starts
+	// package-level goroutines.
+	goleak.VerifyTestMain(m, rmqtest.LeakOptions()...)
+}
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	root := newRoot(&out, &out)
+	root.SetArgs(args)
+	err := root.ExecuteContext(t.Context())
+	return out.String(), err
+}
+
+func TestVersion(t *testing.T) {
+	out, err := run(t, "version")
+	require.NoError(t, err)
+	require.Contains(t, out, "eventcenter dev (commit unknown")
+}
+
+func TestServeRejectsABadConfigNamingTheField(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ec.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("store:\n  driver: mysql\n"), 0o600))
+	out, err := run(t, "serve", "--config", path)
+	require.Error(t, err)
+	require.Contains(t, out, "store.driver")
+}
+
+func TestServeRejectsAMissingConfig(t *testing.T) {
+	out, err := run(t, "serve", "--config", filepath.Join(t.TempDir(), "missing.yaml"))
+	require.Error(t, err)
+	require.Contains(t, out, "read config")
+}
+
+func TestMigrateSQLite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ec.yaml")
+	db := filepath.Join(dir, "ec.db")
+	require.NoError(t, os.WriteFile(path, []byte("store:\n  driver: sqlite\n  dsn: "+db+"\n"), 0o600))
+	out, err := run(t, "migrate", "--config", path)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "migrated sqlite store")
+	_, err = os.Stat(db)
+	require.NoError(t, err)
+}
+
+func TestDevConfigLayers(t *testing.T) {
+	dir := t.TempDir()
+	override := filepath.Join(dir, "dev.yaml")
+	require.NoError(t, os.WriteFile(override, []byte("checkback:\n  first_delay: 2s\n"), 0o600))
+	t.Setenv("EVENTCENTER_FORWARD_MAX_ATTEMPTS", "7")
+	f := devFlags{dataDir: dir, allow: []string{"http://127.0.0.1:8090"}, configPath: override}
+	f.logLevel = "debug"
+	cfg, err := devConfig(f, []string{"127.0.0.1:9092"})
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	require.Equal(t, "sqlite", cfg.Store.Driver)
+	require.Equal(t, filepath.Join(dir, "eventcenter.db"), cfg.Store.DSN)
+	require.True(t, cfg.Admin.Insecure)
+	require.Equal(t, 2*time.Second, cfg.Checkback.FirstDelay, "the file beats the dev defaults")
+	require.Equal(t, 7, cfg.Forward.MaxAttempts, "the environment beats the file")
+	require.Equal(t, "debug", cfg.Log.Level, "flags beat the environment")
+}
+
+func TestHealthcheckFailsWithoutAServer(t *testing.T) {
+	_, err := run(t, "healthcheck", "--url", "http://127.0.0.1:1/healthz")
+	require.ErrorContains(t, err, "healthcheck")
+}
