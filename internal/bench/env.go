@@ -24,6 +24,20 @@ type Machine struct {
 	GoVersion  string `json:"go_version"`
 	OS         string `json:"os"`
 	Postgres   string `json:"postgres,omitempty"`
+	// LoadAvg is /proc/loadavg's 1-minute figure at the start and the end
+	// of the center phase: other work on the machine skews the figures.
+	LoadAvgStart float64 `json:"loadavg_start"`
+	LoadAvgEnd   float64 `json:"loadavg_end"`
+}
+
+func loadAvg() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f, _, _ := strings.Cut(string(data), " ")
+	v, _ := strconv.ParseFloat(f, 64)
+	return v
 }
 
 func machine() Machine {

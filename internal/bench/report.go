@@ -20,6 +20,8 @@ type Report struct {
 	// baseline's messages/s (RatioOf names it).
 	Ratio   float64 `json:"ratio,omitempty"`
 	RatioOf string  `json:"ratio_of,omitempty"`
+	// Metrics are the embedded center's eventcenter_* series at the end.
+	Metrics []MetricValue `json:"center_metrics,omitempty"`
 }
 
 // ReportConfig is the part of Config the report repeats.
@@ -94,7 +96,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if m.Postgres != "" {
 		pg = ", PostgreSQL " + m.Postgres
 	}
-	row("machine", "%d CPUs, %d MB, %s %s%s", m.CPUs, m.MemTotalMB, m.GoVersion, m.OS, pg)
+	row("machine", "%d CPUs, %d MB, %s %s%s; load average %.1f at start, %.1f at end", m.CPUs, m.MemTotalMB,
+		m.GoVersion, m.OS, pg, m.LoadAvgStart, m.LoadAvgEnd)
 	load := fmt.Sprintf("%d messages", c.Messages)
 	if c.Duration != "" {
 		load += " / " + c.Duration
@@ -124,6 +127,18 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row("check-back rate", "%.0f resolved/s (first send to last resolved), %d check-back calls", x.CheckbackRate, x.CheckbackCalls)
 	}
 	row("heap in use (after GC)", "start %.1f MB, end %.1f MB, max sample %.1f MB", x.HeapStartMB, x.HeapEndMB, x.HeapMaxMB)
+	for _, m := range r.Metrics {
+		switch {
+		case strings.HasPrefix(m.Name, "eventcenter_forward_handoff_dropped_total"):
+			row("handoffs dropped", "%.0f (forwarded after their lease instead)", m.Value)
+		case strings.HasPrefix(m.Name, "eventcenter_ingest_batch_size"):
+			row("ingest batches", "%d, mean %.0f records", m.Count, m.Mean)
+		case strings.HasPrefix(m.Name, "eventcenter_ingest_batch_apply_duration_seconds"):
+			row("ingest apply", "mean %.1f ms", m.Mean*1000)
+		case strings.HasPrefix(m.Name, "eventcenter_forward_duration_seconds"):
+			row("forward batches", "%d, mean %.1f ms", m.Count, m.Mean*1000)
+		}
+	}
 	if t := r.Transport; t != nil {
 		row("baseline: transport", "%.0f msg/s (%d records, %.2fs; %s)", t.PerSecond, t.Messages, t.Seconds, t.What)
 	}

@@ -112,11 +112,13 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	defer cb.stop()
 
 	// The center.
+	var ctr *center.Center
 	if !cfg.External {
-		stopCenter, err := startCenter(ctx, cfg, runID, brokers, cb.origin)
+		c, stopCenter, err := startCenter(ctx, cfg, runID, brokers, cb.origin)
 		if err != nil {
 			return nil, err
 		}
+		ctr = c
 		defer func() {
 			if serr := stopCenter(); serr != nil && err == nil {
 				err = serr
@@ -143,9 +145,14 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		defer func() { close(stop); <-done }()
 	}
 
+	rep.Machine.LoadAvgStart = loadAvg()
 	rep.Center, err = load(ctx, cfg, runID, brokers, topic, cb)
+	rep.Machine.LoadAvgEnd = loadAvg()
 	if err != nil {
 		return nil, err
+	}
+	if ctr != nil {
+		rep.Metrics = snapshot(ctr.Registry())
 	}
 	rep.finish()
 	return rep, nil
@@ -198,7 +205,7 @@ func (s *checkbackServer) stop() {
 }
 
 // startCenter starts a center in this process and returns its stop.
-func startCenter(ctx context.Context, bc Config, runID string, brokers []string, cbOrigin string) (func() error, error) {
+func startCenter(ctx context.Context, bc Config, runID string, brokers []string, cbOrigin string) (*center.Center, func() error, error) {
 	cfg := config.Default()
 	cfg.Kafka.Brokers = brokers
 	cfg.Kafka.ControlTopic = bc.ControlTopic
@@ -224,16 +231,16 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 	case "postgres":
 		dsn, drop, err := freshSchema(ctx, bc.DSN, "ecbench_"+runID)
 		if err != nil {
-			return nil, fmt.Errorf("center store: %w", err)
+			return nil, nil, fmt.Errorf("center store: %w", err)
 		}
 		dropSchema = drop
 		cfg.Store = config.Store{Driver: "postgres", DSN: dsn, MaxConns: bc.StoreMaxConns, AutoMigrate: true}
 	}
-	fail := func(err error) (func() error, error) {
+	fail := func(err error) (*center.Center, func() error, error) {
 		if dropSchema != nil {
 			dropSchema()
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -265,11 +272,11 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 	for len(c.Owned.Partitions()) < bc.Partitions {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			_ = stop()
-			return nil, fmt.Errorf("center: owns %d of %d control partitions after a minute", len(c.Owned.Partitions()), bc.Partitions)
+			return nil, nil, fmt.Errorf("center: owns %d of %d control partitions after a minute", len(c.Owned.Partitions()), bc.Partitions)
 		}
 		time.Sleep(20 * time.Millisecond) // polling the group's assignment
 	}
-	return stop, nil
+	return c, stop, nil
 }
 
 // CenterResult is what the center's run measured.
