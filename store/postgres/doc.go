@@ -3,17 +3,25 @@
 //
 // The caller owns the *pgxpool.Pool; the schema is created by Migrate (the
 // embedded migrations/*.sql, applied under an advisory lock and recorded in
-// eventcenter_schema_migrations) and checked by CheckSchema at start-up.
+// eventcenter_schema_migrations) and checked by CheckSchema at start-up
+// (an error wrapping store.ErrNotMigrated when missing or old).
 //
-// Apply is one transaction of at most three statements: the touched rows
-// are loaded and locked in one SELECT ... FOR UPDATE, store.Fold applies the
-// state machine, and the result is written with one multi-row INSERT ... ON
-// CONFLICT DO NOTHING and one multi-row UPDATE (plus the audit rows of
-// operator actions), sent in one pipelined batch. If another instance
-// inserted one of the new keys meanwhile (possible after a partition
-// increase), or PostgreSQL reports a deadlock or serialization failure, the
-// whole Apply is retried a few times. Claims use FOR UPDATE SKIP LOCKED, so
-// concurrent claimers never get the same message. pgx errors do not escape
-// the package's types: "no rows" becomes store.ErrNotFound, others are
-// wrapped with what was being done.
+// Apply is one transaction on one connection: BEGIN and a single SELECT ...
+// FOR UPDATE of the touched rows (unnest of the keys) go in one round trip;
+// store.Fold applies the state machine in memory; one multi-row INSERT ...
+// ON CONFLICT DO NOTHING RETURNING, one multi-row UPDATE and the audit rows
+// of operator actions go in the next, with COMMIT when there is no insert
+// (else COMMIT follows once the insert's returned count is checked).
+// Columns whose values are equal across the batch are sent once instead of
+// as arrays. If another instance inserted one of the new keys meanwhile
+// (possible after a partition increase), or PostgreSQL reports a deadlock
+// or serialization failure, the whole Apply is retried (Options.ApplyTries).
+// An error from COMMIT itself may hide a commit that happened; replaying the
+// batch is then a no-op, and its sendable messages, leased, are picked up by
+// the send scan when the lease runs out.
+//
+// Claims use UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED), so
+// concurrent claimers never get the same message. Errors leave the package
+// without pgx types: "no rows" becomes store.ErrNotFound, a server error an
+// *Error with its SQLSTATE, and context cancellation stays recognisable.
 package postgres
