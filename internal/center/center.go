@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -66,7 +67,7 @@ type Center struct {
 	listener net.Listener
 	server   *http.Server
 	served   chan error
-	started  bool
+	started  atomic.Bool
 }
 
 // New builds a center; nothing runs until Start. On error everything
@@ -257,7 +258,7 @@ func (c *Center) ready(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "store: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	if !c.started {
+	if !c.started.Load() {
 		http.Error(w, "starting", http.StatusServiceUnavailable)
 		return
 	}
@@ -303,7 +304,7 @@ func (c *Center) Start(ctx context.Context) error {
 			return fmt.Errorf("start %s: %w", s.name, err)
 		}
 	}
-	c.started = true
+	c.started.Store(true)
 	c.log.Info("eventcenter started", "http", c.Addr(), "control_topic", c.cfg.Kafka.ControlTopic, "version", version.Version)
 	return nil
 }
@@ -317,7 +318,7 @@ func (c *Center) Stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("stop %s: %w", name, err))
 		}
 	}
-	c.started = false
+	c.started.Store(false)
 	// 1. Stop consuming: ingest finishes its batch and commits offsets.
 	step("ingest", c.Ingester.Stop)
 	// 2. Check-backs and sends drain; sent marks are flushed.
