@@ -354,8 +354,8 @@ func (r *rocketMQ) createTopic(t *testing.T, topic string) {
 	require.NoError(t, r.admin.CreateTopic(t.Context(),
 		rmqadmin.WithTopicCreate(topic), rmqadmin.WithBrokerAddrCreate(r.brokerAddr),
 		rmqadmin.WithReadQueueNums(4), rmqadmin.WithWriteQueueNums(4)), "create topic %s", topic)
-	// The name server learns the topic with the broker's next
-	// registration (every 30 s at most).
+	// The broker registers the new topic with the name server; wait until
+	// the name server hands out its route.
 	var last error
 	ok := eventually(time.Minute, func() bool {
 		var qs []*primitive.MessageQueue
