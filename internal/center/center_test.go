@@ -1,0 +1,72 @@
+package center
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"go.uber.org/goleak"
+
+	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake/rmqtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, rmqtest.LeakOptions()...) }
+
+func testConfig(t *testing.T, brokers []string) config.Config {
+	cfg := config.Default()
+	cfg.Kafka.Brokers = brokers
+	cfg.Store = config.Store{Driver: "sqlite", DSN: filepath.Join(t.TempDir(), "ec.db"), MaxConns: 1}
+	cfg.Admin.Insecure = true
+	return cfg
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestNewRejectsInvalidConfig(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, []string{"127.0.0.1:1"})
+	cfg.Forward.DefaultTarget = "nope"
+	_, err := New(t.Context(), cfg, Options{Logger: quiet()})
+	require.ErrorContains(t, err, "forward.default_target")
+}
+
+func TestNewFailsOnUnreachablePostgres(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, []string{"127.0.0.1:1"})
+	cfg.Store = config.Store{Driver: "postgres", DSN: "postgres://nobody@127.0.0.1:1/x?connect_timeout=1", MaxConns: 1}
+	_, err := New(t.Context(), cfg, Options{Logger: quiet()})
+	require.ErrorContains(t, err, "connect to postgres")
+}
+
+// TestHealthAndReadiness starts a center on kfake and SQLite: /healthz and
+// /readyz answer 200 while it runs, and Stop releases everything.
+func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "eventcenter.control", "eventcenter.control.dlq"))
+	require.NoError(t, err)
+	defer cluster.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	c, err := New(t.Context(), testConfig(t, cluster.ListenAddrs()), Options{Logger: quiet(), Listener: l})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(t.Context()))
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		resp, err := http.Get("http://" + c.Addr() + path)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+	}
+	require.Eventually(t, func() bool { return len(c.Owned.Partitions()) == 2 }, 20*time.Second, 10*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, c.Stop(ctx))
+	require.Empty(t, c.Owned.Partitions(), "partitions given back on stop")
+}
