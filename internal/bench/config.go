@@ -68,6 +68,12 @@ type Config struct {
 	// baseline (0: 2 on PostgreSQL, 1 on SQLite).
 	StoreWriters int
 
+	// BrokerRetention is retention.ms of the topics the tool creates;
+	// kfake keeps records in memory (≈1.4 KB each) and drops the expired
+	// ones when the tool asks it to (every 10s), so long embedded runs need
+	// it short.
+	BrokerRetention time.Duration
+
 	// DrainTimeout bounds the wait for forwards after sending ended.
 	DrainTimeout time.Duration
 	// Progress receives a line per second while the center runs (nil: none).
@@ -98,8 +104,9 @@ func Default() Config {
 		Partitions:           8,
 		CheckbackListen:      "127.0.0.1:0",
 		FirstDelay:           100 * time.Millisecond,
-		CheckbackConcurrency: 64,
-		CheckbackWorkers:     128,
+		CheckbackConcurrency: 256,
+		CheckbackWorkers:     256,
+		BrokerRetention:      time.Minute,
 		Baselines:            true,
 		DrainTimeout:         2 * time.Minute,
 		HeapEvery:            10 * time.Second,
@@ -162,6 +169,9 @@ func (c *Config) Validate() error {
 	}
 	if c.StoreWriters < 0 || c.StoreMaxConns < 1 {
 		bad("store-writers", "store writers must not be negative and store max conns at least 1")
+	}
+	if c.BrokerRetention < time.Second {
+		bad("broker-retention", "must be at least 1s")
 	}
 	if c.DrainTimeout <= 0 {
 		bad("drain-timeout", "must be positive")

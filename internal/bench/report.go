@@ -39,6 +39,8 @@ type ReportConfig struct {
 	Partitions     int     `json:"partitions"`
 	Topic          string  `json:"topic"`
 	FirstDelay     string  `json:"checkback_first_delay,omitempty"`
+	CheckbackConc  int     `json:"checkback_endpoint_concurrency,omitempty"`
+	Retention      string  `json:"broker_retention"`
 }
 
 func reportConfig(c Config) ReportConfig {
@@ -57,7 +59,9 @@ func reportConfig(c Config) ReportConfig {
 	}
 	if !c.External {
 		rc.FirstDelay = c.FirstDelay.String()
+		rc.CheckbackConc = c.CheckbackConcurrency
 	}
+	rc.Retention = c.BrokerRetention.String()
 	return rc
 }
 

@@ -75,7 +75,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	if !cfg.External {
 		topics = append(topics, cfg.ControlTopic, cfg.ControlTopic+".dlq")
 	}
-	if err := createTopics(ctx, brokers, cfg.Partitions, 10*time.Minute, topics...); err != nil {
+	if err := createTopics(ctx, brokers, cfg.Partitions, cfg.BrokerRetention, topics...); err != nil {
 		return nil, err
 	}
 
@@ -131,7 +131,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			t := time.NewTicker(15 * time.Second)
+			t := time.NewTicker(10 * time.Second)
 			defer t.Stop()
 			for {
 				select {
