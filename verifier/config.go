@@ -88,10 +88,16 @@ type Config struct {
 
 	// Workers bounds concurrent calls overall. Default 64.
 	Workers int
-	// EndpointConcurrency bounds concurrent calls per endpoint (host:port);
-	// as many more claimed messages may wait in memory for those calls to
-	// end. Default 4.
+	// EndpointConcurrency bounds concurrent calls per endpoint (host:port).
+	// Default 4.
 	EndpointConcurrency int
+	// EndpointQueue is how many claimed messages may wait in memory for a
+	// busy endpoint; they are taken by its calls as they end, without a
+	// goroutine waiting. Beyond it messages are put off. A message that
+	// waited so long that its lease could run out before its answer is
+	// written is dropped from the queue and left to the next claim.
+	// Default 64.
+	EndpointQueue int
 	// ClaimLimit is the most messages claimed at once. Default 256.
 	ClaimLimit int
 	// Lease is how long claimed messages stay claimed. A claimed message may
@@ -157,6 +163,7 @@ func (c *Config) setDefaults() {
 	def(&p.Timeout, DefaultTimeout)
 	def(&c.Workers, 64)
 	def(&c.EndpointConcurrency, 4)
+	def(&c.EndpointQueue, 64)
 	def(&c.ClaimLimit, 256)
 	def(&c.Lease, 2*time.Minute)
 	def(&c.PollInterval, time.Second)
@@ -245,7 +252,7 @@ func (c *Config) resolve() (map[string]*resolved, error) {
 		name string
 		v    int
 	}{
-		{"Workers", c.Workers}, {"EndpointConcurrency", c.EndpointConcurrency},
+		{"Workers", c.Workers}, {"EndpointConcurrency", c.EndpointConcurrency}, {"EndpointQueue", c.EndpointQueue},
 		{"ClaimLimit", c.ClaimLimit}, {"BreakerFailures", c.BreakerFailures}, {"ApplyBatch", c.ApplyBatch},
 	} {
 		if f.v < 0 {

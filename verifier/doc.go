@@ -70,7 +70,7 @@
 // # Storm control
 //
 // Calls run on at most Workers goroutines, at most EndpointConcurrency per
-// endpoint (host:port). When an endpoint is at its cap, up to as many
+// endpoint (host:port). When an endpoint is at its cap, up to EndpointQueue
 // claimed messages wait in memory and are taken by the goroutines of its
 // calls as they end; no goroutine ever waits for a slot. Beyond that a
 // message is put off (state.KindCheckDeferred, no attempt burned) by at

@@ -16,18 +16,20 @@ var errShutdown = errors.New("verifier stopping")
 
 // job is one claimed message ready to be called.
 type job struct {
-	m  state.Message
-	ep Endpoint
-	r  *resolved
+	m         state.Message
+	ep        Endpoint
+	r         *resolved
+	claimedAt time.Time
 }
 
 // gate is the storm control of one endpoint (host:port): at most cap calls
-// at once, at most cap more messages waiting in memory for them (taken by
-// the goroutine of a call that ends, so nothing blocks on a full endpoint),
-// and a circuit breaker.
+// at once, at most queueCap more messages waiting in memory for them (taken
+// by the goroutine of a call that ends, so nothing blocks on a full
+// endpoint), and a circuit breaker.
 type gate struct {
-	cap     int
-	breaker *gobreaker.TwoStepCircuitBreaker[struct{}]
+	cap      int
+	queueCap int
+	breaker  *gobreaker.TwoStepCircuitBreaker[struct{}]
 
 	mu       sync.Mutex
 	active   int
@@ -47,7 +49,7 @@ func (g *gate) admit(j job) (run, queued bool) {
 		g.active++
 		return true, false
 	}
-	if len(g.queue) < g.cap {
+	if len(g.queue) < g.queueCap {
 		g.queue = append(g.queue, j)
 		return false, true
 	}
@@ -92,6 +94,10 @@ func (g *gate) finish(id uint64) time.Duration {
 	return d
 }
 
+// hangingCall is the age from which a running call counts in the pace of
+// put-offs.
+const hangingCall = 250 * time.Millisecond
+
 // putOff returns when a message for this full endpoint should be tried
 // again: at least minDelay from now, and after every message put off
 // before it, spaced by the time the endpoint needs per call and slot, so a
@@ -107,12 +113,16 @@ func (g *gate) putOff(now time.Time, minDelay, maxDelay time.Duration, r float64
 	if avg == 0 { // nothing measured yet
 		avg = minDelay
 	}
-	// A call running longer than the average (a hanging endpoint) says more
-	// than the average does.
+	// A call running much longer than the average (a hanging endpoint)
+	// says more than the average does; a connection being set up does not.
 	for _, start := range g.running {
-		avg = max(avg, time.Since(start))
+		if age := time.Since(start); age > hangingCall {
+			avg = max(avg, age)
+		}
 	}
-	step := max(avg/time.Duration(g.cap), time.Millisecond)
+	// Twice the measured pace: the wait queue absorbs the surplus, and an
+	// endpoint left idle is the worse error.
+	step := max(avg/time.Duration(2*g.cap), time.Millisecond/2)
 	at := now.Add(minDelay)
 	if next := g.nextSlot.Add(step); next.After(at) {
 		at = next
@@ -130,6 +140,7 @@ type gates struct {
 	mu       sync.Mutex
 	m        map[string]*gate
 	cap      int
+	queueCap int
 	failures int
 	coolDown time.Duration
 	metrics  *metrics
@@ -144,8 +155,9 @@ func (gs *gates) get(host string) *gate {
 	}
 	failures := uint32(gs.failures)
 	g := &gate{
-		cap:     gs.cap,
-		running: map[uint64]time.Time{},
+		cap:      gs.cap,
+		queueCap: gs.queueCap,
+		running:  map[uint64]time.Time{},
 		breaker: gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 			Name:        host,
 			MaxRequests: 1,

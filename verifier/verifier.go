@@ -87,7 +87,7 @@ func New(cfg Config, st Store, owned Owned, fwd Handoff) (*Verifier, error) {
 	v := &Verifier{
 		cfg: cfg, biz: biz, st: st, owned: owned, fwd: fwd,
 		caller: newCaller(rt, cfg.Now, cfg.Logger),
-		gates: &gates{m: map[string]*gate{}, cap: cfg.EndpointConcurrency, failures: cfg.BreakerFailures,
+		gates: &gates{m: map[string]*gate{}, cap: cfg.EndpointConcurrency, queueCap: cfg.EndpointQueue, failures: cfg.BreakerFailures,
 			coolDown: cfg.BreakerCoolDown, metrics: m, log: cfg.Logger},
 		m:       m,
 		log:     cfg.Logger,
@@ -296,7 +296,7 @@ func (v *Verifier) dispatch(ctx context.Context, m *state.Message, now time.Time
 		v.deferMsg(m, ep, at, "all check-back workers busy")
 		return false
 	}
-	j := job{m: *m, ep: ep, r: r}
+	j := job{m: *m, ep: ep, r: r, claimedAt: now}
 	run, queued := g.admit(j)
 	if !run {
 		<-v.slots
@@ -319,6 +319,13 @@ func (v *Verifier) dispatch(ctx context.Context, m *state.Message, now time.Time
 		for ok := true; ok; j, ok = g.next() {
 			if ctx.Err() != nil {
 				continue // stopping: waiting jobs are left to their lease
+			}
+			if waited := v.cfg.Now().Sub(j.claimedAt); waited > v.cfg.Lease-2*j.r.policy.Timeout {
+				// Its lease may run out before an answer is written: leave
+				// it to the next claim.
+				v.log.Debug("check-back waited too long for its endpoint; left to its lease",
+					"biz_id", j.m.BizID, "key", j.m.Key, "waited", waited)
+				continue
 			}
 			done, err := g.breaker.Allow()
 			if err != nil {

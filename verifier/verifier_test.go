@@ -214,7 +214,7 @@ func TestHangingAndSlowEndpointsDoNotDelayOthers(t *testing.T) {
 	fast := clientlibProducer(t)
 	clk := newRealClock()
 	h := startVerifier(t, clk, openSQLite(t, clk), Config{
-		Workers: 8, EndpointConcurrency: 2, BusyDelay: 10 * time.Millisecond,
+		Workers: 8, EndpointConcurrency: 2, EndpointQueue: 2, BusyDelay: 10 * time.Millisecond,
 		Policy: Policy{Timeout: 30 * time.Second},
 		Allow:  []string{hang.endpoint("http", ""), slow.endpoint("http", ""), fast.endpoint("tri", "")},
 	})
@@ -435,4 +435,43 @@ func TestStaleAnswerDropped(t *testing.T) {
 	require.Eventually(t, func() bool { return h.total("http", outcomeRollback) == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, h.v.Stop(t.Context()))
 	require.Equal(t, state.Committed, h.get("b", "k").Status, "the stale rollback was dropped")
+}
+
+// A message that waited in an endpoint's queue so long that its lease could
+// run out is not called; it is left to the next claim.
+func TestQueuedPastLeaseIsLeftToNextClaim(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var calls atomic.Int32
+	p := newProducer(t, func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		_, _ = w.Write([]byte("2"))
+	})
+	clk := newClock()
+	h := startVerifier(t, clk, openSQLite(t, clk), Config{
+		Allow: []string{p.endpoint("http", "")}, Workers: 4, EndpointConcurrency: 1, EndpointQueue: 1,
+		Lease: 30 * time.Second, Policy: Policy{Timeout: 10 * time.Second},
+	})
+	h.prepare("b", "first", p.endpoint("http", "/"))
+	require.Eventually(t, func() bool { return calls.Load() == 1 }, 5*time.Second, time.Millisecond)
+	h.prepare("b", "second", p.endpoint("http", "/"))
+	require.Eventually(t, func() bool {
+		g := h.v.gates.get(strings.TrimPrefix(p.srv.URL, "http://"))
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.queue) == 1
+	}, 5*time.Second, time.Millisecond, "second waits in the queue")
+	clk.Advance(11 * time.Second) // past Lease - 2×Timeout
+	close(release)
+	h.waitStatus("b", "first", state.Committed)
+	require.Equal(t, int32(1), calls.Load(), "the queued message was not called")
+	require.Equal(t, state.Prepared, h.get("b", "second").Status)
+	clk.Advance(20 * time.Second) // its lease ran out: claimed again
+	h.waitStatus("b", "second", state.Committed)
+	require.Equal(t, int32(2), calls.Load())
 }
