@@ -179,3 +179,23 @@ func TestBuildScriptIsTheBuildCommand(t *testing.T) {
 	ci := string(readFile(t, filepath.Join(repoRoot, "ci", "deploy.sh")))
 	require.Contains(t, ci, buildScript, "CI runs the same script as the image")
 }
+
+// The build context is the repository root; .dockerignore keeps secrets
+// and bulk out and must not drop what the build needs.
+func TestDockerignore(t *testing.T) {
+	t.Parallel()
+	var patterns []string
+	for _, line := range strings.Split(string(readFile(t, filepath.Join(repoRoot, ".dockerignore"))), "\n") {
+		line = strings.TrimSpace(line)
+		if line != "" && !strings.HasPrefix(line, "#") {
+			patterns = append(patterns, line)
+		}
+	}
+	require.Contains(t, patterns, ".git")
+	for _, p := range patterns {
+		require.False(t, strings.HasPrefix(p, "!"), "no re-includes: keep the file simple")
+		for _, needed := range []string{"go.mod", "go.sum", "cmd", "deploy/docker", "deploy/compose", "internal", "clientlib"} {
+			require.NotEqual(t, needed, strings.TrimSuffix(p, "/"), "the build needs %s", needed)
+		}
+	}
+}
