@@ -180,6 +180,10 @@ func (h *checkbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *checkbackHandler) decide(ctx context.Context, bizID, key string) (Decision, bool) {
+	if h.fn == nil {
+		h.cfg.log.ErrorContext(ctx, "check-back handler has no CheckbackFunc", "biz_id", bizID, "key", key)
+		return DecisionUnknown, false
+	}
 	d, err := h.fn(ctx, bizID, key)
 	if err != nil {
 		h.cfg.log.ErrorContext(ctx, "check-back handler failed", "biz_id", bizID, "key", key, "err", err)

@@ -222,3 +222,20 @@ func TestCheckbackHandlerSignatureQuery(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode, string(b))
 	require.JSONEq(t, `{"status":"SUCCESS","data":{"messageKey":"c/1","messageStatus":2}}`, string(b))
 }
+
+func TestCheckbackHandlerNilFunc(t *testing.T) {
+	t.Parallel()
+	h := NewCheckbackHandler(nil, WithCheckbackLogger(slog.New(slog.DiscardHandler)))
+	code, body, _ := serve(h, http.MethodGet, "/cb?bizID=1&messageKey=c1", "", "")
+	require.Equal(t, http.StatusInternalServerError, code)
+	require.Contains(t, body, "FAIL")
+}
+
+func TestDecisionString(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "commit", DecisionCommit.String())
+	require.Equal(t, "rollback", DecisionRollback.String())
+	require.Equal(t, "unknown", DecisionUnknown.String())
+	require.Equal(t, "unknown", Decision(9).String())
+	require.Equal(t, 1, Decision(9).messageStatus(), "anything unexpected answers unknown")
+}

@@ -72,35 +72,47 @@
 // Calls run on at most Workers goroutines, at most EndpointConcurrency per
 // endpoint (host:port). When an endpoint is at its cap, up to EndpointQueue
 // claimed messages wait in memory and are taken by the goroutines of its
-// calls as they end; no goroutine ever waits for a slot. Beyond that a
-// message is put off (state.KindCheckDeferred, no attempt burned) by at
-// least BusyDelay, the put-offs of one endpoint spaced by its measured call
-// time per slot, so a backlog comes back at the pace the endpoint answers.
-// A hanging producer thus holds only its own slots and never delays other
-// endpoints. Each endpoint has a circuit breaker
-// (sony/gobreaker): BreakerFailures consecutive failures open it; while open
-// its messages are put off by BreakerCoolDown without a call and without
-// burning an attempt; after the cool-down one probe call decides whether it
-// closes again.
+// calls as they end; no goroutine ever waits for a slot (a queued message
+// that waited so long that its lease could run out is dropped and left to
+// the next claim). Beyond that a message is put off
+// (state.KindCheckDeferred, no attempt burned) by at least BusyDelay and at
+// most MaxPutOff, the put-offs of one endpoint spaced by its measured call
+// time per slot (or by the age of its calls when they hang), so a backlog
+// comes back at about the pace the endpoint answers. When every worker is
+// busy, further claimed messages are put off by one to two BusyDelay. A
+// hanging or slow producer thus holds only its own slots and never delays
+// other endpoints.
+//
+// Each endpoint has a circuit breaker (sony/gobreaker; its cool-down runs
+// on the wall clock): BreakerFailures consecutive failed calls (errors and
+// unreadable answers, not clean unknowns) open it; while open its messages
+// are put off by BreakerCoolDown without a call and without burning an
+// attempt; after the cool-down one probe call decides whether it closes.
 //
 // # Loop
 //
 // New builds a Verifier over a Store (ClaimCheckbacks and Apply), the owned
 // partitions and an optional Handoff (the forwarder's fast path, given the
 // messages a commit answer made sendable). Start returns at once; the loop
-// claims with a lease, dispatches, and writes answers in batches (every
-// ApplyInterval or ApplyBatch answers) with the claim's lease token, so an
-// answer for a claim that expired and was taken over is dropped. It polls
-// every PollInterval, at once after a full batch, and when the owned
-// partitions change. Stop cancels calls in flight (no attempt burned),
-// writes the answers already received and waits.
+// claims up to ClaimLimit due messages with a Lease (at least three times
+// the longest Timeout) whenever a worker is free, dispatches them, and
+// writes answers in batches (every ApplyInterval or ApplyBatch answers)
+// with the claim's lease token, so an answer for a claim that expired and
+// was taken over is dropped. It claims again at once after a full batch,
+// when a worker frees after an endpoint was full, when the owned
+// partitions change, and otherwise every PollInterval. An answer the store
+// does not take is logged and counted; the message is asked again when its
+// lease runs out. Stop cancels calls in flight (no attempt burned), writes
+// the answers already received and waits for every goroutine.
 //
 // # Metrics
 //
 //	eventcenter_checkback_total{protocol,outcome}     commit, rollback, unknown, error, deferred, parked
+//	                                                  (protocol http, triple, jsonrpc; "none" for a
+//	                                                  missing or unreadable endpoint)
 //	eventcenter_checkback_duration_seconds{protocol}
 //	eventcenter_checkback_circuit_open                endpoints with an open or half-open circuit
 //	eventcenter_verify_failed_total{biz_id}           configured bizIDs by name, others as "other"
-//	eventcenter_checkback_disallowed_total
-//	eventcenter_checkback_apply_errors_total
+//	eventcenter_checkback_disallowed_total            parked because the endpoint is not allowed
+//	eventcenter_checkback_apply_errors_total          answer batches the store refused
 package verifier
