@@ -226,3 +226,33 @@ func TestSign(t *testing.T) {
 	require.Equal(t, "t=1700000000,v1=c676b6ecaea6ddfb8a6d11ba32b47a73387579680cb96dbba6909297f4ec6284",
 		Sign([]byte("k"), at, "POST", "/a.B/m", []byte(`[1,"x"]`)))
 }
+
+// tris://, https:// and jsonrpcs:// go over TLS.
+func TestCallerTLS(t *testing.T) {
+	t.Parallel()
+	var got []string
+	var mu sync.Mutex
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		if r.Method == http.MethodPost && strings.Contains(r.URL.Path, "rpc") {
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":2}`)
+			return
+		}
+		_, _ = io.WriteString(w, "2")
+	}))
+	t.Cleanup(srv.Close)
+	tr := srv.Client().Transport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	c := newCaller(tr, time.Now, slog.New(slog.DiscardHandler))
+	host := strings.TrimPrefix(srv.URL, "https://")
+	require.Equal(t, answer{Decision: DecisionCommit}, doCall(t, c, "https://"+host+"/cb", "1", "k", nil))
+	require.Equal(t, answer{Decision: DecisionCommit}, doCall(t, c, "tris://"+host+"/a.B/verifyMessage", "1", "k", nil))
+	require.Equal(t, answer{Decision: DecisionCommit}, doCall(t, c, "jsonrpcs://"+host+"/rpc", "1", "k", nil)) // first id of a new caller is 1
+	require.Equal(t, []string{"GET /cb", "POST /a.B/verifyMessage", "POST /rpc"}, got)
+	// Plain http to a TLS port fails and is unknown.
+	a := doCall(t, c, "http://"+host+"/cb", "1", "k", nil)
+	require.Equal(t, DecisionUnknown, a.Decision)
+	require.ErrorContains(t, a.Err, "HTTP 400")
+}

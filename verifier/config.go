@@ -141,7 +141,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Rand returns a number in [0, 1) for jitter; nil uses math/rand/v2.
+	// Rand returns a number in [0, 1) for jitter; it is called from several
+	// goroutines and must be safe for that. nil uses math/rand/v2.
 	Rand func() float64
 }
 
