@@ -122,7 +122,8 @@ type Config struct {
 	BreakerFailures int
 	// BreakerCoolDown is how long a circuit stays open before one probe is
 	// let through (wall clock). Messages for an open endpoint are put off
-	// by this much without burning an attempt. Default 30s.
+	// by this much (plus up to half of it, random) without burning an
+	// attempt. Default 30s.
 	BreakerCoolDown time.Duration
 	// ApplyBatch is the most answers written in one store.Apply; answers
 	// are also flushed every ApplyInterval. Defaults 256 and 20ms.

@@ -86,8 +86,9 @@
 // Each endpoint has a circuit breaker (sony/gobreaker; its cool-down runs
 // on the wall clock): BreakerFailures consecutive failed calls (errors and
 // unreadable answers, not clean unknowns) open it; while open its messages
-// are put off by BreakerCoolDown without a call and without burning an
-// attempt; after the cool-down one probe call decides whether it closes.
+// are put off by BreakerCoolDown (plus up to half of it, random) without a
+// call and without burning an attempt; after the cool-down one probe call
+// decides whether it closes.
 //
 // # Loop
 //

@@ -283,7 +283,7 @@ func (v *Verifier) dispatch(ctx context.Context, m *state.Message, now time.Time
 	}
 	g := v.gates.get(ep.Host)
 	if g.breaker.State() == gobreaker.StateOpen {
-		v.deferMsg(m, ep, now.Add(v.cfg.BreakerCoolDown), fmt.Sprintf("endpoint %s circuit open", ep.Host))
+		v.deferMsg(m, ep, v.afterCoolDown(now), fmt.Sprintf("endpoint %s circuit open", ep.Host))
 		return true
 	}
 	select {
@@ -329,13 +329,20 @@ func (v *Verifier) dispatch(ctx context.Context, m *state.Message, now time.Time
 			}
 			done, err := g.breaker.Allow()
 			if err != nil {
-				v.deferMsg(&j.m, j.ep, v.cfg.Now().Add(v.cfg.BreakerCoolDown), fmt.Sprintf("endpoint %s circuit open", j.ep.Host))
+				v.deferMsg(&j.m, j.ep, v.afterCoolDown(v.cfg.Now()), fmt.Sprintf("endpoint %s circuit open", j.ep.Host))
 				continue
 			}
 			v.check(ctx, &j.m, j.ep, j.r, g, done)
 		}
 	}()
 	return true
+}
+
+// afterCoolDown is when a message of an open circuit is tried again: after
+// the cool-down, spread over half of it more so that the messages of an
+// endpoint do not all come back at once.
+func (v *Verifier) afterCoolDown(now time.Time) time.Time {
+	return now.Add(v.cfg.BreakerCoolDown + time.Duration(v.cfg.Rand()*float64(v.cfg.BreakerCoolDown/2)))
 }
 
 func (v *Verifier) deferMsg(m *state.Message, ep Endpoint, at time.Time, why string) {

@@ -282,6 +282,7 @@ func TestCircuitBreaker(t *testing.T) {
 		Policy:          testPolicy,
 		Allow:           []string{p.endpoint("http", "")},
 		BreakerFailures: 3, BreakerCoolDown: coolDown,
+		Rand: func() float64 { return 0.5 },
 	})
 	for i := range 3 {
 		h.prepare("b", fmt.Sprint("a", i), p.endpoint("http", "/"))
@@ -297,7 +298,7 @@ func TestCircuitBreaker(t *testing.T) {
 	}
 	for i := range 5 {
 		m := h.waitFor("b", fmt.Sprint("d", i), "put off by the cool-down", func(m state.Message) bool {
-			return m.VerifyNextAt.Equal(clk.Now().Add(coolDown))
+			return m.VerifyNextAt.Equal(clk.Now().Add(coolDown + coolDown/4)) // cool-down + Rand·cool-down/2
 		})
 		require.Equal(t, 0, m.VerifyAttempts)
 		require.Equal(t, state.Prepared, m.Status)
