@@ -202,9 +202,9 @@ func (v *Verifier) wait(ctx context.Context, d time.Duration, a, b <-chan struct
 	return false
 }
 
-// claim claims due check-backs for the free workers and dispatches them; it
-// tells whether it got a full batch (more may be due) and whether an
-// endpoint was at its cap.
+// claim claims up to ClaimLimit due check-backs when a worker is free and
+// dispatches them; it tells whether it got a full batch (more may be due)
+// and whether an endpoint or the workers were at their cap.
 func (v *Verifier) claim(ctx context.Context, calls *sync.WaitGroup) (more, busy bool) {
 	// Claim a full batch as long as one worker is free: messages of busy
 	// endpoints are put off or queued without a worker, and those beyond
