@@ -254,7 +254,9 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 func (c *Center) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if _, err := c.Store.Get(ctx, "\x00readyz", "\x00"); err != nil && !errors.Is(err, store.ErrNotFound) {
+	// An empty bizID never exists (envelopes require one); a NUL byte would
+	// be rejected by PostgreSQL's text type.
+	if _, err := c.Store.Get(ctx, "", "readyz"); err != nil && !errors.Is(err, store.ErrNotFound) {
 		http.Error(w, "store: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}

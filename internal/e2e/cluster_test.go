@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -518,4 +520,23 @@ func sumCounter(t *testing.T, c *center.Center, name string) float64 {
 func partitionOf(key string, n int32) int32 {
 	p := kgo.StickyKeyPartitioner(nil).ForTopic(controlTopic)
 	return int32(p.Partition(&kgo.Record{Key: []byte(key)}, int(n)))
+}
+
+// TestReadyzOnPostgres: /readyz answers 200 on PostgreSQL (its store probe
+// once used a NUL byte in the key, which PostgreSQL text rejects, so a
+// PostgreSQL center never reported ready).
+func TestReadyzOnPostgres(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "postgres")
+	c := e.startCenter(center.Options{})
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + c.Addr() + "/readyz")
+		if err != nil {
+			return false
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		t.Logf("/readyz: %d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		return resp.StatusCode == http.StatusOK
+	}, 20*time.Second, 200*time.Millisecond)
 }
