@@ -257,10 +257,7 @@ func startRocketMQ(ctx context.Context) (*rocketMQ, error) {
 		testcontainers.WithExposedPorts("9876/tcp"),
 		testcontainers.WithEnv(jvm),
 		testcontainers.WithCmd("sh", "mqnamesrv"),
-		testcontainers.WithWaitStrategy(wait.ForAll(
-			wait.ForLog("The Name Server boot success"),
-			wait.ForListeningPort("9876/tcp"),
-		).WithDeadline(3*time.Minute)),
+		testcontainers.WithWaitStrategy(wait.ForLog("The Name Server boot success").WithStartupTimeout(3*time.Minute)),
 	)
 	if ns != nil {
 		onTerminate(terminateContainer(ns))
