@@ -41,7 +41,7 @@ Configuration precedence, lowest first: built-in defaults, the YAML file
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServe(), newDev(), newMigrate(), newVersion(), newHealthcheck(), cli.NewCommand(), newBench())
+	root.AddCommand(newServe(), newDev(), newMigrate(), newVersion(), newHealthcheck(), cli.NewCommand(), newBench(), newSoak())
 	return root
 }
 

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/eventcenter/eventcenter/internal/soak"
+)
+
+func newSoak() *cobra.Command {
+	var cfg soak.Config
+	cmd := &cobra.Command{
+		Use:   "soak",
+		Short: "Run a cluster soak with faults (ecbroker, a throwaway PostgreSQL, several centers) and check the invariants",
+		Long: `soak starts ecbroker (a Kafka-protocol broker in its own process), a throwaway
+PostgreSQL cluster (initdb into a temporary directory), --centers "eventcenter serve"
+processes, producers through clientlib and a check-back server. With --faults it
+injects, at random from the printed seed: SIGKILL and restart of a center,
+SIGSTOP/SIGCONT, PostgreSQL restarts, broker produce and fetch errors, check-back
+outages and one control-topic partition increase. At the end it checks the
+invariants; the exit status is non-zero when one is violated.
+
+ecbroker is looked up next to this binary, then in PATH (go build ./cmd/ecbroker).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.EventcenterBin == "" {
+				self, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("soak: find this binary: %w", err)
+				}
+				cfg.EventcenterBin = self
+			}
+			if cfg.BrokerBin == "" {
+				cfg.BrokerBin = findBroker(cfg.EventcenterBin)
+			}
+			cfg.Out = cmd.OutOrStdout()
+			// Ctrl-C ends the run early; the children are still stopped.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			rep, err := soak.Run(ctx, cfg)
+			if rep != nil {
+				_, _ = fmt.Fprint(cmd.OutOrStdout(), rep.String())
+			}
+			if errors.Is(err, soak.ErrViolation) {
+				cmd.SilenceUsage = true
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&cfg.Duration, "duration", 60*time.Second, "how long producers send and faults are injected")
+	f.IntVar(&cfg.Rate, "rate", 200, "messages per second over all producers (0: as fast as they go)")
+	f.IntVar(&cfg.Producers, "producers", 8, "producer goroutines")
+	f.IntVar(&cfg.Centers, "centers", 3, "center processes")
+	f.IntVar(&cfg.Partitions, "partitions", 6, "initial control-topic partitions")
+	f.Int64Var(&cfg.Seed, "seed", 0, "random seed (0: from the clock; printed for replay)")
+	f.BoolVar(&cfg.Faults, "faults", true, "inject faults")
+	f.DurationVar(&cfg.FaultEvery, "fault-every", 4*time.Second, "mean time between faults")
+	f.DurationVar(&cfg.Settle, "settle", 0, "how long to wait for convergence after the producers stop (0: check-back schedule + 90s)")
+	f.StringVar(&cfg.BrokerBin, "ecbroker", "", "ecbroker binary")
+	f.StringVar(&cfg.PGBinDir, "pg-bin", "/usr/lib/postgresql/15/bin", "directory of initdb and pg_ctl")
+	f.StringVar(&cfg.WorkDir, "work-dir", "", "keep configs, logs and the database here (default: a temporary directory, kept only on failure)")
+	f.BoolVar(&cfg.Keep, "keep", false, "keep the temporary directory")
+	return cmd
+}
+
+func findBroker(self string) string {
+	next := filepath.Join(filepath.Dir(self), "ecbroker")
+	if _, err := os.Stat(next); err == nil {
+		return next
+	}
+	if p, err := exec.LookPath("ecbroker"); err == nil {
+		return p
+	}
+	return next
+}

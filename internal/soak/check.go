@@ -1,0 +1,251 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// collector reads the business topic from the start for the whole run.
+type collector struct {
+	mu      sync.Mutex
+	byKey   map[string]int // forwarded records per message key
+	bad     []string       // records whose ec-id or payload do not match
+	records int
+	offsets map[int32]int64 // next offset per partition
+	cl      *kgo.Client
+	done    chan struct{}
+}
+
+func startCollector(brokers []string) (*collector, context.CancelFunc, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(businessTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		return nil, nil, fmt.Errorf("collector: %w", err)
+	}
+	c := &collector{byKey: map[string]int{}, offsets: map[int32]int64{}, cl: cl, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer close(c.done)
+		for {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			fs.EachRecord(c.add)
+		}
+	}()
+	stop := func() {
+		cancel()
+		<-c.done
+		cl.Close()
+	}
+	return c, stop, nil
+}
+
+func (c *collector) add(r *kgo.Record) {
+	var id string
+	for _, h := range r.Headers {
+		if h.Key == "ec-id" {
+			id = string(h.Value)
+		}
+	}
+	key, ok := strings.CutPrefix(id, bizID+":")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.records++
+	c.offsets[r.Partition] = r.Offset + 1
+	if !ok || string(r.Value) != string(payloadOf(key)) || string(r.Key) != "fk-"+key {
+		c.bad = append(c.bad, fmt.Sprintf("partition %d offset %d: ec-id %q key %q value %.40q", r.Partition, r.Offset, id, r.Key, r.Value))
+		return
+	}
+	c.byKey[key]++
+}
+
+func (c *collector) forwarded(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byKey[key]
+}
+
+// caughtUp tells whether the collector has read up to the end offsets.
+func (c *collector) caughtUp(ctx context.Context, adm *kadm.Client) bool {
+	ends, err := adm.ListEndOffsets(ctx, businessTopic)
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ok := true
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset > c.offsets[o.Partition] {
+			ok = false
+		}
+	})
+	return ok
+}
+
+// row is what the checker reads of a message in the store.
+type row struct {
+	status   int
+	sendStat int
+	hasBody  bool
+	attempts int
+	created  time.Time
+}
+
+func readStore(ctx context.Context, dsn string) (map[string]row, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("read store: %w", err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT message_key, status, send_status, has_body, verify_attempts, created_at
+		FROM eventcenter_messages WHERE biz_id = $1`, bizID)
+	if err != nil {
+		return nil, fmt.Errorf("read store: %w", err)
+	}
+	out := map[string]row{}
+	for rows.Next() {
+		var k string
+		var r row
+		if err := rows.Scan(&k, &r.status, &r.sendStat, &r.hasBody, &r.attempts, &r.created); err != nil {
+			return nil, fmt.Errorf("read store: %w", err)
+		}
+		out[k] = r
+	}
+	return out, rows.Err()
+}
+
+// Status numbers of the store (DESIGN.md).
+const (
+	stPrepared     = 1
+	stCommitted    = 2
+	stRolledBack   = 3
+	stVerifyFailed = 4
+)
+
+// Invariant is one checked promise and its violations.
+type Invariant struct {
+	Name       string
+	Violations int
+	Examples   []string
+}
+
+func (inv *Invariant) fail(format string, args ...any) {
+	inv.Violations++
+	if len(inv.Examples) < 10 {
+		inv.Examples = append(inv.Examples, fmt.Sprintf(format, args...))
+	}
+}
+
+// pending tells what still has to happen before the run has converged:
+// committed messages not yet forwarded and rows still PREPARED.
+func pending(msgs map[string]message, col *collector, rows map[string]row) (unforwarded, prepared int) {
+	for k, m := range msgs {
+		r, inStore := rows[k]
+		if m.decision == committed && !m.incomplete && col.forwarded(k) == 0 && !(inStore && r.status == stVerifyFailed) {
+			if m.envelopeSent || inStore {
+				unforwarded++
+			}
+		}
+	}
+	for _, r := range rows {
+		if r.status == stPrepared {
+			prepared++
+		}
+	}
+	return unforwarded, prepared
+}
+
+// check evaluates the invariants at time now.
+func check(now time.Time, msgs map[string]message, calls map[string]int, col *collector, rows map[string]row, rep *Report) {
+	lost := &Invariant{Name: "every committed message forwarded at least once"}
+	leaked := &Invariant{Name: "no rolled-back (or undecided) message forwarded or committed"}
+	stale := &Invariant{Name: "no message PREPARED beyond its last scheduled check-back"}
+	dup := &Invariant{Name: "no message forwarded twice except with the same ec-id"}
+	over := &Invariant{Name: fmt.Sprintf("check-back calls per message <= attempt limit (%d)", checkMaxAttempts)}
+	bound := scheduleBound() + 60*time.Second
+	for k, m := range msgs {
+		r, inStore := rows[k]
+		n := col.forwarded(k)
+		rep.Messages++
+		rep.Kinds[kindNames[m.kind]]++
+		switch m.decision {
+		case committed:
+			rep.Committed++
+			switch {
+			case m.incomplete:
+				rep.Incomplete++
+			case n > 0:
+			case inStore && r.status == stVerifyFailed && !m.envelopeSent:
+				// The producer's decision reached the center only through
+				// check-back, which gave up: parked for an operator.
+				rep.ParkedCommitted++
+			case !m.envelopeSent && !inStore:
+				// Neither envelope reached the broker.
+				rep.NeverArrived++
+			default:
+				status := "absent"
+				if inStore {
+					status = fmt.Sprint(r.status)
+				}
+				lost.fail("%s (%s, commit envelope sent %v, store status %s) not forwarded", k, kindNames[m.kind], m.envelopeSent, status)
+			}
+		default:
+			rep.RolledBack++
+			if n > 0 {
+				leaked.fail("%s (%s) decided %s but forwarded %d times", k, kindNames[m.kind], decisionName(m.decision), n)
+			} else if inStore && r.status == stCommitted {
+				leaked.fail("%s (%s) decided %s but COMMITTED in the store", k, kindNames[m.kind], decisionName(m.decision))
+			}
+			if inStore && r.status == stVerifyFailed {
+				rep.VerifyFailed++
+			}
+		}
+		if inStore && r.status == stPrepared && (now.Sub(r.created) > bound || r.attempts >= checkMaxAttempts) {
+			stale.fail("%s PREPARED %s after creation with %d check-backs", k, now.Sub(r.created).Round(time.Second), r.attempts)
+		}
+		if calls[k] > checkMaxAttempts {
+			over.fail("%s (%s) checked back %d times", k, kindNames[m.kind], calls[k])
+		}
+	}
+	col.mu.Lock()
+	for _, b := range col.bad {
+		dup.fail("%s", b)
+	}
+	rep.ForwardedRecords = col.records
+	rep.ForwardedIDs = len(col.byKey)
+	col.mu.Unlock()
+	for k, n := range col.byKey {
+		if _, ok := msgs[k]; !ok {
+			dup.fail("forwarded %s, which no producer sent (%d records)", k, n)
+		}
+	}
+	for k, n := range calls {
+		rep.CheckbackCalls += int64(n)
+		if n > rep.MaxCallsPerMessage {
+			rep.MaxCallsPerMessage = n
+		}
+		if _, ok := msgs[k]; !ok {
+			over.fail("check-back for unknown key %q", k)
+		}
+	}
+	rep.Invariants = []*Invariant{lost, leaked, stale, dup, over}
+}
+
+func decisionName(d decision) string {
+	switch d {
+	case committed:
+		return "commit"
+	case rolledBack:
+		return "rollback"
+	}
+	return "nothing (never decided)"
+}

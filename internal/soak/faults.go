@@ -1,0 +1,167 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// Fault names, as counted in the report.
+const (
+	faultKill       = "center SIGKILL+restart"
+	faultStall      = "center SIGSTOP/SIGCONT"
+	faultPGRestart  = "postgres restart"
+	faultProduceErr = "broker produce errors"
+	faultFetchErr   = "broker fetch errors"
+	faultCBOutage   = "check-back outage"
+	faultPartitions = "partition increase"
+)
+
+// chaos injects faults from one seeded source.
+type chaos struct {
+	r       *rand.Rand
+	every   time.Duration
+	centers []*centerProc
+	pg      *pgCluster
+	broker  *broker
+	adm     *kadm.Client
+	truth   *truth
+	grow    int // partitions to add, once
+	growAt  time.Duration
+	out     func(format string, args ...any)
+
+	mu     sync.Mutex
+	counts map[string]int
+	errs   []string
+}
+
+func (c *chaos) count(name string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts[name]++
+	if err != nil {
+		c.errs = append(c.errs, fmt.Sprintf("%s: %v", name, err))
+	}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (c *chaos) between(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(c.r.Int64N(int64(hi-lo)+1))
+}
+
+// run injects faults one after another until ctx ends; every fault is
+// undone before the next one starts and before run returns.
+func (c *chaos) run(ctx context.Context) {
+	start := time.Now()
+	grown := c.grow == 0
+	for ctx.Err() == nil {
+		sleep(ctx, c.between(c.every/2, c.every*3/2))
+		if ctx.Err() != nil {
+			return
+		}
+		if !grown && time.Since(start) >= c.growAt {
+			grown = true
+			c.growPartitions(ctx)
+			continue
+		}
+		// The fault's own waits are not cut short by ctx: it is undone first.
+		undo := context.WithoutCancel(ctx)
+		switch c.r.IntN(6) {
+		case 0:
+			cp := c.centers[c.r.IntN(len(c.centers))]
+			down := c.between(500*time.Millisecond, 3*time.Second)
+			c.out("fault: SIGKILL center %d, restart after %s", cp.idx, down)
+			if n, err := cp.scrapeSent(undo); err == nil {
+				cp.sentBefore += n // the counter dies with the process
+			}
+			cp.kill()
+			sleep(undo, down)
+			c.count(faultKill, cp.start())
+		case 1:
+			cp := c.centers[c.r.IntN(len(c.centers))]
+			d := c.between(time.Second, 2*sessionTimeout)
+			c.out("fault: SIGSTOP center %d for %s", cp.idx, d)
+			err := cp.sigstop()
+			sleep(undo, d)
+			if cerr := cp.sigcont(); err == nil {
+				err = cerr
+			}
+			c.count(faultStall, err)
+		case 2:
+			c.out("fault: PostgreSQL immediate restart")
+			c.count(faultPGRestart, c.pg.restart(undo))
+		case 3, 4:
+			name, key := faultProduceErr, "produce"
+			if c.r.IntN(2) == 0 {
+				name, key = faultFetchErr, "fetch"
+			}
+			rate := []float64{0.3, 0.7, 1}[c.r.IntN(3)]
+			d := c.between(time.Second, 6*time.Second)
+			c.out("fault: broker %s errors at rate %g for %s", key, rate, d)
+			err := c.broker.setFault(undo, key, rate)
+			sleep(undo, d)
+			if uerr := c.broker.setFault(undo, key, 0); err == nil {
+				err = uerr
+			}
+			c.count(name, err)
+		case 5:
+			d := c.between(time.Second, 8*time.Second)
+			c.out("fault: check-back endpoint down for %s", d)
+			c.truth.outage.Store(true)
+			sleep(undo, d)
+			c.truth.outage.Store(false)
+			c.count(faultCBOutage, nil)
+		}
+	}
+}
+
+func (c *chaos) growPartitions(ctx context.Context) {
+	c.out("fault: control topic grows by %d partitions", c.grow)
+	resp, err := c.adm.CreatePartitions(ctx, c.grow, controlTopic)
+	if err == nil {
+		for _, r := range resp {
+			if r.Err != nil {
+				err = r.Err
+			}
+		}
+	}
+	c.count(faultPartitions, err)
+}
+
+func (c *chaos) summary() (map[string]int, []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	counts := map[string]int{}
+	for k, v := range c.counts {
+		counts[k] = v
+	}
+	return counts, append([]string(nil), c.errs...)
+}
+
+func formatCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "  %-26s %d\n", k, m[k])
+	}
+	return b.String()
+}
