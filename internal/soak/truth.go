@@ -22,11 +22,11 @@ const (
 type kind int8
 
 const (
-	kindCommit        kind = iota // Transact, local transaction commits
-	kindRollback                  // Transact, local transaction fails
-	kindCommitFirst               // raw COMMIT, then raw PREPARE
-	kindCheckback                 // PREPARE only; decided later, the center must ask
-	kindOrphan                    // PREPARE only; never decided (parks as VERIFY_FAILED)
+	kindCommit      kind = iota // Transact, local transaction commits
+	kindRollback                // Transact, local transaction fails
+	kindCommitFirst             // raw COMMIT, then raw PREPARE
+	kindCheckback               // PREPARE only; decided later, the center must ask
+	kindOrphan                  // PREPARE only; never decided (parks as VERIFY_FAILED)
 )
 
 var kindNames = map[kind]string{kindCommit: "commit", kindRollback: "rollback", kindCommitFirst: "commit-before-prepare",
