@@ -42,7 +42,9 @@ func TestFaultsToggle(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var out syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"--port", "0", "--topics", "t", "--partitions", "2"}, &out, io.Discard) }()
+	go func() {
+		done <- run(ctx, []string{"--port", "0", "--topics", "t", "--partitions", "2"}, &out, io.Discard)
+	}()
 	var addr, control string
 	require.Eventually(t, func() bool {
 		f := strings.Fields(out.String())
