@@ -121,9 +121,9 @@ func freshSchema(ctx context.Context, dsn, schema string) (string, func(), error
 	return sdsn, drop, nil
 }
 
-// createTopics creates the topics that do not exist yet with partitions
-// and a retention (so that kfake, which keeps records in memory, can drop
-// old ones in long runs).
+// createTopics creates the topics that do not exist yet with partitions,
+// a retention and small segments (so that kfake, which keeps records in
+// memory, can drop old ones in long runs).
 func createTopics(ctx context.Context, brokers []string, partitions int, retention time.Duration, topics ...string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
@@ -136,11 +136,14 @@ func createTopics(ctx context.Context, brokers []string, partitions int, retenti
 		return fmt.Errorf("list topics: %w", err)
 	}
 	ms := strconv.FormatInt(retention.Milliseconds(), 10)
+	// Small segments: kfake frees a segment only when all of it expired
+	// (its default is 100 MB per partition).
+	seg := strconv.Itoa(4 << 20)
 	for _, t := range topics {
 		if existing.Has(t) {
 			continue
 		}
-		resp, err := adm.CreateTopic(ctx, int32(partitions), 1, map[string]*string{"retention.ms": &ms}, t)
+		resp, err := adm.CreateTopic(ctx, int32(partitions), 1, map[string]*string{"retention.ms": &ms, "segment.bytes": &seg}, t)
 		if err == nil {
 			err = resp.Err
 		}
