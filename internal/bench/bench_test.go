@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 func TestRunEmbeddedSQLite(t *testing.T) {
@@ -143,4 +144,29 @@ func TestKindMix(t *testing.T) {
 	}
 	require.InDelta(t, 100, counts[kindCheckback], 2)
 	require.InDelta(t, 250, counts[kindRollback], 2)
+}
+
+// TestRunExternalNothingForwarded: with --external and no center running,
+// nothing is forwarded, and the report says every message is missing after
+// the drain timeout.
+func TestRunExternalNothingForwarded(t *testing.T) {
+	t.Parallel()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "ec.control"))
+	require.NoError(t, err)
+	t.Cleanup(cluster.Close)
+	cfg := Default()
+	cfg.External = true
+	cfg.Brokers = cluster.ListenAddrs()
+	cfg.ControlTopic = "ec.control"
+	cfg.Messages = 20
+	cfg.Concurrency = 2
+	cfg.Baselines = false
+	cfg.DrainTimeout = 300 * time.Millisecond
+	rep, err := Run(t.Context(), cfg)
+	require.NoError(t, err)
+	require.EqualValues(t, 20, rep.Center.Sent)
+	require.Zero(t, rep.Center.Forwarded)
+	require.EqualValues(t, 20, rep.Center.Missing)
+	require.Empty(t, rep.Metrics)
+	require.Equal(t, "external center and brokers", rep.Config.Mode)
 }
