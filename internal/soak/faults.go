@@ -79,12 +79,22 @@ func (c *chaos) run(ctx context.Context) {
 			c.growPartitions(ctx)
 			continue
 		}
+		// One membership change at a time: kfake's group coordinator
+		// restarts its rebalance deadline on every join, so a member that
+		// dies in the middle of a rebalance can keep the group rebalancing
+		// for good (see docs/cluster.md); faults start on a stable group.
+		c.waitStable(ctx)
+		if ctx.Err() != nil {
+			return
+		}
 		// The fault's own waits are not cut short by ctx: it is undone first.
 		undo := context.WithoutCancel(ctx)
 		switch c.r.IntN(6) {
 		case 0:
 			cp := c.centers[c.r.IntN(len(c.centers))]
-			down := c.between(500*time.Millisecond, 3*time.Second)
+			// Restarted after the session timeout, so the group drops the
+			// dead member before the new one joins (see waitStable).
+			down := sessionTimeout + c.between(500*time.Millisecond, 3*time.Second)
 			c.out("fault: SIGKILL center %d, restart after %s", cp.idx, down)
 			if n, err := cp.scrapeSent(undo); err == nil {
 				cp.sentBefore += n // the counter dies with the process
@@ -127,6 +137,27 @@ func (c *chaos) run(ctx context.Context) {
 			c.truth.outage.Store(false)
 			c.count(faultCBOutage, nil)
 		}
+	}
+}
+
+// waitStable waits until the consumer group is Stable (up to 90s; a group
+// that does not settle is reported as a fault error).
+func (c *chaos) waitStable(ctx context.Context) {
+	deadline := time.Now().Add(90 * time.Second)
+	for ctx.Err() == nil {
+		gs, err := c.adm.DescribeGroups(ctx, groupName)
+		if err == nil && gs[groupName].State == "Stable" {
+			return
+		}
+		if time.Now().After(deadline) {
+			state := "unknown"
+			if err == nil {
+				state = gs[groupName].State
+			}
+			c.count("group not stable after 90s", fmt.Errorf("consumer group %s", state))
+			return
+		}
+		sleep(ctx, 200*time.Millisecond)
 	}
 }
 

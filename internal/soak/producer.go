@@ -19,6 +19,7 @@ const (
 	bizID         = "soak"
 	controlTopic  = "soak.control"
 	businessTopic = "soak.events"
+	groupName     = "eventcenter-soak"
 )
 
 var errLocal = errors.New("local transaction failed")

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -209,14 +210,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return rep, fmt.Errorf("soak: migrate: %w\n%s", err, mout)
 	}
 	defer func() {
+		var wg sync.WaitGroup
 		for _, c := range centers {
 			if c == nil {
 				continue
 			}
-			if err := c.stop(40 * time.Second); err != nil {
-				out("center %d: %v", c.idx, err)
-			}
+			wg.Go(func() {
+				if err := c.stop(40 * time.Second); err != nil {
+					out("center %d: %v", c.idx, err)
+				}
+			})
 		}
+		wg.Wait()
 	}()
 	for _, c := range centers {
 		if err := c.start(); err != nil {
@@ -349,7 +354,7 @@ func centerConfig(brokers []string, dsn string, httpPort int, cbURL string) conf
 	cfg := config.Default()
 	cfg.Kafka.Brokers = brokers
 	cfg.Kafka.ControlTopic = controlTopic
-	cfg.Kafka.Group = "eventcenter-soak"
+	cfg.Kafka.Group = groupName
 	cfg.Kafka.SessionTimeout = sessionTimeout
 	cfg.Kafka.MetadataMaxAge = 2 * time.Second
 	cfg.Store = config.Store{Driver: "postgres", DSN: dsn, MaxConns: 8}
