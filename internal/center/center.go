@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -68,6 +69,9 @@ type Center struct {
 	server   *http.Server
 	served   chan error
 	started  atomic.Bool
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // New builds a center; nothing runs until Start. On error everything
@@ -311,9 +315,14 @@ func (c *Center) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops everything in reverse order and releases resources. It may be
-// called once, after Start or after a failed Start.
+// Stop stops everything in reverse order and releases resources, after
+// Start or after a failed Start. Later calls return the first call's result.
 func (c *Center) Stop(ctx context.Context) error {
+	c.stopOnce.Do(func() { c.stopErr = c.stop(ctx) })
+	return c.stopErr
+}
+
+func (c *Center) stop(ctx context.Context) error {
 	var errs []error
 	step := func(name string, stop func(context.Context) error) {
 		if err := stop(ctx); err != nil {

@@ -70,3 +70,19 @@ func TestHealthAndReadiness(t *testing.T) {
 	require.NoError(t, c.Stop(ctx))
 	require.Empty(t, c.Owned.Partitions(), "partitions given back on stop")
 }
+
+func TestStopTwiceReturns(t *testing.T) {
+	t.Parallel()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "eventcenter.control", "eventcenter.control.dlq"))
+	require.NoError(t, err)
+	defer cluster.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	c, err := New(t.Context(), testConfig(t, cluster.ListenAddrs()), Options{Logger: quiet(), Listener: l})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(t.Context()))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, c.Stop(ctx))
+	require.NoError(t, c.Stop(ctx), "a second Stop returns at once with the first result")
+}

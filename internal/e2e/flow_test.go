@@ -143,3 +143,28 @@ func testFlow(t *testing.T, driver string) {
 	}
 	checkForwarded(t, col, pl)
 }
+
+// TestRestartMidStream stops the center while messages are flowing and
+// starts another on the same store and group: nothing is lost.
+func TestRestartMidStream(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "sqlite")
+	col := e.collect(businessTopic)
+	first := e.startCenter(center.Options{})
+	var pl plan
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		pl = produceMix(t, e, "restart", 3000, 4)
+	}()
+	require.Eventually(t, func() bool { ids, _ := col.count(); return ids >= 300 }, time.Minute, 5*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, first.Stop(ctx))
+	ids, _ := col.count()
+	t.Logf("stopped the first center after %d messages were forwarded", ids)
+	e.startCenter(center.Options{})
+	<-produced
+	col.waitFor(t, pl.committed, 2*time.Minute)
+	checkForwarded(t, col, pl)
+}
