@@ -276,7 +276,9 @@ func TestCircuitBreaker(t *testing.T) {
 		}
 		_, _ = w.Write([]byte("2"))
 	})
-	const coolDown = 2 * time.Second // wall clock (gobreaker); long enough to observe the open state under -race
+	// Wall clock (gobreaker): long enough to observe the open state on a
+	// loaded CI machine under -race (2s was not).
+	const coolDown = 8 * time.Second
 	clk := newClock()
 	h := startVerifier(t, clk, openSQLite(t, clk), Config{
 		Policy:          testPolicy,
@@ -309,7 +311,7 @@ func TestCircuitBreaker(t *testing.T) {
 	// After the cool-down (wall clock) the breaker lets one probe through.
 	healthy.Store(true)
 	g := h.v.gates.get(strings.TrimPrefix(p.srv.URL, "http://"))
-	require.Eventually(t, func() bool { return g.breaker.State().String() == "half-open" }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return g.breaker.State().String() == "half-open" }, 2*coolDown, time.Millisecond)
 	require.Eventually(t, func() bool {
 		clk.Advance(time.Second)
 		for _, k := range []string{"a0", "a1", "a2", "d0", "d1", "d2", "d3", "d4"} {
