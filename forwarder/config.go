@@ -89,14 +89,29 @@ func (b *Backoff) validate(field string) error {
 // Breaker pauses a target after consecutive failed batches (nothing
 // acknowledged, at least one retryable error): while it is open, messages for
 // the target are left to their leases instead of being sent, so an outage
-// does not burn every message's attempts; after Cooldown one probe batch
-// decides whether it closes.
+// does not burn every message's attempts; after a cooldown one probe batch
+// decides whether it closes. A failed probe doubles the cooldown, up to
+// MaxCooldown.
+//
+// Batches that fail together count once: a failure counts only for a batch
+// sent after the previous counted failure was seen, so Failures means that
+// many rounds of retries failed one after the other, not one broker error
+// seen by several workers at once.
 type Breaker struct {
-	// Failures is the number of consecutive failed batches that opens it;
+	// Failures is the number of consecutive failed rounds that opens it;
 	// 0 means 5, negative disables the breaker.
 	Failures int
-	// Cooldown is how long it stays open before a probe; 0 means 10s.
+	// FailingFor is how long the consecutive failures must last before
+	// they open it, so that quick retries through a short burst of broker
+	// errors do not; 0 means 5s, negative means no minimum.
+	FailingFor time.Duration
+	// Cooldown is how long it stays open before the first probe; 0 means
+	// 1s. Kept short: a probe uses up one error of a short burst, so a long
+	// first pause turns a few transient errors into minutes of delay.
 	Cooldown time.Duration
+	// MaxCooldown is the longest pause after failed probes; 0 means 30s (or
+	// Cooldown when that is longer).
+	MaxCooldown time.Duration
 }
 
 // Config configures a Forwarder. Zero fields take the documented defaults.
@@ -191,7 +206,9 @@ func (c *Config) setDefaults() {
 	}
 	defInt(&c.MaxAttempts, 20)
 	defInt(&c.Breaker.Failures, 5)
-	def(&c.Breaker.Cooldown, 10*time.Second)
+	def(&c.Breaker.FailingFor, 5*time.Second)
+	def(&c.Breaker.Cooldown, time.Second)
+	def(&c.Breaker.MaxCooldown, max(30*time.Second, c.Breaker.Cooldown))
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -247,6 +264,10 @@ func (c *Config) validate() error {
 	pos("MarkInterval", c.MarkInterval)
 	posInt("MaxAttempts", c.MaxAttempts)
 	pos("Breaker.Cooldown", c.Breaker.Cooldown)
+	pos("Breaker.MaxCooldown", c.Breaker.MaxCooldown)
+	if c.Breaker.Cooldown > 0 && c.Breaker.MaxCooldown > 0 && c.Breaker.MaxCooldown < c.Breaker.Cooldown {
+		errs = append(errs, fmt.Errorf("Breaker.MaxCooldown (%s) must not be below Breaker.Cooldown (%s)", c.Breaker.MaxCooldown, c.Breaker.Cooldown))
+	}
 	if err := c.Backoff.validate("Backoff"); err != nil {
 		errs = append(errs, err)
 	}

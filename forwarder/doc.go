@@ -40,8 +40,13 @@
 //     once ("forward target \"x\" is not configured").
 //   - A target whose batches keep failing (Breaker) is paused: its messages
 //     are left to their leases without burning attempts, and after a cooldown
-//     one probe batch decides whether it resumes. So a broker outage delays
-//     messages but does not drive them all to DEAD.
+//     one probe batch decides whether it resumes; each failed probe doubles
+//     the cooldown (1s up to 30s by default). So a broker outage delays
+//     messages but does not drive them all to DEAD. Batches that fail
+//     together (one broker error fails every batch in flight to its
+//     partition) count once, and failures must last Breaker.FailingFor (5s)
+//     before it opens: a short burst of broker errors is retried through
+//     quickly instead of being probed one error per cooldown.
 //
 // # Records
 //

@@ -128,7 +128,8 @@ func (f *Forwarder) newLane(name string, t Target) *lane {
 		deferred: f.met.forward.WithLabelValues(name, resultDeferred),
 		open:     f.met.breakerOpen.WithLabelValues(name),
 		duration: f.met.duration.WithLabelValues(name),
-		br:       breaker{threshold: f.cfg.Breaker.Failures, cooldown: f.cfg.Breaker.Cooldown},
+		br: breaker{threshold: f.cfg.Breaker.Failures, minFailing: f.cfg.Breaker.FailingFor,
+			cooldown: f.cfg.Breaker.Cooldown, maxCooldown: f.cfg.Breaker.MaxCooldown},
 	}
 }
 
@@ -421,7 +422,8 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 	if len(keep) == 0 {
 		return recs
 	}
-	if !l.br.allow(f.cfg.Now()) {
+	pass, ok := l.br.allow(f.cfg.Now())
+	if !ok {
 		for i := range keep {
 			f.track.done(keep[i].ID)
 		}
@@ -470,14 +472,14 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 		br.fails = append(br.fails, fl)
 	}
 	if aborted {
-		l.br.release()
+		l.br.release(pass)
 	} else {
 		failed := len(br.marks) == 0 && retryable > 0
-		switch opened, closed := l.br.done(failed, now); {
+		switch opened, closed, pause := l.br.done(pass, failed, now); {
 		case opened:
 			l.open.Set(1)
 			f.log.Warn("forward target keeps failing; pausing its sends", "target", l.name,
-				"cooldown", f.cfg.Breaker.Cooldown, "err", br.fails[0].change.Event.Err)
+				"cooldown", pause, "err", br.fails[0].change.Event.Err)
 		case closed:
 			l.open.Set(0)
 			f.log.Info("forward target recovered; sends resumed", "target", l.name)

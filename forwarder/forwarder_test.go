@@ -465,6 +465,8 @@ func TestConfigValidation(t *testing.T) {
 		{"mark batch", forwarder.Config{Targets: two, DefaultTarget: "a", MarkBatch: -1}, "MarkBatch must be positive"},
 		{"max attempts", forwarder.Config{Targets: two, DefaultTarget: "a", MaxAttempts: -1}, "MaxAttempts must be positive"},
 		{"backoff", forwarder.Config{Targets: two, DefaultTarget: "a", Backoff: forwarder.Backoff{Base: time.Minute, Cap: time.Second}}, "Backoff.Cap (1s) must not be below Backoff.Base (1m0s)"},
+		{"breaker cooldown", forwarder.Config{Targets: two, DefaultTarget: "a", Breaker: forwarder.Breaker{Cooldown: -time.Second}}, "Breaker.Cooldown must be positive"},
+		{"breaker max cooldown", forwarder.Config{Targets: two, DefaultTarget: "a", Breaker: forwarder.Breaker{Cooldown: time.Minute, MaxCooldown: time.Second}}, "Breaker.MaxCooldown (1s) must not be below Breaker.Cooldown (1m0s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -538,7 +540,7 @@ func TestBreakerPausesAFailingTargetWithoutBurningAttempts(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *forwarder.Config) {
 		c.Concurrency, c.BatchSize = 1, 1
-		c.Breaker = forwarder.Breaker{Failures: 2, Cooldown: 10 * time.Second}
+		c.Breaker = forwarder.Breaker{Failures: 2, FailingFor: -1, Cooldown: 10 * time.Second}
 	})
 	ft := h.targets["main"]
 	ft.setFail(func(forwarder.Record) error { return errBroker })
@@ -574,7 +576,7 @@ func TestBreakerFailedProbeReopens(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *forwarder.Config) {
 		c.Concurrency, c.BatchSize = 1, 1
-		c.Breaker = forwarder.Breaker{Failures: 1, Cooldown: 10 * time.Second}
+		c.Breaker = forwarder.Breaker{Failures: 1, FailingFor: -1, Cooldown: 10 * time.Second}
 		c.Backoff = forwarder.Backoff{Base: 20 * time.Second, Cap: 20 * time.Second, Rand: func() float64 { return 0 }}
 	})
 	ft := h.targets["main"]
