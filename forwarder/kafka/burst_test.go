@@ -1,6 +1,7 @@
 package kafka_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -122,4 +123,26 @@ func TestForwardRecoversSoonAfterABurstOfBrokerErrors(t *testing.T) {
 	require.Equal(t, burst, failed(), "the injected errors were all hit")
 	require.Len(t, consume(t, p.c, "orders", n), n)
 	t.Logf("all %d messages sent %s (test clock) after a burst of %d broker errors", n, elapsed, burst)
+}
+
+// franz-go retries a partition whose produce got a retriable error (such as
+// NOT_ENOUGH_REPLICAS) only after a metadata refresh, and refreshes at most
+// every MetadataMinAge (5s by default): twenty such errors would hold the
+// partition for over a minute. The target's shorter minimum age lets one
+// send ride out a burst within its timeout.
+func TestSendRetriesThroughABurstOfRetriableErrors(t *testing.T) {
+	t.Parallel()
+	const burst = 6
+	c := newCluster(t, kfake.SeedTopics(1, "orders"))
+	tg := newTarget(t, c, nil)
+	failed := failProduce(t, c, "orders", kerr.NotEnoughReplicas.Code, burst)
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Second)
+	defer cancel()
+	began := time.Now()
+	res := tg.Send(ctx, records("orders", 3))
+	for _, r := range res {
+		require.NoError(t, r.Err)
+	}
+	require.Equal(t, burst, failed())
+	t.Logf("one send rode out %d NOT_ENOUGH_REPLICAS answers in %s", burst, time.Since(began))
 }

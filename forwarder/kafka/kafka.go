@@ -30,6 +30,13 @@ type Config struct {
 	// UnknownTopicRetries is how many metadata refreshes a topic may be
 	// missing from before its records fail permanently; 0 means 3.
 	UnknownTopicRetries int
+	// MetadataMinAge is the shortest time between metadata refreshes; 0
+	// means 250ms. franz-go retries a partition whose produce got a
+	// retriable error (NOT_ENOUGH_REPLICAS, NOT_LEADER...) only after a
+	// refresh, so this is the pause between such retries; its own default
+	// of 5s holds a partition for 5s per error, longer than a send's
+	// timeout, and its records cannot fail before the next try.
+	MetadataMinAge time.Duration
 	// ClientOptions are added after the target's own options (TLS, SASL,
 	// client id...) and override them.
 	ClientOptions []kgo.Opt
@@ -51,6 +58,9 @@ func (c *Config) validate() error {
 		if b == "" {
 			errs = append(errs, fmt.Errorf("Brokers[%d]: empty address", i))
 		}
+	}
+	if c.MetadataMinAge < 0 {
+		errs = append(errs, fmt.Errorf("MetadataMinAge must not be negative, got %s", c.MetadataMinAge))
 	}
 	if c.UnknownTopicRetries < 0 {
 		errs = append(errs, fmt.Errorf("UnknownTopicRetries must not be negative, got %d", c.UnknownTopicRetries))
@@ -90,8 +100,13 @@ func New(cfg Config) (*Target, error) {
 	if cfg.UnknownTopicRetries > 0 {
 		retries = cfg.UnknownTopicRetries
 	}
+	minAge := 250 * time.Millisecond
+	if cfg.MetadataMinAge > 0 {
+		minAge = cfg.MetadataMinAge
+	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.MetadataMinAge(minAge),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(linger),
 		kgo.UnknownTopicRetries(retries),

@@ -173,7 +173,8 @@ func TestConfigValidation(t *testing.T) {
 	_, err := kafka.New(kafka.Config{})
 	require.ErrorContains(t, err, "Name: required")
 	require.ErrorContains(t, err, "Brokers: at least one")
-	_, err = kafka.New(kafka.Config{Name: "k", Brokers: []string{""}, UnknownTopicRetries: -1})
+	_, err = kafka.New(kafka.Config{Name: "k", Brokers: []string{""}, UnknownTopicRetries: -1, MetadataMinAge: -time.Second})
 	require.ErrorContains(t, err, "Brokers[0]: empty address")
 	require.ErrorContains(t, err, "UnknownTopicRetries must not be negative")
+	require.ErrorContains(t, err, "MetadataMinAge must not be negative, got -1s")
 }
