@@ -246,8 +246,7 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 	if err != nil {
 		return fail(fmt.Errorf("center http listener: %w", err))
 	}
-	c, err := center.New(ctx, cfg, center.Options{Logger: bc.Logger, Listener: l,
-		KafkaOptions: []kgo.Opt{kgo.WithLogger(nil)}})
+	c, err := center.New(ctx, cfg, center.Options{Logger: bc.Logger, Listener: l})
 	if err != nil {
 		_ = l.Close()
 		return fail(fmt.Errorf("center: %w", err))
