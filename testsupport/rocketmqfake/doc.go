@@ -36,7 +36,8 @@
 //     rmqtest.LeakOptions with goleak.
 //   - A request whose connection dies is not failed by the client; it waits
 //     for its timeout (3 s for sends, 30 s for pulls). Stop therefore
-//     answers held pulls SERVICE_NOT_AVAILABLE before it closes connections.
+//     answers held pulls, and pulls that arrive while it stops,
+//     SERVICE_NOT_AVAILABLE before it closes connections.
 //
 // The rmqtest sub-package has a helper that reads a topic back with a real
 // push consumer; it lives apart so that this package stays stdlib-only.

@@ -290,9 +290,10 @@ func (s *Server) ConsumerOffset(group, topic string, queue int) (int64, bool) {
 
 // Stop closes the listeners and every accepted connection (a dead broker
 // and name server), and waits until all of the fake's goroutines are gone.
-// Pulls held for long polling are first answered SERVICE_NOT_AVAILABLE (the
-// push consumer then retries after 3 s instead of waiting 30 s for its
-// pull's timeout); sends held by a SendHook delay get no answer.
+// Pulls held for long polling, and pulls that arrive while it stops, are
+// answered SERVICE_NOT_AVAILABLE (the push consumer then retries after 3 s
+// instead of waiting 30 s for its pull's timeout); other requests that
+// arrive meanwhile, and sends held by a SendHook delay, get no answer.
 // Stored messages, offsets and topics survive. Stop on a stopped server is
 // a no-op.
 func (s *Server) Stop() {
@@ -417,6 +418,13 @@ func (s *Server) readLoop(c *conn) {
 		s.counts[int(req.Code)]++
 		if !s.running {
 			s.mu.Unlock()
+			if int(req.Code) == CodePullMessage {
+				// Stopping. The client (v2.1.2) does not fail a request
+				// whose connection dies: an unanswered pull would stall
+				// its queue for the pull's 30 s timeout. Answer it like
+				// the held pulls, so the consumer backs off 3 s.
+				c.write(response(req, ResServiceNotAvailable, "broker is stopping"))
+			}
 			continue // stopping: a dead broker does not answer
 		}
 		stopping := s.stopping
