@@ -229,8 +229,18 @@ func isRolledBack(m state.Message) bool { return m.Status == state.RolledBack }
 // rolled-back ones never arrive; commit-before-prepare works too.
 func TestRocketMQFlow(t *testing.T) {
 	t.Parallel()
+	testRocketMQFlow(t, "sqlite")
+}
+
+// TestRocketMQFlowPostgres is TestRocketMQFlow with the PostgreSQL store.
+func TestRocketMQFlowPostgres(t *testing.T) {
+	t.Parallel()
+	testRocketMQFlow(t, "postgres")
+}
+
+func testRocketMQFlow(t *testing.T, driver string) {
 	fake := startRMQ(t)
-	e := newEnv(t, "sqlite", withRMQTarget(fake))
+	e := newEnv(t, driver, withRMQTarget(fake))
 	c := e.startCenter(center.Options{})
 	col := collectRMQ(t, fake, rmqTopic)
 	p := rmqProducer(t, e)
@@ -404,7 +414,7 @@ func TestRocketMQBrokerOutage(t *testing.T) {
 		}
 		return n == len(ids)
 	}))
-	t.Logf("everything stored by the broker %s after the restart (the target's breaker pauses sends 10 s once it opened)", time.Since(start).Round(time.Millisecond))
+	t.Logf("everything stored by the broker %s after the restart (up to the forwarder breaker's cool-down, if it opened)", time.Since(start).Round(time.Millisecond))
 	col.waitFor(t, ids, 30*time.Second)
 	t.Logf("everything consumed %s after the restart", time.Since(start).Round(time.Millisecond))
 	for _, key := range []string{"before-4", "during-4", "during-9", "after-4"} {
