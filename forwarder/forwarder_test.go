@@ -732,3 +732,45 @@ func TestReclaimedWhileInFlightRecordsWithTheNewLease(t *testing.T) {
 	require.Equal(t, 1, ft.calls, "the re-claimed copy was queued as well")
 	ft.mu.Unlock()
 }
+
+// With the default breaker, an outage opens it only once failures have
+// lasted 5s; the first probe comes 1s later and a failed probe doubles the
+// pause.
+func TestBreakerDefaultsOpenAfterFailuresLastAndDoubleThePause(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *forwarder.Config) {
+		c.Concurrency, c.BatchSize = 1, 1
+		c.Backoff = forwarder.Backoff{Base: 2 * time.Second, Cap: 2 * time.Second, Rand: func() float64 { return 0 }} // 1s
+		c.MaxAttempts = 20
+	})
+	ft := h.targets["main"]
+	ft.setFail(func(forwarder.Record) error { return errBroker })
+	msgs := h.commit(t, 1, 0, "", testLease)
+	h.f.Handoff(msgs)
+	attempts := func(n int) {
+		t.Helper()
+		require.Eventually(t, func() bool { return h.get(t, msgs[0]).SendAttempts == n }, 5*time.Second, time.Millisecond, "attempt %d: %+v", n, h.get(t, msgs[0]))
+	}
+	attempts(1)
+	for n := 2; n <= 6; n++ { // a failure every second: open at the one 5s after the first
+		require.Equal(t, 0.0, h.gauge(t, "eventcenter_forward_breaker_open", "target", "main"), "attempt %d", n)
+		h.clock.Advance(time.Second)
+		attempts(n)
+	}
+	require.Eventually(t, func() bool {
+		return h.gauge(t, "eventcenter_forward_breaker_open", "target", "main") == 1
+	}, 5*time.Second, time.Millisecond)
+
+	h.clock.Advance(time.Second) // due, and the 1s cooldown is over: a failed probe
+	attempts(7)
+	h.clock.Advance(time.Second) // due, but the pause is now 2s
+	require.Eventually(t, func() bool {
+		return h.counter(t, "eventcenter_forward_total", "target", "main", "result", "deferred") >= 1
+	}, 5*time.Second, time.Millisecond)
+	require.Equal(t, 7, h.get(t, msgs[0]).SendAttempts)
+
+	ft.setFail(nil)
+	h.clock.Advance(testLease) // the deferred claim's lease ends; the pause too: a probe closes it
+	h.waitStatus(t, msgs[0], state.SendSent)
+	require.Equal(t, 0.0, h.gauge(t, "eventcenter_forward_breaker_open", "target", "main"))
+}
