@@ -45,6 +45,10 @@ type Report struct {
 	// ForwardPerSec is distinct forwarded messages per second from the
 	// start of production until the last one was read back.
 	ForwardPerSec float64
+	// ForwardWhileProducing is distinct messages forwarded per second
+	// while the producers ran (the sustained rate when they offer more
+	// than the centers take).
+	ForwardWhileProducing float64
 	// PerCenter is each center's eventcenter_forward_total{result="sent"}
 	// summed over its lives (killed lives lose their counts).
 	PerCenter []float64
@@ -83,7 +87,8 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "soak: seed %d, %s, %d centers (replay: --seed %d)\n", r.Seed, r.Duration, r.Centers, r.Seed)
 	fmt.Fprintf(&b, "messages: %d (%d committed, %d rolled back or undecided); kinds %v\n", r.Messages, r.Committed, r.RolledBack, r.Kinds)
 	fmt.Fprintf(&b, "producer: %.0f msg/s, %d sends failed (settled by check-back)\n", r.ProducedPerSec, r.ProduceErrors)
-	fmt.Fprintf(&b, "forwarded: %d messages in %d records (duplicate rate %.4f), %.0f msg/s\n", r.ForwardedIDs, r.ForwardedRecords, r.DuplicateRate(), r.ForwardPerSec)
+	fmt.Fprintf(&b, "forwarded: %d messages in %d records (duplicate rate %.4f); %.0f msg/s while producing, %.0f msg/s until the last\n",
+		r.ForwardedIDs, r.ForwardedRecords, r.DuplicateRate(), r.ForwardWhileProducing, r.ForwardPerSec)
 	for i, n := range r.PerCenter {
 		fmt.Fprintf(&b, "  center %d: %.0f sent (%d starts)\n", i, n, r.Restarts[i])
 	}
@@ -281,6 +286,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return rep, err
 	}
 	produceTime := time.Since(start)
+	col.mu.Lock()
+	rep.ForwardWhileProducing = float64(len(col.byKey)) / produceTime.Seconds()
+	col.mu.Unlock()
 	<-chaosDone
 	<-progressDone
 	rep.ProduceErrors = w.errs.Load()
