@@ -2,13 +2,13 @@ package e2e
 
 import (
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -18,51 +18,6 @@ import (
 	"github.com/eventcenter/eventcenter/state"
 )
 
-// failProduce makes the broker answer produce requests with the error code
-// that errorFor returns for their topic (0: handled normally). The topics
-// must exist: recent produce requests name topics by ID.
-func failProduce(t *testing.T, e *env, errorFor func(topic string) int16, topics ...string) {
-	adm := kadm.NewClient(e.raw())
-	_, err := adm.CreateTopics(t.Context(), 1, 1, nil, topics...)
-	require.NoError(t, err)
-	details, err := adm.ListTopics(t.Context(), topics...)
-	require.NoError(t, err)
-	names := map[[16]byte]string{}
-	for _, d := range details {
-		names[d.ID] = d.Topic
-	}
-	e.cluster.ControlKey(kmsg.Produce.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		pr := req.(*kmsg.ProduceRequest)
-		if len(pr.Topics) != 1 {
-			return nil, nil, false
-		}
-		topic := pr.Topics[0].Topic
-		if topic == "" {
-			topic = names[pr.Topics[0].TopicID]
-		}
-		code := errorFor(topic)
-		if code == 0 {
-			return nil, nil, false
-		}
-		e.cluster.KeepControl()
-		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
-		for _, tp := range pr.Topics {
-			rt := kmsg.NewProduceResponseTopic()
-			rt.Topic = tp.Topic
-			rt.TopicID = tp.TopicID
-			for _, p := range tp.Partitions {
-				rp := kmsg.NewProduceResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = code
-				rp.BaseOffset = -1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil, true
-	})
-}
-
 // TestBrokerErrorsAreRetriedThenDelivered injects retriable errors on the
 // business topic's produce path: the messages still arrive. A topic whose
 // produce fails with a permanent error ends DEAD with the error kept, while
@@ -70,16 +25,15 @@ func failProduce(t *testing.T, e *env, errorFor func(topic string) int16, topics
 func TestBrokerErrorsAreRetriedThenDelivered(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "sqlite")
-	var transient atomic.Int32
-	failProduce(t, e, func(topic string) int16 {
-		switch {
-		case topic == "poison.events":
-			return kerr.InvalidRecord.Code
-		case topic == businessTopic && transient.Add(1) <= 20:
-			return kerr.CorruptMessage.Code
-		}
-		return 0
-	}, businessTopic, "poison.events")
+	_, err := kadm.NewClient(e.raw()).CreateTopics(t.Context(), 1, 1, nil, "poison.events")
+	require.NoError(t, err)
+	// kfake's faults are checked per topic partition, so a produce request
+	// carrying both topics is still failed correctly.
+	prod := []kmsg.Key{kmsg.Produce}
+	poison := e.cluster.Fault(kfake.Fault{Keys: prod, Topic: "poison.events", Err: kerr.InvalidRecord, Count: -1})
+	defer poison.Remove()
+	burst := e.cluster.Fault(kfake.Fault{Keys: prod, Topic: businessTopic, Err: kerr.CorruptMessage, Count: 20})
+	defer burst.Remove()
 	c := e.startCenter(center.Options{})
 	col := e.collect(businessTopic)
 	raw := e.raw()
@@ -89,7 +43,7 @@ func TestBrokerErrorsAreRetriedThenDelivered(t *testing.T) {
 	pl := produceMix(t, e, "faulty", 200, 2)
 	col.waitFor(t, pl.committed, time.Minute)
 	checkForwarded(t, col, pl)
-	require.Greater(t, transient.Load(), int32(20), "the injected errors were hit")
+	require.Equal(t, 20, burst.Hits(), "the injected errors were hit")
 
 	require.Eventually(t, func() bool {
 		m, err := c.Store.Get(t.Context(), "orders", "poison")
