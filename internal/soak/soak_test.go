@@ -15,7 +15,7 @@ import (
 // "eventcenter soak --duration 75s --rate 150 --fault-every 3s --seed 8".
 const ciSeed = 8
 
-// TestSoakShort runs the soak for 75 s with faults (about 20 of them) and a
+// TestSoakShort runs the soak for 75 s with faults (about 10 of them) and a
 // fixed seed, and requires every invariant to hold.
 func TestSoakShort(t *testing.T) {
 	if testing.Short() {
