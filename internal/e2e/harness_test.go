@@ -63,11 +63,16 @@ func newEnv(t *testing.T, driver string, edit ...func(*config.Config)) *env {
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Admin.Insecure = true
 	cfg.Forward.ScanInterval = 100 * time.Millisecond
-	cfg.Forward.Lease = 3 * time.Second
-	cfg.Forward.SendTimeout = 2 * time.Second
+	// Leases short enough that a killed center's messages come back within
+	// a test, long enough that a loaded CI machine (race detector, other
+	// packages' tests) does not time sends out; and no DEAD from slowness:
+	// tests that want DEAD set their own attempt limit.
+	cfg.Forward.Lease = 8 * time.Second
+	cfg.Forward.SendTimeout = 5 * time.Second
 	cfg.Forward.BackoffBase = 50 * time.Millisecond
-	cfg.Forward.BackoffCap = 200 * time.Millisecond
-	cfg.Ingest.SendLease = 3 * time.Second
+	cfg.Forward.BackoffCap = time.Second
+	cfg.Forward.MaxAttempts = 1000
+	cfg.Ingest.SendLease = 8 * time.Second
 	cfg.Forward.Targets = []config.Target{{Name: "kafka", Type: "kafka", AutoCreateTopics: true}}
 	cfg.Log.Level = "warn"
 	switch driver {
