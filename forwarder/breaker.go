@@ -60,6 +60,16 @@ func (b *breaker) allow(now time.Time) (pass, bool) {
 	return pass{round: b.round, probe: true}, true
 }
 
+// isOpen tells whether the breaker is open (sends paused or probing).
+func (b *breaker) isOpen() bool {
+	if b.threshold <= 0 {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.open
+}
+
 // done records a batch's outcome: failed means nothing was acknowledged and
 // at least one record failed in a way a retry may fix. It tells whether the
 // breaker just opened or closed, and for how long it is open.

@@ -142,9 +142,19 @@ type Config struct {
 	// means 4.
 	Concurrency int
 	// QueueSize is the number of messages waiting per target, split evenly
-	// between its workers; 0 means 4096. Handoffs beyond it are dropped (the
-	// lease brings them back).
+	// between its workers; 0 means 4096. A handoff to a full queue waits
+	// for room (see HandoffWait).
 	QueueSize int
+	// HandoffWait is the longest one Handoff call waits for room in full
+	// queues, so that ingest slows to the forwarding rate instead of
+	// dropping; 0 means 5s or half of Lease if that is shorter, negative
+	// means no wait. What does not find room in time, what is handed over
+	// while the target's breaker is open and what is handed over while
+	// stopping is dropped (counted in
+	// eventcenter_forward_handoff_dropped_total): the lease brings it back.
+	// It must be shorter than Lease (and than the lease the caller took for
+	// the messages it hands over).
+	HandoffWait time.Duration
 
 	// MarkBatch is the most sent-marks written per statement, and the
 	// number of pending marks that triggers a write; 0 means 500.
@@ -196,6 +206,9 @@ func (c *Config) setDefaults() {
 	defInt(&c.BatchSize, 256)
 	defInt(&c.Concurrency, 4)
 	defInt(&c.QueueSize, 4096)
+	if c.Lease > 0 {
+		def(&c.HandoffWait, min(5*time.Second, c.Lease/2))
+	}
 	defInt(&c.MarkBatch, 500)
 	def(&c.MarkInterval, 50*time.Millisecond)
 	c.Backoff.setDefaults()
@@ -260,6 +273,9 @@ func (c *Config) validate() error {
 	posInt("BatchSize", c.BatchSize)
 	posInt("Concurrency", c.Concurrency)
 	posInt("QueueSize", c.QueueSize)
+	if c.HandoffWait > 0 && c.Lease > 0 && c.HandoffWait >= c.Lease {
+		errs = append(errs, fmt.Errorf("HandoffWait (%s) must be shorter than Lease (%s), or a waiting handoff could outlive its lease", c.HandoffWait, c.Lease))
+	}
 	posInt("MarkBatch", c.MarkBatch)
 	pos("MarkInterval", c.MarkInterval)
 	posInt("MaxAttempts", c.MaxAttempts)

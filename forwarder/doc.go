@@ -8,13 +8,17 @@
 //
 //	Handoff ─┐                    ┌─ worker ─┐
 //	         ├─ queue per target ─┼─ worker ─┼─ Target.Send ─┬─ sent marks → Store.MarkSent (batched)
-//	scan ────┘ (bounded, drops)   └─ worker ─┘               └─ failures → Store.Apply(KindSendFailed)
+//	scan ────┘ (bounded)          └─ worker ─┘               └─ failures → Store.Apply(KindSendFailed)
 //
 // In words:
 //
-//   - Handoff never blocks: a message that does not fit its target's queue is
-//     dropped and counted (eventcenter_forward_handoff_dropped_total); it is
-//     leased in the database, so the scan picks it up when the lease ends.
+//   - Handoff applies backpressure: when a target's queue is full it waits
+//     for room, at most HandoffWait per call and never past Stop, so that
+//     ingest slows to the forwarding rate. A message that still does not fit,
+//     or whose target's breaker is open (no wait then), is dropped and
+//     counted (eventcenter_forward_handoff_dropped_total); it is leased in
+//     the database, so the scan picks it up when the lease ends. The scan
+//     itself never waits (a stuck target must not stop the others).
 //   - The scan runs every ScanInterval and at once when the owned partitions
 //     change; it claims (leases) due sends in the owned partitions, no more
 //     than the queues have room for.

@@ -39,7 +39,8 @@ type Forwarder struct {
 	// results carries send outcomes from the workers to the recorder.
 	results chan batchResult
 
-	closed atomic.Bool // Handoff drops once stopping
+	closed  atomic.Bool // Handoff drops once stopping
+	running atomic.Bool // started: workers drain the queues, so a handoff may wait
 
 	mu       sync.Mutex
 	started  bool
@@ -148,6 +149,7 @@ func (f *Forwarder) Start(ctx context.Context) error {
 		return errors.New("forwarder: stopped")
 	}
 	f.started = true
+	f.running.Store(true)
 	// Sends and store writes outlive ctx; Stop's context bounds them.
 	f.hardCtx, f.cancelHard = context.WithCancel(context.WithoutCancel(ctx))
 	scanCtx, cancelScan := context.WithCancel(ctx)
@@ -213,15 +215,23 @@ func (f *Forwarder) Stop(ctx context.Context) error {
 
 // Handoff queues messages for sending at once: the fast path used by ingest
 // and the verifier for messages that just became sendable (leased by the
-// store). It never blocks: when a target's queue is full (or the forwarder
-// is stopping) the message is dropped and counted, and the scan picks it up
-// when its lease runs out. The slice may be reused after Handoff returns.
+// store). When a target's queue is full it waits for room, so that the
+// caller slows to the forwarding rate, for at most HandoffWait in all and
+// never past Stop. What still finds no room, what is handed over for a
+// target whose breaker is open (its queue is not drained by sending), and
+// what is handed over before Start or while stopping is dropped and
+// counted; the scan picks it up when its lease runs out. The slice may be
+// reused after Handoff returns.
 func (f *Forwarder) Handoff(msgs []state.Message) {
 	if f.closed.Load() {
 		f.met.dropped.Add(float64(len(msgs)))
 		return
 	}
-	f.route(msgs)
+	wait := f.cfg.HandoffWait
+	if !f.running.Load() {
+		wait = 0 // no workers yet: nothing would make room
+	}
+	f.route(msgs, wait)
 }
 
 // shard returns the queue for a message: by forward key, or round robin
@@ -251,12 +261,14 @@ func (l *lane) room() int {
 	return n
 }
 
-// route puts messages on their targets' queues without blocking; messages
-// naming an unconfigured target are failed permanently. It returns how many
-// it dropped.
-func (f *Forwarder) route(msgs []state.Message) int {
+// route puts messages on their targets' queues, waiting for room for at
+// most wait in all (<= 0: not at all; the scan must not wait, or one stuck
+// target would stop the others' retries); messages naming an unconfigured
+// target are failed permanently. It returns how many it dropped.
+func (f *Forwarder) route(msgs []state.Message, wait time.Duration) int {
 	dropped := 0
 	var unknown []failure
+	var expired <-chan time.Time // armed at the first full queue
 	for i := range msgs {
 		m := &msgs[i]
 		name := m.Target
@@ -272,13 +284,32 @@ func (f *Forwarder) route(msgs []state.Message) int {
 		if !f.track.add(m.ID, m.LeaseToken) {
 			continue // already queued or in flight; its newer lease is noted
 		}
+		ch := l.shard(m)
 		select {
-		case l.shard(m) <- *m:
+		case ch <- *m:
+			continue
 		default:
-			f.track.done(m.ID)
-			f.met.dropped.Inc()
-			dropped++
 		}
+		if wait > 0 && !l.br.isOpen() {
+			if expired == nil {
+				timer := time.NewTimer(wait)
+				defer timer.Stop()
+				expired = timer.C
+			}
+			select {
+			case ch <- *m:
+				continue
+			case <-expired:
+				wait = 0 // the budget is spent: drop the rest of full queues at once
+			case <-f.stopReq:
+				wait = 0
+			}
+		}
+		// A scan that claimed it again while it waited (not before its
+		// lease ran out, longer than HandoffWait) is dropped with it.
+		f.track.done(m.ID)
+		f.met.dropped.Inc()
+		dropped++
 	}
 	if len(unknown) == 0 {
 		return dropped
@@ -365,7 +396,7 @@ func (f *Forwarder) scan(ctx context.Context) bool {
 	dropped := 0
 	if len(msgs) > 0 {
 		f.log.Debug("claimed due sends", "n", len(msgs))
-		dropped = f.route(msgs)
+		dropped = f.route(msgs, 0)
 	}
 	// Claim again at once only while everything claimed found room.
 	return len(msgs) == limit && dropped == 0

@@ -403,11 +403,13 @@ func TestOwnershipChangeScansAtOnce(t *testing.T) {
 	}
 }
 
-func TestHandoffDropsWhenTheQueueIsFull(t *testing.T) {
+func TestHandoffWithoutWaitDropsWhenTheQueueIsFull(t *testing.T) {
 	t.Parallel()
 	gate := make(chan struct{})
 	inSend := make(chan struct{}, 1)
-	h := newHarness(t, func(c *forwarder.Config) { c.QueueSize = 2; c.Concurrency = 1; c.BatchSize = 1 })
+	h := newHarness(t, func(c *forwarder.Config) {
+		c.QueueSize, c.Concurrency, c.BatchSize, c.HandoffWait = 2, 1, 1, -1
+	})
 	ft := h.targets["main"]
 	ft.mu.Lock()
 	ft.gate, ft.inSend = gate, inSend
@@ -459,6 +461,7 @@ func TestConfigValidation(t *testing.T) {
 		{"no default of several", forwarder.Config{Targets: two}, "DefaultTarget: required with several targets (one of a, b)"},
 		{"unknown default", forwarder.Config{Targets: two, DefaultTarget: "c"}, `DefaultTarget: "c" is not one of the targets (a, b)`},
 		{"negative lease", forwarder.Config{Targets: two, DefaultTarget: "a", Lease: -time.Second}, "Lease must be positive"},
+		{"handoff wait over lease", forwarder.Config{Targets: two, DefaultTarget: "a", Lease: 10 * time.Second, SendTimeout: time.Second, HandoffWait: 10 * time.Second}, "HandoffWait (10s) must be shorter than Lease (10s)"},
 		{"send timeout over lease", forwarder.Config{Targets: two, DefaultTarget: "a", Lease: time.Second, SendTimeout: 2 * time.Second}, "SendTimeout (2s) must be shorter than Lease (1s)"},
 		{"batch", forwarder.Config{Targets: two, DefaultTarget: "a", BatchSize: -1}, "BatchSize must be positive"},
 		{"concurrency", forwarder.Config{Targets: two, DefaultTarget: "a", Concurrency: -1}, "Concurrency must be positive"},
@@ -773,4 +776,130 @@ func TestBreakerDefaultsOpenAfterFailuresLastAndDoubleThePause(t *testing.T) {
 	h.clock.Advance(testLease) // the deferred claim's lease ends; the pause too: a probe closes it
 	h.waitStatus(t, msgs[0], state.SendSent)
 	require.Equal(t, 0.0, h.gauge(t, "eventcenter_forward_breaker_open", "target", "main"))
+}
+
+// gatedHarness returns a harness with one worker, one-record batches and a
+// queue of one, whose "main" target blocks in Send until gate is closed.
+func gatedHarness(t *testing.T, mod func(*forwarder.Config)) (h *harness, gate, inSend chan struct{}) {
+	t.Helper()
+	gate, inSend = make(chan struct{}), make(chan struct{}, 1)
+	h = newHarness(t, func(c *forwarder.Config) {
+		c.QueueSize, c.Concurrency, c.BatchSize = 1, 1, 1
+		if mod != nil {
+			mod(c)
+		}
+	})
+	ft := h.targets["main"]
+	ft.mu.Lock()
+	ft.gate, ft.inSend = gate, inSend
+	ft.mu.Unlock()
+	return h, gate, inSend
+}
+
+func TestHandoffWaitsForRoomAndDelivers(t *testing.T) {
+	t.Parallel()
+	h, gate, inSend := gatedHarness(t, func(c *forwarder.Config) { c.HandoffWait = 20 * time.Second })
+	msgs := h.commit(t, 4, 0, "", testLease)
+	h.f.Handoff(msgs[:1])
+	<-inSend               // the worker holds msgs[0]
+	h.f.Handoff(msgs[1:2]) // fills the queue
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		h.f.Handoff(msgs[2:]) // no room: waits
+	}()
+	require.Never(t, func() bool {
+		select {
+		case <-returned:
+			return true
+		default:
+			return false
+		}
+	}, 100*time.Millisecond, 5*time.Millisecond, "Handoff returned while the queue was full")
+	close(gate)
+	<-returned
+	require.Eventually(t, func() bool { return h.st.Count(state.SendSent) == 4 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 0.0, h.counter(t, "eventcenter_forward_handoff_dropped_total"))
+	require.Equal(t, map[string]int{
+		msgs[0].MessageID(): 1, msgs[1].MessageID(): 1, msgs[2].MessageID(): 1, msgs[3].MessageID(): 1,
+	}, h.targets["main"].sentIDs())
+}
+
+func TestHandoffDropsWhenTheWaitExpires(t *testing.T) {
+	t.Parallel()
+	const wait = 50 * time.Millisecond
+	h, gate, inSend := gatedHarness(t, func(c *forwarder.Config) { c.HandoffWait = wait })
+	msgs := h.commit(t, 4, 0, "", testLease)
+	h.f.Handoff(msgs[:1])
+	<-inSend
+	h.f.Handoff(msgs[1:2])
+	began := time.Now()
+	h.f.Handoff(msgs[2:]) // both wait in one budget, then drop
+	took := time.Since(began)
+	require.GreaterOrEqual(t, took, wait)
+	require.Less(t, took, 2*time.Second, "the wait is per Handoff call, not per message")
+	require.Equal(t, 2.0, h.counter(t, "eventcenter_forward_handoff_dropped_total"))
+	close(gate)
+	require.Eventually(t, func() bool { return h.st.Count(state.SendSent) == 2 }, 5*time.Second, time.Millisecond)
+	// The dropped ones are no longer tracked: they come back after their lease.
+	h.clock.Advance(testLease)
+	require.Eventually(t, func() bool { return h.st.Count(state.SendSent) == 4 }, 5*time.Second, time.Millisecond)
+}
+
+func TestStopUnblocksAWaitingHandoff(t *testing.T) {
+	t.Parallel()
+	h, gate, inSend := gatedHarness(t, func(c *forwarder.Config) { c.HandoffWait = 20 * time.Second })
+	msgs := h.commit(t, 3, 0, "", testLease)
+	h.f.Handoff(msgs[:1])
+	<-inSend
+	h.f.Handoff(msgs[1:2])
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		h.f.Handoff(msgs[2:])
+	}()
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.f.Stop(t.Context()) }()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Handoff still waiting after Stop")
+	}
+	require.Equal(t, 1.0, h.counter(t, "eventcenter_forward_handoff_dropped_total"))
+	close(gate) // the worker finishes what it holds and what is queued
+	require.NoError(t, <-stopped)
+	require.Equal(t, 2, h.st.Count(state.SendSent))
+}
+
+func TestHandoffDropsAtOnceWhileTheBreakerIsOpen(t *testing.T) {
+	t.Parallel()
+	h, gate, inSend := gatedHarness(t, func(c *forwarder.Config) {
+		c.HandoffWait = 20 * time.Second
+		c.Breaker = forwarder.Breaker{Failures: 1, FailingFor: -1, Cooldown: 10 * time.Second}
+		c.Backoff = forwarder.Backoff{Base: 20 * time.Second, Cap: 20 * time.Second, Rand: func() float64 { return 0 }}
+	})
+	ft := h.targets["main"]
+	ft.mu.Lock()
+	ft.gate = nil // the first send fails at once and opens the breaker
+	ft.mu.Unlock()
+	ft.setFail(func(forwarder.Record) error { return errBroker })
+	msgs := h.commit(t, 4, 0, "", testLease)
+	h.f.Handoff(msgs[:1])
+	require.Eventually(t, func() bool {
+		return h.gauge(t, "eventcenter_forward_breaker_open", "target", "main") == 1
+	}, 5*time.Second, time.Millisecond)
+	<-inSend
+	// Cooldown over: the next batch is the probe, held in Send.
+	h.clock.Advance(10 * time.Second)
+	ft.mu.Lock()
+	ft.gate = gate
+	ft.mu.Unlock()
+	h.f.Handoff(msgs[1:2])
+	<-inSend
+	h.f.Handoff(msgs[2:3]) // fills the queue
+	began := time.Now()
+	h.f.Handoff(msgs[3:])
+	require.Less(t, time.Since(began), time.Second, "Handoff waited for a paused target")
+	require.Equal(t, 1.0, h.counter(t, "eventcenter_forward_handoff_dropped_total"))
+	close(gate)
 }
