@@ -370,13 +370,20 @@ func TestRocketMQTransientErrors(t *testing.T) {
 
 // TestRocketMQBrokerOutage stops the stand-in (listeners and connections
 // closed) while messages are committed, then restarts it: everything
-// committed meanwhile arrives, rolled-back messages never.
+// committed meanwhile reaches the broker and is consumed, rolled-back
+// messages never.
+//
+// The messages are read by a consumer started after the restart: a push
+// consumer that lives through the outage usually recovers within 3 s, but
+// occasionally (twice in about a hundred runs) one of its queues stalled
+// for over 30 s: the client (v2.1.2) does not fail a request whose
+// connection died and waits for the pull's 30 s timeout. That is the
+// client's behaviour, not the center's.
 func TestRocketMQBrokerOutage(t *testing.T) {
 	t.Parallel()
 	fake := startRMQ(t)
 	e := newEnv(t, "sqlite", withRMQTarget(fake))
 	c := e.startCenter(center.Options{})
-	col := collectRMQ(t, fake, rmqTopic)
 	p := rmqProducer(t, e)
 
 	var ids []string
@@ -391,8 +398,16 @@ func TestRocketMQBrokerOutage(t *testing.T) {
 			ids = append(ids, msgID("orders", key))
 		}
 	}
+	allStored := func() bool {
+		for _, id := range ids {
+			if len(storedCopies(fake, rmqTopic, id)) == 0 {
+				return false
+			}
+		}
+		return true
+	}
 	send("before", 10)
-	col.waitFor(t, ids, 30*time.Second)
+	require.True(t, assertEventually(30*time.Second, allStored), "the messages before the outage were not sent")
 
 	fake.Stop()
 	send("during", 20)
@@ -405,24 +420,24 @@ func TestRocketMQBrokerOutage(t *testing.T) {
 	send("after", 10)
 
 	start := time.Now()
-	require.True(t, assertEventually(30*time.Second, func() bool {
-		n := 0
-		for _, id := range ids {
-			if len(storedCopies(fake, rmqTopic, id)) > 0 {
-				n++
-			}
-		}
-		return n == len(ids)
-	}))
+	require.True(t, assertEventually(30*time.Second, allStored), "messages committed during the outage were not sent after the restart")
 	t.Logf("everything stored by the broker %s after the restart (up to the forwarder breaker's cool-down, if it opened)", time.Since(start).Round(time.Millisecond))
+	col := collectRMQ(t, fake, rmqTopic)
 	col.waitFor(t, ids, 30*time.Second)
-	t.Logf("everything consumed %s after the restart", time.Since(start).Round(time.Millisecond))
+	for _, id := range ids {
+		checkRMQMessage(t, col.get(id)[0], rmqKeyOf(id), 0)
+	}
 	for _, key := range []string{"before-4", "during-4", "during-9", "after-4"} {
 		waitRow(t, c, key, 10*time.Second, isRolledBack)
 		require.Empty(t, col.get(msgID("orders", key)), "rolled-back %s was forwarded", key)
 	}
 	gotIDs, _ := col.count()
 	require.Equal(t, len(ids), gotIDs)
+}
+
+func rmqKeyOf(id string) string {
+	_, key, _ := envelope.SplitKey(id)
+	return key
 }
 
 // TestRocketMQPersistentFailureGoesDead: a topic whose sends always fail
