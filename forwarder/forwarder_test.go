@@ -858,6 +858,15 @@ func TestStopUnblocksAWaitingHandoff(t *testing.T) {
 		defer close(returned)
 		h.f.Handoff(msgs[2:])
 	}()
+	// Waiting (not dropped because Stop came first).
+	require.Never(t, func() bool {
+		select {
+		case <-returned:
+			return true
+		default:
+			return false
+		}
+	}, 100*time.Millisecond, 5*time.Millisecond, "Handoff returned while the queue was full")
 	stopped := make(chan error, 1)
 	go func() { stopped <- h.f.Stop(t.Context()) }()
 	select {
