@@ -8,16 +8,15 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventcenter/eventcenter/store/postgres"
+	"github.com/eventcenter/eventcenter/store/rawlifecycle"
 	"github.com/eventcenter/eventcenter/store/sqlite"
 )
 
@@ -106,7 +105,7 @@ func storeBaseline(ctx context.Context, cfg Config, runID string, n, writers int
 		if err := postgres.Migrate(ctx, pool); err != nil {
 			return nil, fmt.Errorf("store baseline: migrate: %w", err)
 		}
-		lifecycle = pgLifecycle(pool, runID, cfg.Payload)
+		lifecycle = batchedLifecycle(rawlifecycle.Postgres(pool, make([]byte, cfg.Payload)), runID)
 		what = "insert + update + update via unnest, 1,000 per statement and transaction"
 	case "sqlite":
 		path := filepath.Join(cfg.tempDir, "baseline.db")
@@ -120,7 +119,7 @@ func storeBaseline(ctx context.Context, cfg Config, runID string, n, writers int
 			return nil, fmt.Errorf("store baseline: open: %w", err)
 		}
 		defer db.Close()
-		lifecycle = sqliteLifecycle(db, runID, cfg.Payload)
+		lifecycle = batchedLifecycle(rawlifecycle.SQLite(db, make([]byte, cfg.Payload)), runID)
 		what = "insert + update + update as multi-row statements, 1,000 per transaction"
 	}
 	rounds := (n + batchSize - 1) / batchSize
@@ -160,132 +159,13 @@ func baselineKey(runID string, round, i int) string {
 	return fmt.Sprintf("raw-%s-%08d-%05d", runID, round, i)
 }
 
-func pgLifecycle(pool *pgxpool.Pool, runID string, payloadSize int) func(context.Context, int) error {
-	payload := make([]byte, payloadSize)
+// batchedLifecycle adapts a raw lifecycle writer to rounds of batchSize keys.
+func batchedLifecycle(write rawlifecycle.Writer, runID string) func(context.Context, int) error {
 	return func(ctx context.Context, round int) error {
-		n := batchSize
-		bizs, keys, parts := make([]string, n), make([]string, n), make([]int32, n)
-		payloads := make([][]byte, n)
-		for i := range n {
-			bizs[i], keys[i], parts[i], payloads[i] = "bench", baselineKey(runID, round, i), int32(i%8), payload
+		keys := make([]string, batchSize)
+		for i := range keys {
+			keys[i] = baselineKey(runID, round, i)
 		}
-		now := time.Now()
-		rows, err := pool.Query(ctx, `INSERT INTO eventcenter_messages (biz_id, message_key, partition, status, has_body,
-			payload, topic, forward_key, verify, verify_next_at, created_at, updated_at)
-			SELECT b, k, p, 1, true, pl, 'bench', k, 'http://producer/check', $5, $6, $6
-			FROM unnest($1::text[], $2::text[], $3::int[], $4::bytea[]) AS u(b, k, p, pl)
-			ON CONFLICT (biz_id, message_key) DO NOTHING RETURNING id`,
-			bizs, keys, parts, payloads, pgtype.Timestamptz{Time: now.Add(time.Minute), Valid: true}, now)
-		if err != nil {
-			return fmt.Errorf("insert: %w", err)
-		}
-		ids := make([]int64, 0, n)
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("insert: %w", err)
-		}
-		if len(ids) != n {
-			return fmt.Errorf("insert: %d rows, want %d", len(ids), n)
-		}
-		tag, err := pool.Exec(ctx, `UPDATE eventcenter_messages m SET status = 2, send_status = 0, decided_at = $3,
-			send_next_at = $3, updated_at = $3
-			FROM unnest($1::text[], $2::text[]) AS u(b, k) WHERE m.biz_id = u.b AND m.message_key = u.k`, bizs, keys, now)
-		if err != nil || tag.RowsAffected() != int64(n) {
-			return fmt.Errorf("update committed: %v, %v", err, tag)
-		}
-		tag, err = pool.Exec(ctx, `UPDATE eventcenter_messages m SET send_status = 1, sent_at = $2, updated_at = $2
-			FROM unnest($1::bigint[]) AS u(id) WHERE m.id = u.id`, ids, now)
-		if err != nil || tag.RowsAffected() != int64(n) {
-			return fmt.Errorf("update sent: %v, %v", err, tag)
-		}
-		return nil
+		return write(ctx, keys)
 	}
-}
-
-// sqliteLifecycle does the same writes in multi-row statements of at most
-// 500 parameters (the driver binds in quadratic time), each step one
-// transaction.
-func sqliteLifecycle(db *sql.DB, runID string, payloadSize int) func(context.Context, int) error {
-	payload := make([]byte, payloadSize)
-	return func(ctx context.Context, round int) error {
-		n := batchSize
-		now := time.Now().UnixMicro()
-		ids := make([]any, 0, n)
-		err := inChunks(ctx, db, n, 8, func(tx *sql.Tx, lo, hi int) error {
-			args := make([]any, 0, 8*(hi-lo))
-			for i := lo; i < hi; i++ {
-				k := baselineKey(runID, round, i)
-				args = append(args, "bench", k, i%8, payload, k, now+60e6, now, now)
-			}
-			rows, err := tx.QueryContext(ctx, `INSERT INTO eventcenter_messages (biz_id, message_key, partition, payload,
-				forward_key, verify_next_at, created_at, updated_at, status, has_body, topic, verify)
-				SELECT column1, column2, column3, column4, column5, column6, column7, column8, 1, 1, 'bench',
-				'http://producer/check' FROM (VALUES `+placeholders(hi-lo, 8)+`) RETURNING id`, args...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var id int64
-				if err := rows.Scan(&id); err != nil {
-					return err
-				}
-				ids = append(ids, id)
-			}
-			return rows.Err()
-		})
-		if err != nil || len(ids) != n {
-			return fmt.Errorf("insert: %v, %d rows", err, len(ids))
-		}
-		err = inChunks(ctx, db, n, 2, func(tx *sql.Tx, lo, hi int) error {
-			args := make([]any, 0, 2*(hi-lo)+3)
-			for i := lo; i < hi; i++ {
-				args = append(args, "bench", baselineKey(runID, round, i))
-			}
-			_, err := tx.ExecContext(ctx, `WITH u(b, k) AS (VALUES `+placeholders(hi-lo, 2)+`)
-				UPDATE eventcenter_messages SET status = 2, send_status = 0, decided_at = ?, send_next_at = ?, updated_at = ?
-				FROM u WHERE biz_id = u.b AND message_key = u.k`, append(args, now, now, now)...)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("update committed: %w", err)
-		}
-		err = inChunks(ctx, db, n, 1, func(tx *sql.Tx, lo, hi int) error {
-			args := append(append([]any(nil), ids[lo:hi]...), now, now)
-			_, err := tx.ExecContext(ctx, `WITH u(id) AS (VALUES `+placeholders(hi-lo, 1)+`)
-				UPDATE eventcenter_messages SET send_status = 1, sent_at = ?, updated_at = ? FROM u
-				WHERE eventcenter_messages.id = u.id`, args...)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("update sent: %w", err)
-		}
-		return nil
-	}
-}
-
-func inChunks(ctx context.Context, db *sql.DB, n, cols int, fn func(tx *sql.Tx, lo, hi int) error) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }()
-	per := 500 / cols
-	for lo := 0; lo < n; lo += per {
-		if err := fn(tx, lo, min(lo+per, n)); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
-}
-
-func placeholders(n, cols int) string {
-	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
-	return strings.Repeat(row+", ", n-1) + row
 }
