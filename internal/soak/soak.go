@@ -347,10 +347,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	rep.Faults, rep.FaultErrors = ch.summary()
 	check(time.Now(), msgs, calls, col, rows, rep)
 	rep.ForwardPerSec = float64(rep.ForwardedIDs) / lastForward.Sub(start).Seconds()
 	rep.CheckbackRefused = tr.refused.Load()
-	rep.Faults, rep.FaultErrors = ch.summary()
 	if !rep.OK() {
 		return rep, fmt.Errorf("%w (seed %d)", ErrViolation, cfg.Seed)
 	}
