@@ -203,6 +203,7 @@ func verifierConfig(cfg config.Config, opt Options) verifier.Config {
 		BizIDs:              map[string]verifier.BizConfig{},
 		Workers:             cb.Workers,
 		EndpointConcurrency: cb.EndpointConcurrency,
+		Lease:               cb.Lease,
 		BreakerFailures:     cb.Breaker.Failures,
 		BreakerCoolDown:     cb.Breaker.Cooldown,
 		SendLease:           cfg.Ingest.SendLease,

@@ -120,6 +120,10 @@ type Checkback struct {
 	Workers             int     `yaml:"workers" env:"EVENTCENTER_CHECKBACK_WORKERS"`
 	EndpointConcurrency int     `yaml:"endpoint_concurrency" env:"EVENTCENTER_CHECKBACK_ENDPOINT_CONCURRENCY"`
 	Breaker             Breaker `yaml:"breaker"`
+	// Lease is how long claimed check-backs stay claimed; a call lost with
+	// a crashed instance is retried by another after it. It must be at
+	// least 3 × the longest timeout.
+	Lease time.Duration `yaml:"lease" env:"EVENTCENTER_CHECKBACK_LEASE"`
 	// Allow lists check-back endpoints allowed for every bizID: exact
 	// origins (http://10.0.0.1:8080) or URL prefixes. Nothing else is called.
 	Allow []string `yaml:"allow" env:"EVENTCENTER_CHECKBACK_ALLOW" envSeparator:","`
@@ -181,7 +185,7 @@ func Default() Config {
 		},
 		Checkback: Checkback{
 			Policy:  Policy{FirstDelay: 30 * time.Second, BackoffBase: 10 * time.Second, BackoffCap: 5 * time.Minute, MaxAttempts: 15, Timeout: 3 * time.Second},
-			Workers: 64, EndpointConcurrency: 8,
+			Workers: 64, EndpointConcurrency: 8, Lease: 2 * time.Minute,
 			Breaker: Breaker{Failures: 5, Cooldown: 30 * time.Second},
 		},
 		Retention: Retention{Period: 7 * 24 * time.Hour, Interval: time.Minute, Batch: 500},
@@ -386,6 +390,9 @@ func (c *Config) validateCheckback(bad func(string, string, ...any)) {
 	validatePolicy("checkback", cb.Policy, false, bad)
 	if cb.Workers < 1 {
 		bad("checkback.workers", "must be at least 1")
+	}
+	if cb.Lease < 3*cb.Timeout {
+		bad("checkback.lease", "must be at least 3 × checkback.timeout (%s)", 3*cb.Timeout)
 	}
 	if cb.EndpointConcurrency < 1 {
 		bad("checkback.endpoint_concurrency", "must be at least 1")

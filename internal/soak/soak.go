@@ -379,6 +379,9 @@ func centerConfig(brokers []string, dsn string, httpPort int, cbURL string) conf
 	cfg.Checkback.Policy = config.Policy{FirstDelay: checkFirstDelay, BackoffBase: checkBackoffBase, BackoffCap: checkBackoffCap,
 		MaxAttempts: checkMaxAttempts, Timeout: checkTimeout}
 	cfg.Checkback.Allow = []string{cbURL}
+	// A check-back lost with a killed center comes back within the settle
+	// time (the default lease is 2 minutes).
+	cfg.Checkback.Lease = 10 * time.Second
 	cfg.Checkback.Breaker = config.Breaker{Failures: 50, Cooldown: time.Second}
 	cfg.Log.Level = "warn"
 	return cfg
