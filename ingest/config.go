@@ -21,6 +21,7 @@ const (
 	DefaultSendLease      = 30 * time.Second
 	DefaultMaxPollRecords = 5000
 	DefaultParallelism    = 4
+	DefaultMinApply       = 500
 	DefaultRetryMin       = 100 * time.Millisecond
 	DefaultRetryMax       = 10 * time.Second
 )
@@ -53,8 +54,14 @@ type Config struct {
 	// MaxPollRecords bounds the records taken per poll (over all
 	// partitions).
 	MaxPollRecords int
-	// Parallelism bounds the partitions applied at the same time.
+	// Parallelism bounds the store transactions applying one poll at the
+	// same time. A poll's partitions are grouped: each group is applied in
+	// one transaction, so a light load costs one transaction per poll.
 	Parallelism int
+	// MinApplyRecords is the fewest records of a poll that get a
+	// transaction of their own: a poll of n records is split into at most
+	// min(Parallelism, n/MinApplyRecords) groups (at least one).
+	MinApplyRecords int
 	// RetryMin and RetryMax bound the backoff between attempts to apply a
 	// batch (or produce its dead letters) while the store or broker fails.
 	RetryMin time.Duration
@@ -91,6 +98,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Parallelism == 0 {
 		c.Parallelism = DefaultParallelism
+	}
+	if c.MinApplyRecords == 0 {
+		c.MinApplyRecords = DefaultMinApply
 	}
 	if c.RetryMin == 0 {
 		c.RetryMin = DefaultRetryMin
@@ -141,6 +151,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Parallelism < 1 {
 		bad("Parallelism", "must be positive, got %d", c.Parallelism)
+	}
+	if c.MinApplyRecords < 1 {
+		bad("MinApplyRecords", "must be positive, got %d", c.MinApplyRecords)
 	}
 	if c.RetryMin <= 0 {
 		bad("RetryMin", "must be positive, got %v", c.RetryMin)

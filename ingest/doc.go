@@ -2,19 +2,25 @@
 // applies its envelopes to the store.
 //
 // Each poll is split per partition. A partition's records are decoded
-// (envelope.Decoder); the good ones become store.Changes applied with one
-// Store.Apply call (one database transaction, in which the store folds a
-// PREPARE and a COMMIT of one key into one insert), the malformed ones are
-// copied to the dead-letter topic with the reason. Partitions are applied in
-// parallel. Messages that became sendable are handed to the forwarder at
-// once (the fast path). Offsets are committed only after the store
-// committed, so a crash replays the batch, and replays are no-ops.
+// (envelope.Decoder); the good ones become store.Changes, the malformed
+// ones are copied to the dead-letter topic with the reason. The partitions
+// of a poll are grouped (Config.Parallelism, Config.MinApplyRecords) and
+// each group is applied with one Store.Apply call: one database
+// transaction, in which the store folds a PREPARE and a COMMIT of one key
+// into one insert. Under light load a poll is one transaction, whatever the
+// number of partitions; under heavy load it is a few large ones applied in
+// parallel. Per-transaction cost, not per-record cost, is what a small
+// batch pays for, so this keeps the store's work per message low at every
+// rate (measured in docs/performance.md). Messages that became sendable are
+// handed to the forwarder at once (the fast path). Offsets are committed
+// only after the store committed, so a crash replays the batch, and replays
+// are no-ops.
 //
 // When the store (or the dead-letter produce) fails, the same batch is
 // retried with capped backoff until it succeeds or the ingester is stopped;
 // nothing is committed meanwhile, and nothing is skipped. If a rebalance
-// waits while a batch keeps failing, the batch is abandoned, its partition
-// rewound to the batch's first offset and the rebalance let through, so a
+// waits while a group keeps failing, the group is abandoned, its partitions
+// rewound to their batches' first offsets and the rebalance let through, so a
 // database outage does not get the member thrown out of the group.
 //
 // Stop stops polling, lets the batch in hand finish (a failing one is not

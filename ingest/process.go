@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -37,10 +38,46 @@ type batch struct {
 	hwm       int64
 }
 
-// process applies every partition of a poll, in parallel, and records the
-// offsets of those that were applied. It returns where to rewind the
-// partitions whose batch was abandoned (ingester stopping, or a rebalance
-// waiting while the batch kept failing).
+// group is the partitions of a poll applied in one store transaction.
+type group struct {
+	batches []*batch
+	records int
+}
+
+// groupBatches splits a poll's partition batches into at most parallelism
+// groups of at least minRecords records each (one group when the poll is
+// smaller), balanced by record count: largest batch first into the
+// smallest group. Under light load a poll is one transaction; under heavy
+// load it is a few large ones, applied in parallel.
+func groupBatches(batches []*batch, parallelism, minRecords int) []*group {
+	total := 0
+	for _, b := range batches {
+		total += len(b.records)
+	}
+	n := min(parallelism, len(batches), max(1, total/max(1, minRecords)))
+	groups := make([]*group, n)
+	for i := range groups {
+		groups[i] = &group{}
+	}
+	sorted := slices.Clone(batches)
+	slices.SortStableFunc(sorted, func(a, b *batch) int { return len(b.records) - len(a.records) })
+	for _, b := range sorted {
+		g := groups[0]
+		for _, h := range groups[1:] {
+			if h.records < g.records {
+				g = h
+			}
+		}
+		g.batches = append(g.batches, b)
+		g.records += len(b.records)
+	}
+	return groups
+}
+
+// process applies every partition of a poll, in groups applied in
+// parallel, and records the offsets of those that were applied. It returns
+// where to rewind the partitions whose group was abandoned (ingester
+// stopping, or a rebalance waiting while the group kept failing).
 func (in *Ingester) process(r *run, fs kgo.Fetches, wanted <-chan struct{}) map[int32]kgo.EpochOffset {
 	byPart := map[int32]*batch{}
 	var order []*batch
@@ -60,59 +97,61 @@ func (in *Ingester) process(r *run, fs kgo.Fetches, wanted <-chan struct{}) map[
 	if len(order) == 0 {
 		return nil
 	}
-	sem := make(chan struct{}, in.cfg.Parallelism)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var rewind map[int32]kgo.EpochOffset
-	for _, b := range order {
-		sem <- struct{}{}
+	for _, g := range groupBatches(order, in.cfg.Parallelism, in.cfg.MinApplyRecords) {
 		wg.Go(func() {
-			defer func() { <-sem }()
-			if in.processPartition(r, b, wanted) {
+			if in.processGroup(r, g, wanted) {
 				return
 			}
-			first := b.records[0]
 			mu.Lock()
 			defer mu.Unlock()
 			if rewind == nil {
 				rewind = map[int32]kgo.EpochOffset{}
 			}
-			rewind[b.partition] = kgo.EpochOffset{Epoch: first.LeaderEpoch, Offset: first.Offset}
+			for _, b := range g.batches {
+				first := b.records[0]
+				rewind[b.partition] = kgo.EpochOffset{Epoch: first.LeaderEpoch, Offset: first.Offset}
+			}
 		})
 	}
 	wg.Wait()
 	return rewind
 }
 
-// processPartition decodes a partition's batch, dead-letters the malformed
-// records, applies the rest in one store transaction, hands the sendable
-// messages over and marks the batch's offsets for commit. It returns true
-// when that is done, false when the batch was abandoned (nothing marked).
-func (in *Ingester) processPartition(r *run, b *batch, wanted <-chan struct{}) bool {
+// processGroup decodes a group's records, dead-letters the malformed ones,
+// applies the rest in one store transaction, hands the sendable messages
+// over and marks each partition's offsets for commit. It returns true when
+// that is done, false when the group was abandoned (nothing marked).
+func (in *Ingester) processGroup(r *run, g *group, wanted <-chan struct{}) bool {
 	now := in.cfg.Now()
-	changes := make([]store.Change, 0, len(b.records))
-	types := make([]envelope.Type, 0, len(b.records))
-	origin := make([]*kgo.Record, 0, len(b.records))
+	changes := make([]store.Change, 0, g.records)
+	types := make([]envelope.Type, 0, g.records)
+	origin := make([]*kgo.Record, 0, g.records)
 	var dead []*kgo.Record
 	var reasons, deadTypes []string
-	for _, rec := range b.records {
-		e, err := in.decode(rec)
-		if err != nil {
-			dead = append(dead, in.deadLetter(rec, err))
-			typ, native := headerType(rec)
-			reasons = append(reasons, dlqReason(err, native))
-			deadTypes = append(deadTypes, typ)
-			in.log.Warn("malformed control record sent to the dead-letter topic",
-				"partition", rec.Partition, "offset", rec.Offset, "err", err)
-			continue
+	for _, b := range g.batches {
+		for _, rec := range b.records {
+			e, err := in.decode(rec)
+			if err != nil {
+				dead = append(dead, in.deadLetter(rec, err))
+				typ, native := headerType(rec)
+				reasons = append(reasons, dlqReason(err, native))
+				deadTypes = append(deadTypes, typ)
+				in.log.Warn("malformed control record sent to the dead-letter topic",
+					"partition", rec.Partition, "offset", rec.Offset, "err", err)
+				continue
+			}
+			changes = append(changes, in.change(&e, rec.Partition, now))
+			types = append(types, e.Type)
+			origin = append(origin, rec)
 		}
-		changes = append(changes, in.change(&e, rec.Partition, now))
-		types = append(types, e.Type)
-		origin = append(origin, rec)
 	}
+	parts := g.partitions()
 
 	if len(dead) > 0 {
-		err := in.retry(r, wanted, "produce dead letters", b.partition, in.met.dlqErrs, func(ctx context.Context) error {
+		err := in.retry(r, wanted, "produce dead letters", parts, in.met.dlqErrs, func(ctx context.Context) error {
 			return r.cl.ProduceSync(ctx, dead...).FirstErr()
 		})
 		if err != nil {
@@ -126,7 +165,7 @@ func (in *Ingester) processPartition(r *run, b *batch, wanted <-chan struct{}) b
 
 	if len(changes) > 0 {
 		var res store.ApplyResult
-		err := in.retry(r, wanted, "apply batch", b.partition, in.met.storeErrs, func(ctx context.Context) error {
+		err := in.retry(r, wanted, "apply batch", parts, in.met.storeErrs, func(ctx context.Context) error {
 			start := time.Now()
 			var err error
 			res, err = in.st.Apply(ctx, store.ApplyRequest{Changes: changes, SendLease: in.cfg.SendLease})
@@ -143,20 +182,31 @@ func (in *Ingester) processPartition(r *run, b *batch, wanted <-chan struct{}) b
 		}
 		in.account(changes, types, origin, res.Outcomes)
 	}
-	in.met.batchSize.Observe(float64(len(b.records)))
+	in.met.batchSize.Observe(float64(g.records))
 
-	last := b.records[len(b.records)-1]
-	next := last.Offset + 1
-	r.mu.Lock()
-	owned := r.assigned[b.partition]
-	if owned {
-		r.applied[b.partition] = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: next}
-	}
-	r.mu.Unlock()
-	if owned {
-		in.met.lag.WithLabelValues(partitionLabel(b.partition)).Set(float64(max(b.hwm-next, 0)))
+	for _, b := range g.batches {
+		last := b.records[len(b.records)-1]
+		next := last.Offset + 1
+		r.mu.Lock()
+		owned := r.assigned[b.partition]
+		if owned {
+			r.applied[b.partition] = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: next}
+		}
+		r.mu.Unlock()
+		if owned {
+			in.met.lag.WithLabelValues(partitionLabel(b.partition)).Set(float64(max(b.hwm-next, 0)))
+		}
 	}
 	return true
+}
+
+// partitions lists the group's partitions, for logs.
+func (g *group) partitions() []int32 {
+	ps := make([]int32, len(g.batches))
+	for i, b := range g.batches {
+		ps[i] = b.partition
+	}
+	return ps
 }
 
 // decode reads a kgo record as an envelope.
@@ -261,30 +311,30 @@ func (in *Ingester) account(changes []store.Change, types []envelope.Type, origi
 // jitter. It gives up only when the ingester stops or, after a failure, a
 // rebalance waits for this poll (returning the last error): the batch then
 // stays uncommitted and is fetched again.
-func (in *Ingester) retry(r *run, wanted <-chan struct{}, what string, partition int32, failures interface{ Inc() }, f func(context.Context) error) error {
+func (in *Ingester) retry(r *run, wanted <-chan struct{}, what string, partitions []int32, failures interface{ Inc() }, f func(context.Context) error) error {
 	backoff := in.cfg.RetryMin
 	for attempt := 1; ; attempt++ {
 		err := f(r.workCtx)
 		if err == nil {
 			if attempt > 1 {
-				in.log.Info(what+" succeeded after retries", "partition", partition, "attempts", attempt)
+				in.log.Info(what+" succeeded after retries", "partitions", partitions, "attempts", attempt)
 			}
 			return nil
 		}
 		failures.Inc()
 		if r.workCtx.Err() != nil || r.pollCtx.Err() != nil {
-			in.log.Warn(what+" abandoned: stopping; the batch stays uncommitted", "partition", partition, "err", err)
+			in.log.Warn(what+" abandoned: stopping; the batch stays uncommitted", "partitions", partitions, "err", err)
 			return fmt.Errorf("%s: %w: %w", what, errStopping, err)
 		}
 		select {
 		case <-wanted:
-			in.log.Warn(what+" abandoned: a rebalance is waiting; the batch stays uncommitted", "partition", partition, "err", err)
+			in.log.Warn(what+" abandoned: a rebalance is waiting; the batch stays uncommitted", "partitions", partitions, "err", err)
 			return fmt.Errorf("%s: %w: %w", what, errRebalance, err)
 		default:
 		}
 		// Full jitter over the upper half keeps retries spread but bounded.
 		wait := backoff/2 + rand.N(backoff/2+1)
-		in.log.Error(what+" failed; retrying the same batch", "partition", partition,
+		in.log.Error(what+" failed; retrying the same batch", "partitions", partitions,
 			"attempt", attempt, "retry_in", wait, "err", err)
 		t := time.NewTimer(wait)
 		select {
@@ -297,7 +347,7 @@ func (in *Ingester) retry(r *run, wanted <-chan struct{}, what string, partition
 			return fmt.Errorf("%s: %w: %w", what, errStopping, err)
 		case <-wanted:
 			t.Stop()
-			in.log.Warn(what+" abandoned: a rebalance is waiting; the batch stays uncommitted", "partition", partition, "err", err)
+			in.log.Warn(what+" abandoned: a rebalance is waiting; the batch stays uncommitted", "partitions", partitions, "err", err)
 			return fmt.Errorf("%s: %w: %w", what, errRebalance, err)
 		}
 		backoff = min(backoff*2, in.cfg.RetryMax)
