@@ -100,6 +100,14 @@ type Config struct {
 	EndpointQueue int
 	// ClaimLimit is the most messages claimed at once. Default 256.
 	ClaimLimit int
+	// ClaimAhead is how many claimed messages may wait in memory for a
+	// free worker (the claim-ahead buffer). A claim is made when the
+	// buffer is at most half full, for up to ClaimLimit messages and no
+	// more than the free workers plus the buffer's free room, so messages
+	// are never put off merely because every worker is busy. A buffered
+	// message that waited so long that its lease could run out is dropped
+	// and left to the next claim. Default 2×ClaimLimit.
+	ClaimAhead int
 	// Lease is how long claimed messages stay claimed. A claimed message may
 	// wait for one call of its endpoint and then make its own, so the lease
 	// must be at least three times the longest Timeout. Default 2m.
@@ -129,6 +137,10 @@ type Config struct {
 	// are also flushed every ApplyInterval. Defaults 256 and 20ms.
 	ApplyBatch    int
 	ApplyInterval time.Duration
+	// Appliers is how many store.Apply calls of answers may run at once.
+	// Each answer is in one batch only, and the stores lock rows in id
+	// order, so concurrent batches are safe. Default 4.
+	Appliers int
 	// SendLease is the lease of committed messages handed to the forwarder
 	// (store.ApplyRequest.SendLease). Default 1m.
 	SendLease time.Duration
@@ -167,6 +179,7 @@ func (c *Config) setDefaults() {
 	def(&c.EndpointConcurrency, 4)
 	def(&c.EndpointQueue, 64)
 	def(&c.ClaimLimit, 256)
+	def(&c.ClaimAhead, 2*c.ClaimLimit)
 	def(&c.Lease, 2*time.Minute)
 	def(&c.PollInterval, time.Second)
 	def(&c.BusyDelay, 100*time.Millisecond)
@@ -175,6 +188,7 @@ func (c *Config) setDefaults() {
 	def(&c.BreakerCoolDown, 30*time.Second)
 	def(&c.ApplyBatch, 256)
 	def(&c.ApplyInterval, 20*time.Millisecond)
+	def(&c.Appliers, 4)
 	def(&c.SendLease, time.Minute)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -255,7 +269,8 @@ func (c *Config) resolve() (map[string]*resolved, error) {
 		v    int
 	}{
 		{"Workers", c.Workers}, {"EndpointConcurrency", c.EndpointConcurrency}, {"EndpointQueue", c.EndpointQueue},
-		{"ClaimLimit", c.ClaimLimit}, {"BreakerFailures", c.BreakerFailures}, {"ApplyBatch", c.ApplyBatch},
+		{"ClaimLimit", c.ClaimLimit}, {"ClaimAhead", c.ClaimAhead}, {"BreakerFailures", c.BreakerFailures}, {"ApplyBatch", c.ApplyBatch},
+		{"Appliers", c.Appliers},
 	} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("%s: %d is negative", f.name, f.v))

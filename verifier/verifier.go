@@ -27,8 +27,9 @@ type Owned interface {
 }
 
 // Handoff takes messages that a commit answer made sendable, leased: the
-// forwarder's fast path. It is called from the verifier's applier goroutine
-// and must not block for long.
+// forwarder's fast path. It is called from the verifier's applier
+// goroutines, possibly several at once (Config.Appliers), and must not
+// block for long.
 type Handoff interface {
 	Handoff(msgs []state.Message)
 }
@@ -140,97 +141,219 @@ func (v *Verifier) Stop(ctx context.Context) error {
 	}
 }
 
+// claimed is what a claim brought back to the run loop.
+type claimed struct {
+	msgs  []state.Message
+	limit int
+	err   error
+}
+
+// loop is the state of the run goroutine: the claim-ahead buffer and what
+// decides the next claim. Only the run goroutine touches it.
+type loop struct {
+	ctx      context.Context
+	calls    sync.WaitGroup // call goroutines
+	claims   sync.WaitGroup // the claim goroutine, at most one at a time
+	claimed  chan claimed
+	claiming bool
+	buf      []job // claimed messages waiting for a worker, oldest first
+	more     bool  // the last claim was full: more may be due
+	busy     bool  // an endpoint was at its cap since the last claim
+	freed    bool  // a worker freed since the last claim
+	due      bool  // a poll is due (PollInterval passed, or ownership changed)
+	last     time.Time
+}
+
 func (v *Verifier) run(ctx, applyCtx context.Context) {
 	defer close(v.done)
 	defer v.applyCancel()
-	applied := make(chan struct{})
-	go func() {
-		defer close(applied)
-		v.applier(applyCtx)
-	}()
-	var calls sync.WaitGroup
+	applied := v.startAppliers(applyCtx)
+	l := &loop{ctx: ctx, claimed: make(chan claimed, 1), due: true}
 	// After a wake-up by a call that ended, claims are at least this far
 	// apart, so a busy endpoint does not turn into a claim per answer.
 	minGap := min(v.cfg.PollInterval, 2*time.Millisecond)
+	poll := time.NewTimer(v.cfg.PollInterval)
+	defer poll.Stop()
+	gap := time.NewTimer(time.Hour)
+	gap.Stop()
+	defer gap.Stop()
 	for {
+		v.drain(l)
+		if !l.claiming && len(l.buf) <= v.cfg.ClaimAhead/2 {
+			wantGap := !l.more && !l.due && l.busy && l.freed
+			switch {
+			case l.more || l.due:
+				v.claim(l)
+			case wantGap && time.Since(l.last) >= minGap:
+				v.claim(l)
+			case wantGap:
+				gap.Reset(minGap - time.Since(l.last))
+			}
+			if l.claiming {
+				poll.Reset(v.cfg.PollInterval)
+			}
+		}
 		changed := v.owned.Changed()
-		lastClaim := time.Now()
-		more, busy := v.claim(ctx, &calls)
-		if ctx.Err() != nil {
-			break
-		}
-		if more && len(v.slots) < cap(v.slots) {
-			continue
-		}
-		var wake <-chan struct{}
-		if more || busy {
-			// More is due, or an endpoint was full: go on as soon as a
-			// worker is free (a worker frees when its endpoint has nothing
-			// more waiting).
-			wake = v.freed
-		}
-		woken := v.wait(ctx, v.cfg.PollInterval, changed, wake)
-		if woken {
-			v.wait(ctx, minGap-time.Since(lastClaim), nil, nil)
+		select {
+		case <-ctx.Done():
+		case c := <-l.claimed:
+			l.claiming = false
+			v.take(l, c)
+		case <-v.freed:
+			l.freed = true
+		case <-changed:
+			l.due = true
+		case <-poll.C:
+			l.due = true
+		case <-gap.C:
 		}
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	calls.Wait()
+	// Stopping: a claim in flight ends with ctx; what it and the buffer
+	// hold is left to its lease, like the calls that are cut short.
+	l.claims.Wait()
+	l.buf = nil
+	l.calls.Wait()
 	close(v.results)
 	<-applied
 	v.caller.client.GetClient().CloseIdleConnections()
 }
 
-// wait waits d, or until ctx ends or a or b fires; it tells whether a or b
-// fired.
-func (v *Verifier) wait(ctx context.Context, d time.Duration, a, b <-chan struct{}) bool {
-	if d <= 0 {
-		return false
+// claim starts a claim of up to ClaimLimit due check-backs, no more than
+// the free workers plus the free room of the claim-ahead buffer. The claim
+// runs on its own goroutine so that calls keep being started from the
+// buffer while it is a round trip away.
+func (v *Verifier) claim(l *loop) {
+	parts := v.owned.Partitions()
+	l.due, l.busy, l.freed, l.more = false, false, false, false
+	if len(parts) == 0 {
+		return
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	case <-a:
-		return true
-	case <-b:
-		return true
+	free := cap(v.slots) - len(v.slots) // only this goroutine takes slots: a lower bound
+	limit := min(v.cfg.ClaimLimit, free+v.cfg.ClaimAhead-len(l.buf))
+	if limit <= 0 {
+		return
 	}
-	return false
+	l.claiming, l.last = true, time.Now()
+	l.claims.Add(1)
+	go func() {
+		defer l.claims.Done()
+		msgs, err := v.st.ClaimCheckbacks(l.ctx, store.Claim{Partitions: parts, Limit: limit, Lease: v.cfg.Lease})
+		l.claimed <- claimed{msgs: msgs, limit: limit, err: err}
+	}()
 }
 
-// claim claims up to ClaimLimit due check-backs when a worker is free and
-// dispatches them; it tells whether it got a full batch (more may be due)
-// and whether an endpoint or the workers were at their cap.
-func (v *Verifier) claim(ctx context.Context, calls *sync.WaitGroup) (more, busy bool) {
-	// Claim a full batch as long as one worker is free: messages of busy
-	// endpoints are put off or queued without a worker, and those beyond
-	// the free workers are put off briefly.
-	if len(v.slots) >= cap(v.slots) {
-		return true, false
-	}
-	limit := v.cfg.ClaimLimit
-	parts := v.owned.Partitions()
-	if len(parts) == 0 {
-		return false, false
-	}
-	msgs, err := v.st.ClaimCheckbacks(ctx, store.Claim{Partitions: parts, Limit: limit, Lease: v.cfg.Lease})
-	if err != nil {
-		if ctx.Err() == nil {
-			v.log.Error("claim check-backs", "err", err)
+// take handles what a claim brought: messages that cannot be called are
+// parked at once, the others join the claim-ahead buffer.
+func (v *Verifier) take(l *loop, c claimed) {
+	if c.err != nil {
+		if l.ctx.Err() == nil {
+			v.log.Error("claim check-backs", "err", c.err)
 		}
-		return false, false
+		return
 	}
+	l.more = len(c.msgs) == c.limit
 	now := v.cfg.Now()
-	for i := range msgs {
-		if !v.dispatch(ctx, &msgs[i], now, calls) {
-			busy = true
+	for i := range c.msgs {
+		m := &c.msgs[i]
+		r := v.bizConf(m.BizID)
+		ep, reason, disallowed := v.endpointFor(m, r)
+		if reason != "" {
+			v.m.total.WithLabelValues(ep.Protocol.String(), outcomeParked).Inc()
+			if disallowed {
+				v.m.disallowed.Inc()
+			}
+			v.log.Warn("check-back not called; message parked as VERIFY_FAILED",
+				"biz_id", m.BizID, "key", m.Key, "reason", reason)
+			v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckParked, At: now, Err: reason})
+			continue
 		}
+		l.buf = append(l.buf, job{m: *m, ep: ep, r: r, claimedAt: now})
 	}
-	return len(msgs) == limit, busy
+}
+
+// drain hands buffered messages, oldest first, to free workers until the
+// buffer is empty or every worker is busy.
+func (v *Verifier) drain(l *loop) {
+	n := 0
+	for n < len(l.buf) && l.ctx.Err() == nil {
+		if !v.dispatch(l, l.buf[n]) {
+			break
+		}
+		l.buf[n] = job{}
+		n++
+	}
+	if n > 0 {
+		rest := copy(l.buf, l.buf[n:])
+		clear(l.buf[rest:])
+		l.buf = l.buf[:rest]
+	}
+}
+
+// dispatch puts off, queues or starts the call of j; it returns false,
+// leaving j in the buffer, when no worker is free.
+func (v *Verifier) dispatch(l *loop, j job) bool {
+	now := v.cfg.Now()
+	if waited := now.Sub(j.claimedAt); waited > v.cfg.Lease-2*j.r.policy.Timeout {
+		// Its lease may run out before an answer is written: leave it
+		// to the next claim.
+		v.log.Debug("check-back waited too long for a worker; left to its lease",
+			"biz_id", j.m.BizID, "key", j.m.Key, "waited", waited)
+		return true
+	}
+	g := v.gates.get(j.ep.Host)
+	if g.breaker.State() == gobreaker.StateOpen {
+		v.deferMsg(&j.m, j.ep, v.afterCoolDown(now), fmt.Sprintf("endpoint %s circuit open", j.ep.Host))
+		return true
+	}
+	select {
+	case v.slots <- struct{}{}: // only this goroutine takes slots
+	default:
+		return false // every worker is busy: j waits in the buffer
+	}
+	run, queued := g.admit(j)
+	if !run {
+		<-v.slots
+		l.busy = true
+		if !queued {
+			v.deferMsg(&j.m, j.ep, g.putOff(now, v.cfg.BusyDelay, v.cfg.MaxPutOff, v.cfg.Rand()), fmt.Sprintf("endpoint %s at its concurrency cap", j.ep.Host))
+		}
+		// queued: a call of this endpoint that ends takes it.
+		return true
+	}
+	ctx := l.ctx
+	l.calls.Add(1)
+	go func() {
+		defer l.calls.Done()
+		defer func() {
+			<-v.slots
+			select {
+			case v.freed <- struct{}{}:
+			default:
+			}
+		}()
+		for ok := true; ok; j, ok = g.next() {
+			if ctx.Err() != nil {
+				continue // stopping: waiting jobs are left to their lease
+			}
+			if waited := v.cfg.Now().Sub(j.claimedAt); waited > v.cfg.Lease-2*j.r.policy.Timeout {
+				// Its lease may run out before an answer is written: leave it
+				// to the next claim.
+				v.log.Debug("check-back waited too long for its endpoint; left to its lease",
+					"biz_id", j.m.BizID, "key", j.m.Key, "waited", waited)
+				continue
+			}
+			done, err := g.breaker.Allow()
+			if err != nil {
+				v.deferMsg(&j.m, j.ep, v.afterCoolDown(v.cfg.Now()), fmt.Sprintf("endpoint %s circuit open", j.ep.Host))
+				continue
+			}
+			v.check(ctx, &j.m, j.ep, j.r, g, done)
+		}
+	}()
+	return true
 }
 
 // bizConf returns a bizID's effective configuration.
@@ -264,78 +387,6 @@ func (v *Verifier) endpointFor(m *state.Message, r *resolved) (ep Endpoint, reas
 	}
 	return ep, fmt.Sprintf("check-back endpoint %s is not allowed for bizID %q: add its origin (%s) or a prefix to that bizID's allow list, then retry the message",
 		ep, m.BizID, ep.Origin()), true
-}
-
-// dispatch parks, puts off, queues or starts the call of m; it returns false
-// when m's endpoint was at its cap.
-func (v *Verifier) dispatch(ctx context.Context, m *state.Message, now time.Time, calls *sync.WaitGroup) bool {
-	r := v.bizConf(m.BizID)
-	ep, reason, disallowed := v.endpointFor(m, r)
-	if reason != "" {
-		v.m.total.WithLabelValues(ep.Protocol.String(), outcomeParked).Inc()
-		if disallowed {
-			v.m.disallowed.Inc()
-		}
-		v.log.Warn("check-back not called; message parked as VERIFY_FAILED",
-			"biz_id", m.BizID, "key", m.Key, "reason", reason)
-		v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckParked, At: now, Err: reason})
-		return true
-	}
-	g := v.gates.get(ep.Host)
-	if g.breaker.State() == gobreaker.StateOpen {
-		v.deferMsg(m, ep, v.afterCoolDown(now), fmt.Sprintf("endpoint %s circuit open", ep.Host))
-		return true
-	}
-	select {
-	case v.slots <- struct{}{}: // only this goroutine takes slots
-	default:
-		// Every worker is busy (a claim may return more than there are
-		// free workers, so that backlogs of busy endpoints are walked
-		// through quickly).
-		at := now.Add(v.cfg.BusyDelay + time.Duration(v.cfg.Rand()*float64(v.cfg.BusyDelay)))
-		v.deferMsg(m, ep, at, "all check-back workers busy")
-		return false
-	}
-	j := job{m: *m, ep: ep, r: r, claimedAt: now}
-	run, queued := g.admit(j)
-	if !run {
-		<-v.slots
-		if !queued {
-			v.deferMsg(m, ep, g.putOff(now, v.cfg.BusyDelay, v.cfg.MaxPutOff, v.cfg.Rand()), fmt.Sprintf("endpoint %s at its concurrency cap", ep.Host))
-		}
-		// queued: a call of this endpoint that ends takes it.
-		return false
-	}
-	calls.Add(1)
-	go func() {
-		defer calls.Done()
-		defer func() {
-			<-v.slots
-			select {
-			case v.freed <- struct{}{}:
-			default:
-			}
-		}()
-		for ok := true; ok; j, ok = g.next() {
-			if ctx.Err() != nil {
-				continue // stopping: waiting jobs are left to their lease
-			}
-			if waited := v.cfg.Now().Sub(j.claimedAt); waited > v.cfg.Lease-2*j.r.policy.Timeout {
-				// Its lease may run out before an answer is written: leave
-				// it to the next claim.
-				v.log.Debug("check-back waited too long for its endpoint; left to its lease",
-					"biz_id", j.m.BizID, "key", j.m.Key, "waited", waited)
-				continue
-			}
-			done, err := g.breaker.Allow()
-			if err != nil {
-				v.deferMsg(&j.m, j.ep, v.afterCoolDown(v.cfg.Now()), fmt.Sprintf("endpoint %s circuit open", j.ep.Host))
-				continue
-			}
-			v.check(ctx, &j.m, j.ep, j.r, g, done)
-		}
-	}()
-	return true
 }
 
 // afterCoolDown is when a message of an open circuit is tried again: after
@@ -395,30 +446,69 @@ func (v *Verifier) emit(m *state.Message, p Protocol, ev state.Event) {
 	}
 }
 
-// applier writes results in batches until the results channel closes.
-func (v *Verifier) applier(ctx context.Context) {
+// startAppliers starts the goroutine that gathers results into batches and
+// Appliers goroutines that write them; the returned channel closes when
+// they have written everything sent before v.results closed.
+func (v *Verifier) startAppliers(ctx context.Context) <-chan struct{} {
+	batches := make(chan []result)
+	var wg sync.WaitGroup
+	for range v.cfg.Appliers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range batches {
+				v.apply(ctx, b)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		v.gather(batches)
+		close(batches)
+		wg.Wait()
+	}()
+	return done
+}
+
+// gather collects results into batches until the results channel closes,
+// and hands each batch to the first free applier once it is full or
+// ApplyInterval has passed since the last hand-over. While every applier
+// is busy the batch keeps growing up to ApplyBatch, so batches are as
+// large as the store's pace makes them.
+func (v *Verifier) gather(batches chan<- []result) {
 	tick := time.NewTicker(v.cfg.ApplyInterval)
 	defer tick.Stop()
-	batch := make([]result, 0, v.cfg.ApplyBatch)
-	flush := func() {
-		if len(batch) > 0 {
-			v.apply(ctx, batch)
-			batch = batch[:0]
-		}
-	}
+	var batch []result
+	in := v.results
+	ripe := false
 	for {
+		full := len(batch) >= v.cfg.ApplyBatch
+		if in == nil && len(batch) == 0 {
+			return
+		}
+		var out chan<- []result
+		if len(batch) > 0 && (ripe || full || in == nil) {
+			out = batches
+		}
+		recv := in
+		if full {
+			recv = nil
+		}
 		select {
-		case r, ok := <-v.results:
+		case r, ok := <-recv:
 			if !ok {
-				flush()
-				return
+				in = nil
+				continue
+			}
+			if batch == nil {
+				batch = make([]result, 0, v.cfg.ApplyBatch)
 			}
 			batch = append(batch, r)
-			if len(batch) >= v.cfg.ApplyBatch {
-				flush()
-			}
+		case out <- batch:
+			batch, ripe = nil, false
 		case <-tick.C:
-			flush()
+			ripe = true
 		}
 	}
 }
