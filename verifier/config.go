@@ -98,7 +98,10 @@ type Config struct {
 	// written is dropped from the queue and left to the next claim.
 	// Default 64.
 	EndpointQueue int
-	// ClaimLimit is the most messages claimed at once. Default 256.
+	// ClaimLimit is the most messages claimed at once. A claim's cost is
+	// mostly fixed (on PostgreSQL with a large backlog of due rows it
+	// reads and sorts them all: ~30 ms for 256 or for 1,024 here), so
+	// claims are large. Default 1024.
 	ClaimLimit int
 	// ClaimAhead is how many claimed messages may wait in memory for a
 	// free worker (the claim-ahead buffer). A claim is made when the
@@ -178,7 +181,7 @@ func (c *Config) setDefaults() {
 	def(&c.Workers, 64)
 	def(&c.EndpointConcurrency, 4)
 	def(&c.EndpointQueue, 64)
-	def(&c.ClaimLimit, 256)
+	def(&c.ClaimLimit, 1024)
 	def(&c.ClaimAhead, 2*c.ClaimLimit)
 	def(&c.Lease, 2*time.Minute)
 	def(&c.PollInterval, time.Second)

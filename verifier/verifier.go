@@ -270,6 +270,9 @@ func (v *Verifier) take(l *loop, c claimed) {
 			v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckParked, At: now, Err: reason})
 			continue
 		}
+		// The body is not needed to check back: do not hold it while the
+		// message waits.
+		m.Payload, m.Headers = nil, nil
 		l.buf = append(l.buf, job{m: *m, ep: ep, r: r, claimedAt: now})
 	}
 }
