@@ -36,6 +36,8 @@ func TestRunEmbeddedSQLite(t *testing.T) {
 	require.Zero(t, c.Missing)
 	require.Zero(t, c.Duplicates)
 	require.EqualValues(t, c.Committed, c.CommitToForward.Count)
+	require.EqualValues(t, c.Committed, c.CommitToSend.Count, "every forwarded record carries the center's produce time")
+	require.LessOrEqual(t, c.CommitToSend.MaxMs, c.CommitToForward.MaxMs, "the center's share is part of the whole")
 	require.EqualValues(t, c.LeftForCheckback, c.Checkback.Count)
 	require.GreaterOrEqual(t, c.CheckbackCalls, c.LeftForCheckback)
 	require.Positive(t, c.ForwardRate)
@@ -49,6 +51,7 @@ func TestRunEmbeddedSQLite(t *testing.T) {
 	var table bytes.Buffer
 	require.NoError(t, rep.WriteTable(&table))
 	require.Contains(t, table.String(), "commit → forward")
+	require.Contains(t, table.String(), "commit → center's produce")
 	var js bytes.Buffer
 	require.NoError(t, rep.WriteJSON(&js))
 	var back Report

@@ -126,6 +126,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		return fmt.Sprintf("p50 %.1f ms  p90 %.1f ms  p99 %.1f ms  max %.1f ms  (n=%d)", l.P50Ms, l.P90Ms, l.P99Ms, l.MaxMs, l.Count)
 	}
 	row("commit → forward", "%s", lat(x.CommitToForward))
+	row("commit → center's produce", "%s", lat(x.CommitToSend))
 	if x.Checkback.Count > 0 || x.LeftForCheckback > 0 {
 		row("check-back: prepare → forward", "%s", lat(x.Checkback))
 		row("check-back rate", "%.0f resolved/s (first send to last resolved), %d check-back calls", x.CheckbackRate, x.CheckbackCalls)

@@ -297,6 +297,10 @@ type CenterResult struct {
 	ForwardRate    float64 `json:"forward_rate"`
 
 	CommitToForward Latency `json:"commit_to_forward"`
+	// CommitToSend is commit → the center's produce to the business topic
+	// (the forwarded record's timestamp): the center's share of
+	// CommitToForward.
+	CommitToSend Latency `json:"commit_to_send"`
 	// Checkback is prepare → forwarded of the messages left for check-back.
 	Checkback      Latency `json:"checkback_resolution"`
 	CheckbackRate  float64 `json:"checkback_rate"`
@@ -349,7 +353,7 @@ func load(ctx context.Context, cfg Config, runID string, brokers []string, topic
 				for _, h := range r.Headers {
 					if h.Key == seqHeader {
 						if seq, err := strconv.ParseInt(string(h.Value), 10, 64); err == nil {
-							tr.seen(seq, now)
+							tr.seen(seq, now, r.Timestamp)
 						}
 						return
 					}
@@ -555,6 +559,7 @@ func load(ctx context.Context, cfg Config, runID string, brokers []string, topic
 		res.ForwardRate = float64(res.Forwarded) / res.ForwardSeconds
 	}
 	res.CommitToForward = tr.commitH.summary()
+	res.CommitToSend = tr.sendH.summary()
 	res.Checkback = tr.cbH.summary()
 	if !tr.lastCB.IsZero() {
 		res.CheckbackRate = float64(tr.cbH.n) / tr.lastCB.Sub(start).Seconds()

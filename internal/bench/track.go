@@ -51,6 +51,10 @@ type tracker struct {
 
 	mu       sync.Mutex // guards the histograms and times below
 	commitH  hist
+	// sendH is commit → the forwarder's produce call (the forwarded
+	// record's timestamp, stamped by the center's Kafka client): the
+	// center's share of commitH; the rest is broker and consumer.
+	sendH hist
 	cbH      hist
 	firstFwd time.Time
 	lastFwd  time.Time
@@ -89,9 +93,10 @@ func (t *tracker) forget(seq int64) {
 	}
 }
 
-// seen records a forwarded record; a record not expected (forwarded
-// twice, or never sent by this run) counts as a duplicate.
-func (t *tracker) seen(seq int64, now time.Time) {
+// seen records a forwarded record read at now, which the center produced
+// at produced (its timestamp; zero if unknown); a record not expected
+// (forwarded twice, or never sent by this run) counts as a duplicate.
+func (t *tracker) seen(seq int64, now, produced time.Time) {
 	s := &t.shards[seq%shards]
 	s.mu.Lock()
 	e, ok := s.m[seq]
@@ -114,6 +119,9 @@ func (t *tracker) seen(seq int64, now time.Time) {
 		t.lastCB = now
 	} else {
 		t.commitH.add(d)
+		if !produced.IsZero() {
+			t.sendH.add(max(produced.Sub(time.Unix(0, e.at)), 0))
+		}
 	}
 	t.mu.Unlock()
 }
