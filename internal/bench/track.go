@@ -49,12 +49,12 @@ type tracker struct {
 	}
 	pending atomic.Int64
 
-	mu       sync.Mutex // guards the histograms and times below
-	commitH  hist
+	mu      sync.Mutex // guards the histograms and times below
+	commitH hist
 	// sendH is commit → the forwarder's produce call (the forwarded
 	// record's timestamp, stamped by the center's Kafka client): the
 	// center's share of commitH; the rest is broker and consumer.
-	sendH hist
+	sendH    hist
 	cbH      hist
 	firstFwd time.Time
 	lastFwd  time.Time
