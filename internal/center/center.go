@@ -139,17 +139,19 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 			kgo.MetadataMinAge(min(cfg.Kafka.MetadataMaxAge, 5*time.Second)))
 	}
 	c.Ingester, err = ingest.New(ingest.Config{
-		Brokers:       cfg.Kafka.Brokers,
-		ControlTopic:  cfg.Kafka.ControlTopic,
-		DLQTopic:      cfg.Kafka.DLQ(),
-		Group:         cfg.Kafka.Group,
-		MaxPayload:    cfg.Ingest.MaxPayloadBytes,
-		CheckAfter:    vcfg.FirstDelay,
-		SendLease:     cfg.Ingest.SendLease,
-		ClientOptions: append(ingestOpts, opt.KafkaOptions...),
-		Now:           opt.Now,
-		Logger:        opt.Logger.With("component", "ingest"),
-		Registerer:    reg,
+		Brokers:         cfg.Kafka.Brokers,
+		ControlTopic:    cfg.Kafka.ControlTopic,
+		DLQTopic:        cfg.Kafka.DLQ(),
+		Group:           cfg.Kafka.Group,
+		MaxPayload:      cfg.Ingest.MaxPayloadBytes,
+		CheckAfter:      vcfg.FirstDelay,
+		SendLease:       cfg.Ingest.SendLease,
+		Parallelism:     cfg.Ingest.Parallelism,
+		MinApplyRecords: cfg.Ingest.MinApplyRecords,
+		ClientOptions:   append(ingestOpts, opt.KafkaOptions...),
+		Now:             opt.Now,
+		Logger:          opt.Logger.With("component", "ingest"),
+		Registerer:      reg,
 	}, c.Store, c.Forwarder, c.Owned)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)

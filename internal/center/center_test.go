@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/goleak"
 
+	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/internal/config"
 	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake/rmqtest"
 )
@@ -85,4 +86,10 @@ func TestStopTwiceReturns(t *testing.T) {
 	defer cancel()
 	require.NoError(t, c.Stop(ctx))
 	require.NoError(t, c.Stop(ctx), "a second Stop returns at once with the first result")
+}
+
+func TestConfigDefaultsMatchIngestDefaults(t *testing.T) {
+	d := config.Default()
+	require.Equal(t, ingest.DefaultParallelism, d.Ingest.Parallelism)
+	require.Equal(t, ingest.DefaultMinApply, d.Ingest.MinApplyRecords)
 }

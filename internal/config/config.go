@@ -84,6 +84,11 @@ type Token struct {
 type Ingest struct {
 	MaxPayloadBytes int           `yaml:"max_payload_bytes" env:"EVENTCENTER_INGEST_MAX_PAYLOAD_BYTES"`
 	SendLease       time.Duration `yaml:"send_lease" env:"EVENTCENTER_INGEST_SEND_LEASE"`
+	// Parallelism bounds the store transactions applying one poll at once;
+	// MinApplyRecords is the fewest records of a poll given a transaction
+	// of their own (a light poll is one transaction).
+	Parallelism     int `yaml:"parallelism" env:"EVENTCENTER_INGEST_PARALLELISM"`
+	MinApplyRecords int `yaml:"min_apply_records" env:"EVENTCENTER_INGEST_MIN_APPLY_RECORDS"`
 }
 
 // Forward configures forwarding.
@@ -174,10 +179,11 @@ type Log struct {
 // Default returns the built-in defaults.
 func Default() Config {
 	return Config{
-		Kafka:  Kafka{Brokers: []string{"127.0.0.1:9092"}, ControlTopic: "eventcenter.control", Group: "eventcenter", ClientID: "eventcenter", SessionTimeout: 45 * time.Second},
-		Store:  Store{Driver: "postgres", MaxConns: 8},
-		HTTP:   HTTP{Listen: "127.0.0.1:8080"},
-		Ingest: Ingest{MaxPayloadBytes: 1 << 20, SendLease: 30 * time.Second},
+		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ControlTopic: "eventcenter.control", Group: "eventcenter", ClientID: "eventcenter", SessionTimeout: 45 * time.Second},
+		Store: Store{Driver: "postgres", MaxConns: 8},
+		HTTP:  HTTP{Listen: "127.0.0.1:8080"},
+		Ingest: Ingest{MaxPayloadBytes: 1 << 20, SendLease: 30 * time.Second,
+			Parallelism: 4, MinApplyRecords: 500}, // ingest.DefaultParallelism, DefaultMinApply
 		Forward: Forward{
 			DefaultTarget: "kafka", MaxAttempts: 20, BackoffBase: time.Second, BackoffCap: 5 * time.Minute,
 			ScanInterval: time.Second, Lease: 30 * time.Second, SendTimeout: 10 * time.Second,
@@ -320,6 +326,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Ingest.SendLease < time.Second {
 		bad("ingest.send_lease", "must be at least 1s")
+	}
+	if c.Ingest.Parallelism < 1 {
+		bad("ingest.parallelism", "must be at least 1")
+	}
+	if c.Ingest.MinApplyRecords < 1 {
+		bad("ingest.min_apply_records", "must be at least 1")
 	}
 	c.validateForward(bad)
 	c.validateCheckback(bad)

@@ -43,6 +43,7 @@ checkback:
 func TestLoadFileAndEnvPrecedence(t *testing.T) {
 	t.Setenv("EVENTCENTER_STORE_DSN", "postgres://ec@other:5432/ec")
 	t.Setenv("EVENTCENTER_CHECKBACK_FIRST_DELAY", "7s")
+	t.Setenv("EVENTCENTER_INGEST_PARALLELISM", "8")
 	t.Setenv("EVENTCENTER_ADMIN_TOKENS", "ops:admin:0123456789abcdef0123,viewer:read:abcdefabcdefabcdef")
 	cfg, err := Load(write(t, valid))
 	require.NoError(t, err)
@@ -50,6 +51,8 @@ func TestLoadFileAndEnvPrecedence(t *testing.T) {
 	require.Equal(t, "tx.control.dlq", cfg.Kafka.DLQ())
 	require.Equal(t, "postgres://ec@other:5432/ec", cfg.Store.DSN, "environment beats the file")
 	require.Equal(t, 7*time.Second, cfg.Checkback.FirstDelay)
+	require.Equal(t, 8, cfg.Ingest.Parallelism)
+	require.Equal(t, 500, cfg.Ingest.MinApplyRecords, "default")
 	require.Equal(t, 5, cfg.Checkback.MaxAttempts)
 	require.Equal(t, 3, cfg.Checkback.Biz[0].MaxAttempts)
 	require.Len(t, cfg.Forward.Targets, 2, "file targets replace the default list")
@@ -73,6 +76,8 @@ func TestValidationNamesTheField(t *testing.T) {
 		"checkback:\n  biz:\n    - biz_id: 'a:b'\n":                                  "checkback.biz[0].biz_id",
 		"admin:\n  tokens:\n    - name: x\n      token: short\n      scope: admin\n": "admin.tokens[0].token",
 		"log:\n  level: loud\n":                                                      "log.level",
+		"ingest:\n  parallelism: 0\n":                                                "ingest.parallelism",
+		"ingest:\n  min_apply_records: -1\n":                                         "ingest.min_apply_records",
 	}
 	for body, field := range cases {
 		base := "store:\n  driver: sqlite\n  dsn: /tmp/x.db\n"
