@@ -79,9 +79,9 @@
 // most MaxPutOff, the put-offs of one endpoint spaced by its measured call
 // time per slot (or by the age of its calls when they hang), so a backlog
 // comes back at about the pace the endpoint answers. When every worker is
-// busy, further claimed messages are put off by one to two BusyDelay. A
-// hanging or slow producer thus holds only its own slots and never delays
-// other endpoints.
+// busy, claimed messages wait in the claim-ahead buffer (see Loop) and are
+// not put off. A hanging or slow producer thus holds only its own slots
+// and never delays other endpoints.
 //
 // Each endpoint has a circuit breaker (sony/gobreaker; its cool-down runs
 // on the wall clock): BreakerFailures consecutive failed calls (errors and
@@ -94,17 +94,47 @@
 //
 // New builds a Verifier over a Store (ClaimCheckbacks and Apply), the owned
 // partitions and an optional Handoff (the forwarder's fast path, given the
-// messages a commit answer made sendable). Start returns at once; the loop
-// claims up to ClaimLimit due messages with a Lease (at least three times
-// the longest Timeout) whenever a worker is free, dispatches them, and
-// writes answers in batches (every ApplyInterval or ApplyBatch answers)
-// with the claim's lease token, so an answer for a claim that expired and
-// was taken over is dropped. It claims again at once after a full batch,
-// when a worker frees after an endpoint was full, when the owned
-// partitions change, and otherwise every PollInterval. An answer the store
-// does not take is logged and counted; the message is asked again when its
-// lease runs out. Stop cancels calls in flight (no attempt burned), writes
-// the answers already received and waits for every goroutine.
+// messages a commit answer made sendable). Start returns at once. The
+// verifier is a pipeline of three stages, each kept busy while the others
+// wait on the database or a producer:
+//
+//   - Claim ahead. The run goroutine keeps an in-memory buffer of claimed,
+//     leased messages (at most ClaimAhead) and starts a call from it
+//     whenever a worker is free. When the buffer is at most half full it
+//     claims again, on a goroutine of its own so calls keep starting while
+//     the claim is a round trip away: up to ClaimLimit due messages with a
+//     Lease (at least three times the longest Timeout), and never more than
+//     the free workers plus the buffer's free room. So a message is never
+//     put off only because every worker is busy, and a claim (on
+//     PostgreSQL a mostly fixed cost: with a large backlog it reads and
+//     sorts every due row) is amortised over many messages. A buffered
+//     message that waited so long that its lease could run out before an
+//     answer is written (Lease − 2×Timeout) is dropped and left to the
+//     next claim, as one waiting in an endpoint's queue is. Buffered
+//     messages do not keep their payload.
+//   - Calls, one goroutine per running call, bounded by Workers and the
+//     endpoint caps (Storm control).
+//   - Appliers. One goroutine gathers answers into batches; a batch is
+//     handed to the first free of Appliers goroutines once it holds
+//     ApplyBatch answers or ApplyInterval has passed, and keeps growing
+//     while all are busy. Each answer is in exactly one batch and the
+//     stores take row locks in id order (PostgreSQL) or have one writer
+//     (SQLite), so batches written at once do not conflict. Answers carry the claim's lease token, so an answer for
+//     a claim that expired and was taken over is dropped.
+//
+// After a full claim the loop claims again as soon as the buffer has room;
+// otherwise when a worker frees after an endpoint was full, when the owned
+// partitions change, and every PollInterval. An answer the store does not
+// take is logged and counted; the message is asked again when its lease
+// runs out. Stop cancels calls in flight (no attempt burned; what is still
+// buffered or in an endpoint's queue is left to its lease), writes the
+// answers already received, through all appliers, and waits for every
+// goroutine.
+//
+// On this project's 2-core test machine (eventcenter bench, PostgreSQL,
+// 100,000 due check-backs, an endpoint answering commit at once) this took
+// the check-back rate from ~2,100/s (one claim at a time, sized on free
+// workers, the surplus put off; one Apply at a time) to ~6,000–7,000/s.
 //
 // # Metrics
 //

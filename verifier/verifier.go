@@ -146,6 +146,7 @@ type claimed struct {
 	msgs  []state.Message
 	limit int
 	err   error
+	at    time.Time // taken before the claim: its lease began no earlier
 }
 
 // loop is the state of the run goroutine: the claim-ahead buffer and what
@@ -240,8 +241,9 @@ func (v *Verifier) claim(l *loop) {
 	l.claims.Add(1)
 	go func() {
 		defer l.claims.Done()
+		at := v.cfg.Now()
 		msgs, err := v.st.ClaimCheckbacks(l.ctx, store.Claim{Partitions: parts, Limit: limit, Lease: v.cfg.Lease})
-		l.claimed <- claimed{msgs: msgs, limit: limit, err: err}
+		l.claimed <- claimed{msgs: msgs, limit: limit, err: err, at: at}
 	}()
 }
 
@@ -273,7 +275,7 @@ func (v *Verifier) take(l *loop, c claimed) {
 		// The body is not needed to check back: do not hold it while the
 		// message waits.
 		m.Payload, m.Headers = nil, nil
-		l.buf = append(l.buf, job{m: *m, ep: ep, r: r, claimedAt: now})
+		l.buf = append(l.buf, job{m: *m, ep: ep, r: r, claimedAt: c.at})
 	}
 }
 

@@ -1,0 +1,196 @@
+package verifier
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// claimLog records the limit of every claim a store was asked for.
+type claimLog struct {
+	testStore
+	mu     sync.Mutex
+	limits []int
+}
+
+func (c *claimLog) ClaimCheckbacks(ctx context.Context, cl store.Claim) ([]state.Message, error) {
+	c.mu.Lock()
+	c.limits = append(c.limits, cl.Limit)
+	c.mu.Unlock()
+	return c.testStore.ClaimCheckbacks(ctx, cl)
+}
+
+func (c *claimLog) maxLimit() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := 0
+	for _, l := range c.limits {
+		m = max(m, l)
+	}
+	return m
+}
+
+// Far more messages are due than there are workers: the claimed ones wait
+// in the claim-ahead buffer instead of being put off, every message is
+// called exactly once (no second call within its lease), and no claim asks
+// for more than the free workers plus the buffer's room.
+func TestClaimAheadNeverPutsOffForBusyWorkers(t *testing.T) {
+	t.Parallel()
+	const n, workers = 1000, 4
+	var mu sync.Mutex
+	calls := map[string]int{}
+	var inFlight, maxInFlight atomic.Int32
+	p := newProducer(t, func(w http.ResponseWriter, r *http.Request) {
+		cur := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			if m := maxInFlight.Load(); cur <= m || maxInFlight.CompareAndSwap(m, cur) {
+				break
+			}
+		}
+		mu.Lock()
+		calls[r.URL.Query().Get("messageKey")]++
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		_, _ = w.Write([]byte("2"))
+	})
+	clk := newRealClock()
+	st := &claimLog{testStore: newMemStore(clk.Now)}
+	h := startVerifier(t, clk, st, Config{
+		Allow:   []string{p.endpoint("http", "")},
+		Workers: workers, EndpointConcurrency: workers, EndpointQueue: 8,
+		ClaimLimit: 64, ClaimAhead: 20,
+	})
+	for i := range n {
+		h.prepare("b", fmt.Sprint("c", i), p.endpoint("http", "/cb"))
+	}
+	require.Eventually(t, func() bool { return h.fwd.count() == n }, time.Minute, 5*time.Millisecond)
+	require.Zero(t, h.total("http", outcomeDeferred), "nothing put off because the workers were busy")
+	require.LessOrEqual(t, maxInFlight.Load(), int32(workers))
+	require.LessOrEqual(t, st.maxLimit(), workers+20, "claims sized by free workers + buffer room")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, calls, n)
+	for k, c := range calls {
+		require.Equal(t, 1, c, "%s called once", k)
+	}
+}
+
+// A message that waited in the claim-ahead buffer so long that its lease
+// could run out is not called; it is left to the next claim.
+func TestBufferedPastLeaseIsLeftToNextClaim(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var calls atomic.Int32
+	p := newProducer(t, func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		_, _ = w.Write([]byte("2"))
+	})
+	clk := newClock()
+	st := newMemStore(clk.Now)
+	h := startVerifier(t, clk, st, Config{
+		Allow: []string{p.endpoint("http", "")}, Workers: 1, EndpointConcurrency: 1,
+		Lease: 30 * time.Second, Policy: Policy{Timeout: 10 * time.Second},
+	})
+	h.prepare("b", "first", p.endpoint("http", "/"))
+	require.Eventually(t, func() bool { return calls.Load() == 1 }, 5*time.Second, time.Millisecond)
+	h.prepare("b", "second", p.endpoint("http", "/"))
+	// Claimed (leased) while the only worker is busy: it waits in the buffer.
+	h.waitFor("b", "second", "claimed", func(m state.Message) bool { return m.LeaseToken != 0 })
+	clk.Advance(11 * time.Second) // past Lease - 2×Timeout
+	close(release)
+	h.waitStatus("b", "first", state.Committed)
+	require.Never(t, func() bool { return calls.Load() != 1 }, 200*time.Millisecond, 5*time.Millisecond,
+		"the buffered message was not called")
+	require.Equal(t, state.Prepared, h.get("b", "second").Status)
+	require.Zero(t, h.total("http", outcomeDeferred), "left to its lease, not put off")
+	clk.Advance(20 * time.Second) // its lease ran out: claimed again
+	h.waitStatus("b", "second", state.Committed)
+	require.Equal(t, int32(2), calls.Load())
+}
+
+// slowApply makes every Apply take a while and records how many run at once.
+type slowApply struct {
+	testStore
+	delay       time.Duration
+	running     atomic.Int32
+	maxRunning  atomic.Int32
+	applied     atomic.Int32 // commit answers in the batches that were written
+	batchesDone atomic.Int32
+}
+
+func (s *slowApply) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
+	cur := s.running.Add(1)
+	defer s.running.Add(-1)
+	for {
+		if m := s.maxRunning.Load(); cur <= m || s.maxRunning.CompareAndSwap(m, cur) {
+			break
+		}
+	}
+	time.Sleep(s.delay)
+	res, err := s.testStore.Apply(ctx, req)
+	if err == nil {
+		for _, c := range req.Changes {
+			if c.Event.Kind == state.KindCheckCommit {
+				s.applied.Add(1)
+			}
+		}
+		s.batchesDone.Add(1)
+	}
+	return res, err
+}
+
+// Answers are written by several appliers at once, and Stop, arriving
+// while batches are being written and others wait, writes every answer
+// already received before it returns.
+func TestConcurrentAppliersFlushOnStop(t *testing.T) {
+	t.Parallel()
+	const n, appliers = 2000, 3
+	p := clientlibProducer(t)
+	clk := newRealClock()
+	mem := newMemStore(clk.Now)
+	st := &slowApply{testStore: mem, delay: 20 * time.Millisecond}
+	h := startVerifier(t, clk, st, Config{
+		Allow: []string{p.endpoint("http", "")}, Appliers: appliers, ApplyBatch: 8, ApplyInterval: time.Millisecond,
+		Workers: 16, EndpointConcurrency: 16,
+	})
+	// Prepared straight in the store, in one batch (not slowed down).
+	prepares := make([]store.Change, n)
+	for i := range prepares {
+		prepares[i] = store.Change{BizID: "b", Key: fmt.Sprint("c", i), Event: state.Event{Kind: state.KindPrepare, At: clk.Now(),
+			Body: &state.Body{Payload: []byte("payload"), Topic: "orders", Verify: p.endpoint("http", "/cb")}}}
+	}
+	_, err := mem.Apply(context.Background(), store.ApplyRequest{Changes: prepares})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return st.batchesDone.Load() >= 10 }, 30*time.Second, time.Millisecond)
+	require.NoError(t, h.v.Stop(context.Background()))
+	answered := int(h.total("http", outcomeCommit))
+	require.Less(t, answered, n, "stopped while answers were still coming in")
+	require.Equal(t, answered, int(st.applied.Load()), "every answer received was written")
+	require.Equal(t, int32(appliers), st.maxRunning.Load(), "the appliers wrote at once")
+	require.Zero(t, st.running.Load(), "no write runs after Stop")
+	committed := 0
+	mem.mu.Lock()
+	for _, m := range mem.rows {
+		if m.Status == state.Committed {
+			committed++
+		}
+	}
+	mem.mu.Unlock()
+	require.Equal(t, answered, committed)
+	require.Equal(t, answered, h.fwd.count(), "and handed to the forwarder")
+}
