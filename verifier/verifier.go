@@ -157,11 +157,12 @@ type loop struct {
 	claims   sync.WaitGroup // the claim goroutine, at most one at a time
 	claimed  chan claimed
 	claiming bool
-	buf      []job // claimed messages waiting for a worker, oldest first
-	more     bool  // the last claim was full: more may be due
-	busy     bool  // an endpoint was at its cap since the last claim
-	freed    bool  // a worker freed since the last claim
-	due      bool  // a poll is due (PollInterval passed, or ownership changed)
+	buf      []job // claimed messages waiting for a worker from head on, oldest first
+	head     int
+	more     bool // the last claim was full: more may be due
+	busy     bool // an endpoint was at its cap since the last claim
+	freed    bool // a worker freed since the last claim
+	due      bool // a poll is due (PollInterval passed, or ownership changed)
 	last     time.Time
 }
 
@@ -179,8 +180,11 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 	gap.Stop()
 	defer gap.Stop()
 	for {
+		// Taken before a claim reads the partitions: a change after that
+		// read wakes the loop.
+		changed := v.owned.Changed()
 		v.drain(l)
-		if !l.claiming && len(l.buf) <= v.cfg.ClaimAhead/2 {
+		if !l.claiming && l.buffered() <= v.cfg.ClaimAhead/2 {
 			wantGap := !l.more && !l.due && l.busy && l.freed
 			switch {
 			case l.more || l.due:
@@ -194,7 +198,6 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 				poll.Reset(v.cfg.PollInterval)
 			}
 		}
-		changed := v.owned.Changed()
 		select {
 		case <-ctx.Done():
 		case c := <-l.claimed:
@@ -233,7 +236,7 @@ func (v *Verifier) claim(l *loop) {
 		return
 	}
 	free := cap(v.slots) - len(v.slots) // only this goroutine takes slots: a lower bound
-	limit := min(v.cfg.ClaimLimit, free+v.cfg.ClaimAhead-len(l.buf))
+	limit := min(v.cfg.ClaimLimit, free+v.cfg.ClaimAhead-l.buffered())
 	if limit <= 0 {
 		return
 	}
@@ -279,21 +282,27 @@ func (v *Verifier) take(l *loop, c claimed) {
 	}
 }
 
+// buffered is the number of messages in the claim-ahead buffer.
+func (l *loop) buffered() int { return len(l.buf) - l.head }
+
 // drain hands buffered messages, oldest first, to free workers until the
 // buffer is empty or every worker is busy.
 func (v *Verifier) drain(l *loop) {
-	n := 0
-	for n < len(l.buf) && l.ctx.Err() == nil {
-		if !v.dispatch(l, l.buf[n]) {
+	for l.head < len(l.buf) && l.ctx.Err() == nil {
+		if !v.dispatch(l, l.buf[l.head]) {
 			break
 		}
-		l.buf[n] = job{}
-		n++
+		l.buf[l.head] = job{}
+		l.head++
 	}
-	if n > 0 {
-		rest := copy(l.buf, l.buf[n:])
-		clear(l.buf[rest:])
-		l.buf = l.buf[:rest]
+	// Most drains start one call (a worker freed): move the rest to the
+	// front only once at least as many were taken, so each message is
+	// moved about once (copying the whole buffer per call cost ~8% of
+	// the process' CPU in the bench).
+	if l.head > 0 && l.head >= l.buffered() {
+		n := copy(l.buf, l.buf[l.head:])
+		clear(l.buf[n:])
+		l.buf, l.head = l.buf[:n], 0
 	}
 }
 
