@@ -134,7 +134,10 @@
 // On this project's 2-core test machine (eventcenter bench, PostgreSQL,
 // 100,000 due check-backs, an endpoint answering commit at once) this took
 // the check-back rate from ~2,100/s (one claim at a time, sized on free
-// workers, the surplus put off; one Apply at a time) to ~6,000–7,000/s.
+// workers, the surplus put off; one Apply at a time) to ~5,900–6,900/s,
+// nothing put off; with the machine also busy with other work, ~2,300/s
+// to ~4,500/s. The verifier then resolves PREPAREs about as fast as
+// ingest stores them, and the two share the database's CPU.
 //
 // # Metrics
 //
