@@ -97,7 +97,12 @@ func storeBaseline(ctx context.Context, cfg Config, runID string, n, writers int
 			return nil, fmt.Errorf("store baseline: %w", err)
 		}
 		defer drop()
-		pool, err := pgxpool.New(ctx, dsn)
+		pcfg, err := pgxpool.ParseConfig(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("store baseline: %w", err)
+		}
+		postgres.ConfigurePool(pcfg) // as the center's pool
+		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 		if err != nil {
 			return nil, fmt.Errorf("store baseline: connect: %w", err)
 		}

@@ -62,6 +62,7 @@ func NewPool(ctx context.Context, cfg config.Store) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("store.dsn: %w", err)
 	}
 	pcfg.MaxConns = int32(cfg.MaxConns)
+	postgres.ConfigurePool(pcfg)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to postgres: %w", err)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/eventcenter/eventcenter/store/postgres"
 )
 
 // EnvVar names the environment variable holding the test server's DSN.
@@ -67,6 +69,7 @@ func Pool(t testing.TB) *pgxpool.Pool {
 	if err != nil {
 		t.Fatalf("pgtest: parse DSN: %v", err)
 	}
+	postgres.ConfigurePool(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

@@ -1,0 +1,81 @@
+package postgres_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/internal/pgtest"
+	"github.com/eventcenter/eventcenter/store/postgres"
+	"github.com/eventcenter/eventcenter/store/storetest"
+)
+
+// A store started on an empty table must not keep the plans made for it
+// once the table has grown: the row lookup of every Apply would scan the
+// whole table.
+func TestLookupPlanFollowsTheTableAsItGrows(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name      string
+		configure bool
+		want      string
+	}{
+		{"ConfigurePool", true, "Index Scan using eventcenter_messages_key on eventcenter_messages"},
+		// Documents why ConfigurePool exists: pgx's statement cache and
+		// PostgreSQL's generic plans.
+		{"plain pool", false, "Seq Scan on eventcenter_messages"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			cfg, err := pgxpool.ParseConfig(pgtest.DSN(t))
+			require.NoError(t, err)
+			cfg.MaxConns = 1 // one connection: one statement cache
+			if c.configure {
+				postgres.ConfigurePool(cfg)
+			}
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			require.NoError(t, err)
+			t.Cleanup(pool.Close)
+			require.NoError(t, postgres.Migrate(ctx, pool))
+			s, err := postgres.New(pool, postgres.Options{Logger: quiet})
+			require.NoError(t, err)
+
+			// Many small batches on a nearly empty table (PostgreSQL
+			// considers a generic plan from the sixth run on).
+			for round := range 8 {
+				p, cm := storetest.LifecycleBatch(round, 2, time.Now())
+				require.NoError(t, storetest.Lifecycle(ctx, s, p, cm))
+			}
+			// The table grows; nothing analyzes it yet.
+			_, err = pool.Exec(ctx, `INSERT INTO eventcenter_messages (biz_id, message_key, partition, status, has_body,
+				payload, headers, target, topic, forward_key, tag, verify, created_at, updated_at)
+				SELECT 'grow', 'k' || g, g % 8, 2, true, '\x00', '\x', '', 'orders', '', '', '', now(), now()
+				FROM generate_series(1, 20000) g`)
+			require.NoError(t, err)
+			p, cm := storetest.LifecycleBatch(99, 2, time.Now())
+			require.NoError(t, storetest.Lifecycle(ctx, s, p, cm))
+
+			conn, err := pool.Acquire(ctx)
+			require.NoError(t, err)
+			defer conn.Release()
+			var name string
+			require.NoError(t, conn.QueryRow(ctx, `SELECT name FROM pg_prepared_statements
+				WHERE statement LIKE '%JOIN unnest%FOR UPDATE OF m%'`).Scan(&name))
+			rows, err := conn.Query(ctx, fmt.Sprintf(`EXPLAIN EXECUTE %q('{grow}'::text[], '{k1}'::text[])`, name))
+			require.NoError(t, err)
+			var plan []string
+			for rows.Next() {
+				var line string
+				require.NoError(t, rows.Scan(&line))
+				plan = append(plan, line)
+			}
+			require.NoError(t, rows.Err())
+			require.Contains(t, strings.Join(plan, "\n"), c.want, strings.Join(plan, "\n"))
+		})
+	}
+}
