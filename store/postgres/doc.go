@@ -1,7 +1,10 @@
 // Package postgres is the production store.Store over PostgreSQL (pgx/v5),
 // for one or many eventcenter instances sharing a database.
 //
-// The caller owns the *pgxpool.Pool; the schema is created by Migrate (the
+// The caller owns the *pgxpool.Pool and opens it after ConfigurePool
+// (custom plans for every statement: plans made while the table was empty
+// would otherwise be kept as it grows; CheckSchema warns when it is not
+// set); the schema is created by Migrate (the
 // embedded migrations/*.sql, applied under an advisory lock and recorded in
 // eventcenter_schema_migrations) and checked by CheckSchema at start-up
 // (an error wrapping store.ErrNotMigrated when missing or old).

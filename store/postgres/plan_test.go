@@ -22,12 +22,13 @@ func TestLookupPlanFollowsTheTableAsItGrows(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		configure bool
-		want      string
 	}{
-		{"ConfigurePool", true, "Index Scan using eventcenter_messages_key on eventcenter_messages"},
+		{"ConfigurePool", true},
 		// Documents why ConfigurePool exists: pgx's statement cache and
-		// PostgreSQL's generic plans.
-		{"plain pool", false, "Seq Scan on eventcenter_messages"},
+		// PostgreSQL's generic plans. (Which plan a generic plan is also
+		// depends on invalidations by other tests' DDL, so only the use
+		// of generic plans is checked here.)
+		{"plain pool", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -64,8 +65,15 @@ func TestLookupPlanFollowsTheTableAsItGrows(t *testing.T) {
 			require.NoError(t, err)
 			defer conn.Release()
 			var name string
-			require.NoError(t, conn.QueryRow(ctx, `SELECT name FROM pg_prepared_statements
-				WHERE statement LIKE '%JOIN unnest%FOR UPDATE OF m%'`).Scan(&name))
+			var generic, custom int64
+			require.NoError(t, conn.QueryRow(ctx, `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements
+				WHERE statement LIKE '%JOIN unnest%FOR UPDATE OF m%'`).Scan(&name, &generic, &custom))
+			if !c.configure {
+				require.Positive(t, generic, "a plain pool runs the lookup on generic plans")
+				return
+			}
+			require.Zero(t, generic, "no generic plan")
+			require.EqualValues(t, 2*9, custom, "a custom plan for every run")
 			rows, err := conn.Query(ctx, fmt.Sprintf(`EXPLAIN EXECUTE %q('{grow}'::text[], '{k1}'::text[])`, name))
 			require.NoError(t, err)
 			var plan []string
@@ -75,7 +83,8 @@ func TestLookupPlanFollowsTheTableAsItGrows(t *testing.T) {
 				plan = append(plan, line)
 			}
 			require.NoError(t, rows.Err())
-			require.Contains(t, strings.Join(plan, "\n"), c.want, strings.Join(plan, "\n"))
+			require.Contains(t, strings.Join(plan, "\n"), "Index Scan using eventcenter_messages_key on eventcenter_messages",
+				strings.Join(plan, "\n"))
 		})
 	}
 }

@@ -141,8 +141,22 @@ func CheckSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
-// CheckSchema is the package function on the store's pool.
-func (s *Store) CheckSchema(ctx context.Context) error { return CheckSchema(ctx, s.pool) }
+// CheckSchema is the package function on the store's pool. It also warns
+// when the pool was not set up with ConfigurePool.
+func (s *Store) CheckSchema(ctx context.Context) error {
+	if err := CheckSchema(ctx, s.pool); err != nil {
+		return err
+	}
+	var mode string
+	if err := s.pool.QueryRow(ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&mode); err != nil {
+		return fmt.Errorf("check schema: read plan_cache_mode: %w", translate(err))
+	}
+	if mode != planCacheMode {
+		s.log.Warn("PostgreSQL plan_cache_mode is not "+planCacheMode+": plans made while the table was small may be kept as it grows (open the pool with postgres.ConfigurePool)",
+			"plan_cache_mode", mode)
+	}
+	return nil
+}
 
 // ---- row mapping ----
 
