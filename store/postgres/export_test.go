@@ -1,0 +1,4 @@
+package postgres
+
+// MarkSentSQL is markSentSQL, for the plan tests.
+const MarkSentSQL = markSentSQL
