@@ -89,17 +89,7 @@ func TestClaimAheadNeverPutsOffForBusyWorkers(t *testing.T) {
 // could run out is not called; it is left to the next claim.
 func TestBufferedPastLeaseIsLeftToNextClaim(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	var calls atomic.Int32
-	p := newProducer(t, func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) == 1 {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		}
-		_, _ = w.Write([]byte("2"))
-	})
+	p, release, calls := firstCallWaits(t)
 	clk := newClock()
 	st := newMemStore(clk.Now)
 	h := startVerifier(t, clk, st, Config{
@@ -193,4 +183,21 @@ func TestConcurrentAppliersFlushOnStop(t *testing.T) {
 	mem.mu.Unlock()
 	require.Equal(t, answered, committed)
 	require.Equal(t, answered, h.fwd.count(), "and handed to the forwarder")
+}
+
+// firstCallWaits is a producer answering commit ("2") to every call, the
+// first one only once release is closed; calls counts the calls.
+func firstCallWaits(t *testing.T) (p *producer, release chan struct{}, calls *atomic.Int32) {
+	t.Helper()
+	release, calls = make(chan struct{}), new(atomic.Int32)
+	p = newProducer(t, func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		_, _ = w.Write([]byte("2"))
+	})
+	return p, release, calls
 }

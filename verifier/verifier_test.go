@@ -444,17 +444,7 @@ func TestStaleAnswerDropped(t *testing.T) {
 // run out is not called; it is left to the next claim.
 func TestQueuedPastLeaseIsLeftToNextClaim(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	var calls atomic.Int32
-	p := newProducer(t, func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) == 1 {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		}
-		_, _ = w.Write([]byte("2"))
-	})
+	p, release, calls := firstCallWaits(t)
 	clk := newClock()
 	h := startVerifier(t, clk, openSQLite(t, clk), Config{
 		Allow: []string{p.endpoint("http", "")}, Workers: 4, EndpointConcurrency: 1, EndpointQueue: 1,
