@@ -179,11 +179,10 @@ type Log struct {
 // Default returns the built-in defaults.
 func Default() Config {
 	return Config{
-		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ControlTopic: "eventcenter.control", Group: "eventcenter", ClientID: "eventcenter", SessionTimeout: 45 * time.Second},
-		Store: Store{Driver: "postgres", MaxConns: 8},
-		HTTP:  HTTP{Listen: "127.0.0.1:8080"},
-		Ingest: Ingest{MaxPayloadBytes: 1 << 20, SendLease: 30 * time.Second,
-			Parallelism: 4, MinApplyRecords: 500}, // ingest.DefaultParallelism, DefaultMinApply
+		Kafka:  Kafka{Brokers: []string{"127.0.0.1:9092"}, ControlTopic: "eventcenter.control", Group: "eventcenter", ClientID: "eventcenter", SessionTimeout: 45 * time.Second},
+		Store:  Store{Driver: "postgres", MaxConns: 8},
+		HTTP:   HTTP{Listen: "127.0.0.1:8080"},
+		Ingest: Ingest{MaxPayloadBytes: 1 << 20, SendLease: 30 * time.Second, Parallelism: 4, MinApplyRecords: 500},
 		Forward: Forward{
 			DefaultTarget: "kafka", MaxAttempts: 20, BackoffBase: time.Second, BackoffCap: 5 * time.Minute,
 			ScanInterval: time.Second, Lease: 30 * time.Second, SendTimeout: 10 * time.Second,
