@@ -52,11 +52,7 @@ func TestClaimAheadNeverPutsOffForBusyWorkers(t *testing.T) {
 	p := newProducer(t, func(w http.ResponseWriter, r *http.Request) {
 		cur := inFlight.Add(1)
 		defer inFlight.Add(-1)
-		for {
-			if m := maxInFlight.Load(); cur <= m || maxInFlight.CompareAndSwap(m, cur) {
-				break
-			}
-		}
+		raiseTo(&maxInFlight, cur)
 		mu.Lock()
 		calls[r.URL.Query().Get("messageKey")]++
 		mu.Unlock()
@@ -126,11 +122,7 @@ type slowApply struct {
 func (s *slowApply) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
 	cur := s.running.Add(1)
 	defer s.running.Add(-1)
-	for {
-		if m := s.maxRunning.Load(); cur <= m || s.maxRunning.CompareAndSwap(m, cur) {
-			break
-		}
-	}
+	raiseTo(&s.maxRunning, cur)
 	time.Sleep(s.delay)
 	res, err := s.testStore.Apply(ctx, req)
 	if err == nil {
@@ -200,4 +192,13 @@ func firstCallWaits(t *testing.T) (p *producer, release chan struct{}, calls *at
 		_, _ = w.Write([]byte("2"))
 	})
 	return p, release, calls
+}
+
+// raiseTo sets hi to v if v is larger (safe for concurrent use).
+func raiseTo(hi *atomic.Int32, v int32) {
+	for {
+		if m := hi.Load(); v <= m || hi.CompareAndSwap(m, v) {
+			return
+		}
+	}
 }

@@ -27,11 +27,7 @@ func TestBacklogBehindSlowEndpointRespectsCap(t *testing.T) {
 	slow := newProducer(t, func(w http.ResponseWriter, r *http.Request) {
 		cur := inFlight.Add(1)
 		defer inFlight.Add(-1)
-		for {
-			if m := maxInFlight.Load(); cur <= m || maxInFlight.CompareAndSwap(m, cur) {
-				break
-			}
-		}
+		raiseTo(&maxInFlight, cur)
 		began := time.Now()
 		select { // a producer that takes 2ms per answer
 		case <-time.After(2 * time.Millisecond):

@@ -197,11 +197,7 @@ func TestHangingAndSlowEndpointsDoNotDelayOthers(t *testing.T) {
 	hang := newProducer(t, func(w http.ResponseWriter, r *http.Request) {
 		n := hangInFlight.Add(1)
 		defer hangInFlight.Add(-1)
-		for {
-			if m := hangMax.Load(); n <= m || hangMax.CompareAndSwap(m, n) {
-				break
-			}
-		}
+		raiseTo(&hangMax, n)
 		<-r.Context().Done()
 	})
 	slow := newProducer(t, func(w http.ResponseWriter, r *http.Request) {
