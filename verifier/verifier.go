@@ -163,14 +163,18 @@ type loop struct {
 	busy     bool // an endpoint was at its cap since the last claim
 	freed    bool // a worker freed since the last claim
 	due      bool // a poll is due (PollInterval passed, or ownership changed)
-	last     time.Time
+	// changed is closed at the first ownership change after the last
+	// claim read the partitions (nil once it fired, until the next claim
+	// takes a new one): a change is never lost to another ready case.
+	changed <-chan struct{}
+	last    time.Time
 }
 
 func (v *Verifier) run(ctx, applyCtx context.Context) {
 	defer close(v.done)
 	defer v.applyCancel()
 	applied := v.startAppliers(applyCtx)
-	l := &loop{ctx: ctx, claimed: make(chan claimed, 1), due: true}
+	l := &loop{ctx: ctx, claimed: make(chan claimed, 1), due: true, changed: v.owned.Changed()}
 	// After a wake-up by a call that ended, claims are at least this far
 	// apart, so a busy endpoint does not turn into a claim per answer.
 	minGap := min(v.cfg.PollInterval, 2*time.Millisecond)
@@ -180,9 +184,6 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 	gap.Stop()
 	defer gap.Stop()
 	for {
-		// Taken before a claim reads the partitions: a change after that
-		// read wakes the loop.
-		changed := v.owned.Changed()
 		v.drain(l)
 		if !l.claiming && l.buffered() <= v.cfg.ClaimAhead/2 {
 			wantGap := !l.more && !l.due && l.busy && l.freed
@@ -205,8 +206,8 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 			v.take(l, c)
 		case <-v.freed:
 			l.freed = true
-		case <-changed:
-			l.due = true
+		case <-l.changed:
+			l.due, l.changed = true, nil
 		case <-poll.C:
 			l.due = true
 		case <-gap.C:
@@ -230,6 +231,9 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 // runs on its own goroutine so that calls keep being started from the
 // buffer while it is a round trip away.
 func (v *Verifier) claim(l *loop) {
+	// Taken before the partitions are read: a change after the read
+	// makes the next claim due.
+	l.changed = v.owned.Changed()
 	parts := v.owned.Partitions()
 	l.due, l.busy, l.freed, l.more = false, false, false, false
 	if len(parts) == 0 {

@@ -369,6 +369,9 @@ func TestOwnershipWakesTheLoop(t *testing.T) {
 	h := startVerifier(t, clk, st, Config{Allow: []string{p.endpoint("http", "")}, PollInterval: time.Hour})
 	h.prepareIn(3, "b", "c-1", p.endpoint("http", "/"))
 	h.prepareIn(0, "b", "c-0", p.endpoint("http", "/"))
+	// The verifier's first claim may have run before these prepares, and
+	// the next poll is an hour away: an ownership change wakes it.
+	h.owned.Assign(0)
 	require.Eventually(t, func() bool { return st.claimCount() >= 1 }, 5*time.Second, time.Millisecond)
 	h.waitStatus("b", "c-0", state.Committed)
 	require.Equal(t, state.Prepared, h.get("b", "c-1").Status, "partition 3 is not owned")
