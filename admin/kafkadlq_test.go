@@ -40,6 +40,8 @@ func produceDLQ(t *testing.T, seeds []string, partition int32, n int) {
 			Headers: []kgo.RecordHeader{
 				{Key: "ec-type", Value: []byte("prepare")},
 				{Key: "ec-biz", Value: []byte("biz")},
+				{Key: "ec-key", Value: fmt.Appendf(nil, "k-%d-%d", partition, i)},
+				{Key: "ec-topic", Value: []byte("orders.events")},
 				{Key: "ec-dlq-reason", Value: fmt.Appendf(nil, "reason %d/%d", partition, i)},
 				{Key: "ec-dlq-offset", Value: []byte("42")},
 			}}
@@ -98,7 +100,8 @@ func TestKafkaDLQReplay(t *testing.T) {
 	t.Parallel()
 	d, _, seeds := newKafkaDLQ(t)
 	produceDLQ(t, seeds, 1, 3)
-	require.NoError(t, d.Replay(t.Context(), 1, 2))
+	_, err := d.Replay(t.Context(), 1, 2, admin.ReplayFix{})
+	require.NoError(t, err)
 
 	c, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("control"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	require.NoError(t, err)
@@ -115,10 +118,12 @@ func TestKafkaDLQReplay(t *testing.T) {
 	r := got[0]
 	require.Equal(t, "biz:k-1-2", string(r.Key))
 	require.Equal(t, "value 1/2", string(r.Value))
-	require.Equal(t, []kgo.RecordHeader{{Key: "ec-type", Value: []byte("prepare")}, {Key: "ec-biz", Value: []byte("biz")}}, r.Headers,
+	require.Equal(t, []kgo.RecordHeader{{Key: "ec-type", Value: []byte("prepare")}, {Key: "ec-biz", Value: []byte("biz")},
+		{Key: "ec-key", Value: []byte("k-1-2")}, {Key: "ec-topic", Value: []byte("orders.events")}}, r.Headers,
 		"ec-dlq-* headers are dropped")
 
-	require.ErrorIs(t, d.Replay(t.Context(), 1, 3), admin.ErrDLQNotFound)
-	require.ErrorIs(t, d.Replay(t.Context(), 0, 0), admin.ErrDLQNotFound)
-	require.ErrorIs(t, d.Replay(t.Context(), 7, 0), admin.ErrDLQNotFound)
+	for _, po := range [][2]int64{{1, 3}, {0, 0}, {7, 0}} {
+		_, err := d.Replay(t.Context(), int32(po[0]), po[1], admin.ReplayFix{})
+		require.ErrorIs(t, err, admin.ErrDLQNotFound)
+	}
 }

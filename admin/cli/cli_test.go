@@ -194,19 +194,23 @@ func TestFlagsOverEnvironment(t *testing.T) {
 	require.ErrorContains(t, err, "connect")
 }
 
-type memDLQ struct{ replayed []string }
+type memDLQ struct {
+	replayed []string
+	fixes    []admin.ReplayFix
+}
 
 func (m *memDLQ) List(context.Context, int, string) ([]admin.DLQRecord, string, error) {
 	return []admin.DLQRecord{{Partition: 2, Offset: 5, Key: []byte("orders:k"), Value: []byte("junk"),
 		Headers: envelopeHeaders("ec-dlq-reason", "decode: missing ec-key")}}, "2:6", nil
 }
 
-func (m *memDLQ) Replay(_ context.Context, p int32, o int64) error {
+func (m *memDLQ) Replay(_ context.Context, p int32, o int64, fix admin.ReplayFix) (admin.DLQRecord, error) {
 	if p != 2 || o != 5 {
-		return admin.ErrDLQNotFound
+		return admin.DLQRecord{}, admin.ErrDLQNotFound
 	}
 	m.replayed = append(m.replayed, "2/5")
-	return nil
+	m.fixes = append(m.fixes, fix)
+	return admin.DLQRecord{Partition: 2, Offset: 5, Key: []byte("orders:o-1")}, nil
 }
 
 func TestDLQ(t *testing.T) {
@@ -217,10 +221,10 @@ func TestDLQ(t *testing.T) {
 	require.NoError(t, err)
 	require.Regexp(t, `PARTITION\s+OFFSET\s+TIME\s+KEY\s+REASON\n2\s+5\s+\S+\s+orders:k\s+decode: missing ec-key\n`, out)
 	require.Equal(t, "more: --cursor 2:6\n", errOut)
-	out, _, err = run(t, env, admintest.AdminToken, "dlq", "replay", "2", "5")
+	out, _, err = run(t, env, admintest.AdminToken, "dlq", "replay", "2", "5", "--reason", "producer fixed")
 	require.NoError(t, err)
-	require.Equal(t, "replayed 2/5 to the control topic\n", out)
-	_, _, err = run(t, env, admintest.AdminToken, "dlq", "replay", "2", "6")
+	require.Equal(t, "replayed 2/5 to the control topic (audited on orders:o-1)\n", out)
+	_, _, err = run(t, env, admintest.AdminToken, "dlq", "replay", "2", "6", "--reason", "producer fixed")
 	require.ErrorContains(t, err, "404 Not Found")
 	require.Equal(t, []string{"2/5"}, dlq.replayed)
 }
