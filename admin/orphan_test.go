@@ -167,7 +167,7 @@ func TestDLQReplayReasonFixAndAudit(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []store.AuditEntry{{BizID: admintest.Biz, Key: keyOrphanOld, Action: "dlq_replay", Who: admintest.AdminName,
 		Reason: "producer sent no topic; it is orders.events (dead letter 2/7 replayed with forward topic orders.events)",
-		At: env.Clock.Now(), Before: "COMMITTED without body", After: "COMMITTED without body"}}, audit)
+		At:     env.Clock.Now(), Before: "COMMITTED without body", After: "COMMITTED without body"}}, audit)
 
 	// A record naming no stored message is replayed but not audited.
 	res = decode[adminapi.DLQReplayResult](t, post(t, env, adminapi.DLQReplayPath(0, 3), reason("retry")), http.StatusOK)
