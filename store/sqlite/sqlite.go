@@ -612,11 +612,16 @@ func (s *Store) OldestPrepared(ctx context.Context) (map[string]time.Time, error
 	return out, nil
 }
 
+// orphanCommitsSQL names the partial index: without statistics SQLite
+// would rather walk the bizID index (the whole table) to group by bizID.
+const orphanCommitsSQL = `SELECT biz_id, count(*), min(created_at)
+	FROM eventcenter_messages INDEXED BY eventcenter_messages_orphan_commits
+	WHERE status = 2 AND has_body = 0 GROUP BY biz_id`
+
 // OrphanCommits implements store.Store (the partial index
 // eventcenter_messages_orphan_commits holds only orphan rows).
 func (s *Store) OrphanCommits(ctx context.Context) (map[string]store.OrphanStat, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT biz_id, count(*), min(created_at) FROM eventcenter_messages
-		WHERE status = 2 AND has_body = 0 GROUP BY biz_id`)
+	rows, err := s.r.QueryContext(ctx, orphanCommitsSQL)
 	if err != nil {
 		return nil, fmt.Errorf("orphan commits: %w", err)
 	}
