@@ -285,24 +285,29 @@ func (h *handler) apiCounts(w http.ResponseWriter, r *http.Request, _ principal)
 
 const maxReason = 1000
 
-// readAction decodes an action body. It must be JSON (a cross-site form
-// cannot send that without a CORS preflight).
-func readAction(r *http.Request) (adminapi.ActionRequest, error) {
-	var req adminapi.ActionRequest
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
-			return req, &apiError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q: want application/json", ct)}
-		}
-	} else {
-		return req, &apiError{http.StatusUnsupportedMediaType, "Content-Type missing: want application/json"}
+// readJSON decodes a request body into v. It must be JSON (a cross-site
+// form cannot send that without a CORS preflight); want shows the expected
+// shape in errors.
+func readJSON(r *http.Request, v any, want string) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return &apiError{http.StatusUnsupportedMediaType, "Content-Type missing: want application/json"}
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		return &apiError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q: want application/json", ct)}
 	}
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, badRequest("request body: %v (want {\"reason\": \"...\"})", err)
+	if err := dec.Decode(v); err != nil {
+		return badRequest("request body: %v (want %s)", err, want)
 	}
-	return req, nil
+	return nil
+}
+
+// readAction decodes an action body.
+func readAction(r *http.Request) (adminapi.ActionRequest, error) {
+	var req adminapi.ActionRequest
+	return req, readJSON(r, &req, `{"reason": "..."}`)
 }
 
 func checkReason(reason string) (string, error) {
@@ -517,20 +522,11 @@ func parsePosition(ps, os string) (int32, int64, error) {
 	return int32(p), o, nil
 }
 
-// readReplay decodes a replay body (JSON, as for actions) and checks it.
-func readReplay(r *http.Request) (reason string, fix ReplayFix, err error) {
+// readReplay decodes a replay body and checks it.
+func readReplay(r *http.Request) (string, ReplayFix, error) {
 	var req adminapi.DLQReplayRequest
-	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		return "", fix, &apiError{http.StatusUnsupportedMediaType, "Content-Type missing: want application/json with {\"reason\": \"...\"}"}
-	}
-	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return "", fix, &apiError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q: want application/json", ct)}
-	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return "", fix, badRequest("request body: %v (want {\"reason\": \"...\", \"topic\": \"...\"})", err)
+	if err := readJSON(r, &req, `{"reason": "...", "topic": "..."}`); err != nil {
+		return "", ReplayFix{}, err
 	}
 	return checkReplay(req)
 }
