@@ -23,6 +23,7 @@ type Store interface {
 	Counts(ctx context.Context) ([]store.Count, error)
 	OldestPrepared(ctx context.Context) (map[string]time.Time, error)
 	Audit(ctx context.Context, bizID, key string) ([]store.AuditEntry, error)
+	AddAudit(ctx context.Context, e store.AuditEntry) error
 	RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error)
 }
 
@@ -124,8 +125,10 @@ func classify(err error) (int, string) {
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, ErrDLQNotFound):
 		return http.StatusNotFound, err.Error()
-	case errors.Is(err, ErrBadDLQCursor):
+	case errors.Is(err, ErrBadDLQCursor), errors.Is(err, ErrBadReplayFix):
 		return http.StatusBadRequest, err.Error()
+	case errors.Is(err, ErrReplayInvalid):
+		return http.StatusConflict, err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, store.ErrNotMigrated):
 		return http.StatusServiceUnavailable, err.Error()
 	default:

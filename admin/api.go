@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/eventcenter/eventcenter/admin/adminapi"
+	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -125,6 +126,17 @@ func (h *handler) filterFrom(q url.Values) (store.Filter, error) {
 		}
 		f.CreatedBefore = h.now().Add(-d)
 	}
+	if s := strings.TrimSpace(q.Get("orphan")); s != "" {
+		if f.Orphan, err = strconv.ParseBool(s); err != nil {
+			return f, badRequest("orphan: %q is not true or false", s)
+		}
+		if f.Orphan && f.Status != state.None && f.Status != state.Committed {
+			return f, badRequest("orphan: an orphan COMMIT is COMMITTED, not %s", f.Status)
+		}
+		if f.Orphan && f.SendStatus != nil && *f.SendStatus != state.SendPending {
+			return f, badRequest("orphan: an orphan COMMIT is never %s (it has no body to send)", *f.SendStatus)
+		}
+	}
 	if f.Limit, err = h.limit(q.Get("limit")); err != nil {
 		return f, err
 	}
@@ -143,7 +155,7 @@ func listErr(err error) error {
 
 func (h *handler) apiList(w http.ResponseWriter, r *http.Request, _ principal) error {
 	q := r.URL.Query()
-	if err := checkQuery(q, "status", "send_status", "biz_id", "older_than", "key", "limit", "cursor"); err != nil {
+	if err := checkQuery(q, "status", "send_status", "biz_id", "older_than", "key", "orphan", "limit", "cursor"); err != nil {
 		return err
 	}
 	f, err := h.filterFrom(q)
@@ -273,24 +285,29 @@ func (h *handler) apiCounts(w http.ResponseWriter, r *http.Request, _ principal)
 
 const maxReason = 1000
 
-// readAction decodes an action body. It must be JSON (a cross-site form
-// cannot send that without a CORS preflight).
-func readAction(r *http.Request) (adminapi.ActionRequest, error) {
-	var req adminapi.ActionRequest
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
-			return req, &apiError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q: want application/json", ct)}
-		}
-	} else {
-		return req, &apiError{http.StatusUnsupportedMediaType, "Content-Type missing: want application/json"}
+// readJSON decodes a request body into v. It must be JSON (a cross-site
+// form cannot send that without a CORS preflight); want shows the expected
+// shape in errors.
+func readJSON(r *http.Request, v any, want string) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return &apiError{http.StatusUnsupportedMediaType, "Content-Type missing: want application/json"}
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		return &apiError{http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q: want application/json", ct)}
 	}
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, badRequest("request body: %v (want {\"reason\": \"...\"})", err)
+	if err := dec.Decode(v); err != nil {
+		return badRequest("request body: %v (want %s)", err, want)
 	}
-	return req, nil
+	return nil
+}
+
+// readAction decodes an action body.
+func readAction(r *http.Request) (adminapi.ActionRequest, error) {
+	var req adminapi.ActionRequest
+	return req, readJSON(r, &req, `{"reason": "..."}`)
 }
 
 func checkReason(reason string) (string, error) {
@@ -320,16 +337,19 @@ func actionKind(action, decision string) (state.Kind, error) {
 		default:
 			return 0, badRequest("decision: %q, want commit or rollback", decision)
 		}
-	case actionRedeliver, actionRetry:
+	case actionRedeliver, actionRetry, actionCloseOrphan:
 		if decision != "" {
 			return 0, badRequest("decision: only for resolve")
 		}
-		if action == actionRedeliver {
+		switch action {
+		case actionRedeliver:
 			return state.KindRedeliver, nil
+		case actionCloseOrphan:
+			return state.KindCloseOrphan, nil
 		}
 		return state.KindRetryNow, nil
 	}
-	return 0, &apiError{http.StatusNotFound, fmt.Sprintf("unknown action %q (want resolve, redeliver or retry)", action)}
+	return 0, &apiError{http.StatusNotFound, fmt.Sprintf("unknown action %q (want resolve, redeliver, retry or close-orphan)", action)}
 }
 
 // act applies one operator action through the store, with an audit record,
@@ -396,7 +416,7 @@ func (h *handler) apiAction(w http.ResponseWriter, r *http.Request, p principal)
 	bizID := r.PathValue("bizID")
 	key, action := splitAction(r.PathValue("rest"))
 	if key = pathKey(r, key); key == "" {
-		return &apiError{http.StatusNotFound, fmt.Sprintf("no such endpoint: POST %s (want .../messages/{bizID}/{key}/resolve|redeliver|retry)", r.URL.Path)}
+		return &apiError{http.StatusNotFound, fmt.Sprintf("no such endpoint: POST %s (want .../messages/{bizID}/{key}/resolve|redeliver|retry|close-orphan)", r.URL.Path)}
 	}
 	if err := messageRef(bizID, key); err != nil {
 		return err
@@ -502,17 +522,85 @@ func parsePosition(ps, os string) (int32, int64, error) {
 	return int32(p), o, nil
 }
 
-func (h *handler) dlqReplay(r *http.Request, p principal, partition int32, offset int64) error {
-	if h.dlq == nil {
-		return errNoDLQ
+// readReplay decodes a replay body and checks it.
+func readReplay(r *http.Request) (string, ReplayFix, error) {
+	var req adminapi.DLQReplayRequest
+	if err := readJSON(r, &req, `{"reason": "...", "topic": "..."}`); err != nil {
+		return "", ReplayFix{}, err
 	}
-	if err := h.dlq.Replay(r.Context(), partition, offset); err != nil {
-		h.actions.WithLabelValues("dlq_replay", "error").Inc()
-		return fmt.Errorf("replay dead-letter record %d/%d: %w", partition, offset, err)
+	return checkReplay(req)
+}
+
+// checkReplay checks the reason and the fix of a replay.
+func checkReplay(req adminapi.DLQReplayRequest) (string, ReplayFix, error) {
+	reason, err := checkReason(req.Reason)
+	if err != nil {
+		return "", ReplayFix{}, err
+	}
+	fix := ReplayFix{Topic: strings.TrimSpace(req.Topic)}
+	if err := fix.Validate(); err != nil {
+		return "", ReplayFix{}, err
+	}
+	return reason, fix, nil
+}
+
+// dlqReplay replays a dead-letter record (fixed as asked) and, when it names
+// a message that exists, writes the replay to that message's audit log.
+func (h *handler) dlqReplay(r *http.Request, p principal, partition int32, offset int64, reason string, fix ReplayFix) (adminapi.DLQReplayResult, error) {
+	res := adminapi.DLQReplayResult{Partition: partition, Offset: offset}
+	if h.dlq == nil {
+		return res, errNoDLQ
+	}
+	rec, err := h.dlq.Replay(r.Context(), partition, offset, fix)
+	if err != nil {
+		result := "error"
+		if code, _ := classify(err); code < 500 {
+			result = "rejected"
+		}
+		h.actions.WithLabelValues("dlq_replay", result).Inc()
+		return res, fmt.Errorf("replay dead-letter record %d/%d: %w", partition, offset, err)
 	}
 	h.actions.WithLabelValues("dlq_replay", "applied").Inc()
-	h.log.Info("operator action", "action", "dlq_replay", "partition", partition, "offset", offset, "who", p.Name)
-	return nil
+	res.Replayed, res.Key = true, string(rec.Key)
+	h.log.Info("operator action", "action", "dlq_replay", "partition", partition, "offset", offset, "who", p.Name,
+		"reason", reason, "fixed_topic", fix.Topic != "")
+	bizID, key, ok := envelope.SplitKey(string(rec.Key))
+	if e, err := (envelope.Decoder{MaxPayload: -1}).Decode(rec.envelopeRecord()); err == nil {
+		// A MiddlewareMessage JSON names its message in the value.
+		bizID, key, ok = e.BizID, e.MessageKey, true
+	}
+	if ok {
+		res.Audited = h.auditReplay(r, p, bizID, key, partition, offset, reason, fix)
+	}
+	return res, nil
+}
+
+// auditReplay records a replay in the audit log of the message it names,
+// if that message exists (an audit row of a message that never comes would
+// never be purged). A failure is logged: the record is already replayed.
+func (h *handler) auditReplay(r *http.Request, p principal, bizID, key string, partition int32, offset int64, reason string, fix ReplayFix) bool {
+	m, err := h.st.Get(r.Context(), bizID, key)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			h.log.Warn("dead-letter replay not audited: reading the message failed", "id", envelopeKey(bizID, key), "err", err)
+		}
+		return false
+	}
+	what := fmt.Sprintf(" (dead letter %d/%d replayed", partition, offset)
+	if fix.Topic != "" {
+		what += " with forward topic " + fix.Topic
+	}
+	st := m.Status.String()
+	if m.Orphan() {
+		st += " without body"
+	}
+	e := store.AuditEntry{BizID: bizID, Key: key, Action: "dlq_replay", Who: p.Name, Reason: reason + what + ")",
+		At: h.now(), Before: st, After: st}
+	if err := h.st.AddAudit(r.Context(), e); err != nil {
+		h.log.Warn("dead-letter replay not audited", "id", envelopeKey(bizID, key), "err", err)
+		return false
+	}
+	return true
 }
 
 func (h *handler) apiDLQReplay(w http.ResponseWriter, r *http.Request, p principal) error {
@@ -520,9 +608,14 @@ func (h *handler) apiDLQReplay(w http.ResponseWriter, r *http.Request, p princip
 	if err != nil {
 		return err
 	}
-	if err := h.dlqReplay(r, p, partition, offset); err != nil {
+	reason, fix, err := readReplay(r)
+	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, adminapi.DLQReplayResult{Partition: partition, Offset: offset, Replayed: true})
+	res, err := h.dlqReplay(r, p, partition, offset, reason, fix)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
 	return nil
 }

@@ -539,6 +539,7 @@ func (f fakeStore) Audit(context.Context, string, string) ([]store.AuditEntry, e
 	return nil, f.err
 }
 func (f fakeStore) RetryNowBizID(context.Context, string, store.Actor) (int, error) { return 0, f.err }
+func (f fakeStore) AddAudit(context.Context, store.AuditEntry) error                { return f.err }
 
 func TestStoreFailure(t *testing.T) {
 	t.Parallel()

@@ -76,9 +76,10 @@ func toDetail(m state.Message, audit []store.AuditEntry, now time.Time) adminapi
 
 // Action names as the API and console spell them.
 const (
-	actionResolve   = "resolve"
-	actionRedeliver = "redeliver"
-	actionRetry     = "retry"
+	actionResolve     = adminapi.ActionResolve
+	actionRedeliver   = adminapi.ActionRedeliver
+	actionRetry       = adminapi.ActionRetry
+	actionCloseOrphan = adminapi.ActionCloseOrphan
 )
 
 // allowedActions asks the state machine which operator actions m's state
@@ -88,7 +89,8 @@ func allowedActions(m state.Message, now time.Time) []string {
 	for _, a := range []struct {
 		name string
 		kind state.Kind
-	}{{actionResolve, state.KindResolveCommit}, {actionRedeliver, state.KindRedeliver}, {actionRetry, state.KindRetryNow}} {
+	}{{actionResolve, state.KindResolveCommit}, {actionRedeliver, state.KindRedeliver}, {actionRetry, state.KindRetryNow},
+		{actionCloseOrphan, state.KindCloseOrphan}} {
 		if _, _, err := state.Apply(m, state.Event{Kind: a.kind, At: now}); err == nil {
 			out = append(out, a.name)
 		}

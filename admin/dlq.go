@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -26,8 +27,113 @@ type DLQ interface {
 	// List returns up to limit records after the cursor ("" from the
 	// start) and the cursor of the next page ("" when there is none).
 	List(ctx context.Context, limit int, after string) ([]DLQRecord, string, error)
-	// Replay sends the record at partition/offset back to the control topic.
-	Replay(ctx context.Context, partition int32, offset int64) error
+	// Replay sends the record at partition/offset back to the control
+	// topic, changed by fix, and returns it as sent (without its ec-dlq-*
+	// headers). A record that would be dead-lettered again is not sent: the
+	// error wraps ErrReplayInvalid; a fix that does not apply to the record
+	// wraps ErrBadReplayFix.
+	Replay(ctx context.Context, partition int32, offset int64, fix ReplayFix) (DLQRecord, error)
+}
+
+// ReplayFix is what an operator supplies to repair a dead-letter record
+// before it is replayed. Zero fields change nothing.
+type ReplayFix struct {
+	// Topic sets the forward topic of a PREPARE: its ec-topic header, or
+	// forwardTopic of a MiddlewareMessage JSON. This is how an orphan
+	// COMMIT whose PREPARE was dead-lettered for a missing or bad topic
+	// gets its body.
+	Topic string
+}
+
+// Validate checks the fix's fields on their own.
+func (f ReplayFix) Validate() error {
+	if f.Topic == "" {
+		return nil
+	}
+	e := envelope.Envelope{Type: envelope.Prepare, BizID: "b", MessageKey: "k", ForwardTopic: f.Topic}
+	if err := e.Validate(); err != nil {
+		return fmt.Errorf("%w: topic %q: %v", ErrBadReplayFix, f.Topic, err)
+	}
+	return nil
+}
+
+func (f ReplayFix) zero() bool { return f == ReplayFix{} }
+
+var (
+	// ErrReplayInvalid: the record, even with the fix, is not a valid
+	// envelope; replayed, it would only be dead-lettered again.
+	ErrReplayInvalid = errors.New("dead-letter record would be dead-lettered again")
+	// ErrBadReplayFix: the fix is malformed or does not apply to the record.
+	ErrBadReplayFix = errors.New("bad replay fix")
+)
+
+// envelopeRecord returns the record as the envelope decoder reads it.
+func (r DLQRecord) envelopeRecord() envelope.Record {
+	return envelope.Record{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Headers: r.Headers}
+}
+
+// prepareForReplay drops the ec-dlq-* headers of a dead-letter record,
+// applies the fix, and checks that the result is a valid envelope (the
+// payload limit is the ingest's and is not checked here).
+func prepareForReplay(src DLQRecord, fix ReplayFix) (DLQRecord, error) {
+	out := DLQRecord{Partition: src.Partition, Offset: src.Offset, Timestamp: src.Timestamp, Key: src.Key, Value: src.Value}
+	native := false
+	typ := ""
+	for _, h := range src.Headers {
+		if strings.HasPrefix(h.Key, DLQHeaderPrefix) {
+			continue
+		}
+		if h.Key == envelope.HeaderType {
+			native, typ = true, string(h.Value)
+		}
+		if fix.Topic != "" && h.Key == envelope.HeaderTopic {
+			continue // replaced below
+		}
+		out.Headers = append(out.Headers, h)
+	}
+	if fix.Topic != "" {
+		if native {
+			if typ != "prepare" {
+				return DLQRecord{}, fmt.Errorf("%w: topic: the record is a %q, only a prepare carries a forward topic", ErrBadReplayFix, typ)
+			}
+			out.Headers = append(out.Headers, envelope.Header{Key: envelope.HeaderTopic, Value: []byte(fix.Topic)})
+		} else {
+			v, err := compatWithTopic(src.Value, fix.Topic)
+			if err != nil {
+				return DLQRecord{}, err
+			}
+			out.Value = v
+		}
+	}
+	if _, err := (envelope.Decoder{MaxPayload: -1}).Decode(out.envelopeRecord()); err != nil {
+		hint := ""
+		if fix.zero() {
+			hint = " (fix the producer, or supply what is missing, e.g. the forward topic)"
+		}
+		return DLQRecord{}, fmt.Errorf("%w: %v%s", ErrReplayInvalid, err, hint)
+	}
+	return out, nil
+}
+
+// compatWithTopic sets forwardTopic in a MiddlewareMessage JSON prepare.
+func compatWithTopic(value []byte, topic string) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(value, &m); err != nil {
+		return nil, fmt.Errorf("%w: topic: the record has no ec-type header and is not a MiddlewareMessage JSON object: %v", ErrBadReplayFix, err)
+	}
+	if status := strings.TrimSpace(string(m["messageStatus"])); status != "1" {
+		return nil, fmt.Errorf("%w: topic: the record is not a prepare (messageStatus %s), only a prepare carries a forward topic", ErrBadReplayFix, status)
+	}
+	t, err := json.Marshal(topic)
+	if err != nil {
+		return nil, fmt.Errorf("encode topic: %w", err)
+	}
+	m["forwardTopic"] = t
+	v, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode MiddlewareMessage: %w", err)
+	}
+	return v, nil
 }
 
 // DLQRecord is one record of the dead-letter topic.
@@ -322,40 +428,41 @@ func fromKgo(r *kgo.Record) DLQRecord {
 	return out
 }
 
-// Replay reads the record at partition/offset and produces its key, value
-// and headers (without ec-dlq-*) to the control topic.
-func (d *KafkaDLQ) Replay(ctx context.Context, partition int32, offset int64) error {
+// Replay reads the record at partition/offset, drops its ec-dlq-* headers,
+// applies fix, checks that the result is a valid envelope, and produces it
+// to the control topic.
+func (d *KafkaDLQ) Replay(ctx context.Context, partition int32, offset int64, fix ReplayFix) (DLQRecord, error) {
 	starts, err := d.adm.ListStartOffsets(ctx, d.dlq)
 	if err != nil {
-		return fmt.Errorf("list start offsets of %s: %w", d.dlq, err)
+		return DLQRecord{}, fmt.Errorf("list start offsets of %s: %w", d.dlq, err)
 	}
 	ends, err := d.adm.ListEndOffsets(ctx, d.dlq)
 	if err != nil {
-		return fmt.Errorf("list end offsets of %s: %w", d.dlq, err)
+		return DLQRecord{}, fmt.Errorf("list end offsets of %s: %w", d.dlq, err)
 	}
 	s, ok1 := starts.Lookup(d.dlq, partition)
 	e, ok2 := ends.Lookup(d.dlq, partition)
 	if !ok1 || !ok2 || s.Err != nil || e.Err != nil || offset < s.Offset || offset >= e.Offset {
-		return fmt.Errorf("%w: %s %d/%d", ErrDLQNotFound, d.dlq, partition, offset)
+		return DLQRecord{}, fmt.Errorf("%w: %s %d/%d", ErrDLQNotFound, d.dlq, partition, offset)
 	}
 	recs, err := d.read(ctx, map[int32]int64{partition: offset}, map[int32]int64{partition: offset + 1}, 1)
 	if err != nil {
-		return err
+		return DLQRecord{}, err
 	}
 	rs := recs[partition]
 	if len(rs) == 0 || rs[0].Offset != offset {
-		return fmt.Errorf("%w: %s %d/%d", ErrDLQNotFound, d.dlq, partition, offset)
+		return DLQRecord{}, fmt.Errorf("%w: %s %d/%d", ErrDLQNotFound, d.dlq, partition, offset)
 	}
-	src := rs[0]
-	rec := &kgo.Record{Topic: d.control, Key: src.Key, Value: src.Value}
-	for _, h := range src.Headers {
-		if strings.HasPrefix(h.Key, DLQHeaderPrefix) {
-			continue
-		}
+	out, err := prepareForReplay(rs[0], fix)
+	if err != nil {
+		return DLQRecord{}, err
+	}
+	rec := &kgo.Record{Topic: d.control, Key: out.Key, Value: out.Value}
+	for _, h := range out.Headers {
 		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 	}
 	if err := d.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
-		return fmt.Errorf("produce replay to %s: %w", d.control, err)
+		return DLQRecord{}, fmt.Errorf("produce replay to %s: %w", d.control, err)
 	}
-	return nil
+	return out, nil
 }

@@ -29,6 +29,7 @@ type fakeDLQ struct {
 	mu       sync.Mutex
 	recs     []admin.DLQRecord
 	replayed []string
+	fixes    []admin.ReplayFix
 }
 
 func (f *fakeDLQ) List(_ context.Context, limit int, after string) ([]admin.DLQRecord, string, error) {
@@ -46,16 +47,17 @@ func (f *fakeDLQ) List(_ context.Context, limit int, after string) ([]admin.DLQR
 	return f.recs[i:j], next, nil
 }
 
-func (f *fakeDLQ) Replay(_ context.Context, p int32, o int64) error {
+func (f *fakeDLQ) Replay(_ context.Context, p int32, o int64, fix admin.ReplayFix) (admin.DLQRecord, error) {
 	for _, r := range f.recs {
 		if r.Partition == p && r.Offset == o {
 			f.mu.Lock()
 			f.replayed = append(f.replayed, fmt.Sprintf("%d/%d", p, o))
+			f.fixes = append(f.fixes, fix)
 			f.mu.Unlock()
-			return nil
+			return r, nil
 		}
 	}
-	return fmt.Errorf("%w: %d/%d", admin.ErrDLQNotFound, p, o)
+	return admin.DLQRecord{}, fmt.Errorf("%w: %d/%d", admin.ErrDLQNotFound, p, o)
 }
 
 func (f *fakeDLQ) Replayed() []string {
@@ -96,22 +98,22 @@ func TestDLQ(t *testing.T) {
 	require.Contains(t, a.err(t), "bad dead-letter cursor")
 	require.Equal(t, http.StatusBadRequest, get(t, env, "/api/v1/dlq?limit=-1").code)
 
-	res := decode[adminapi.DLQReplayResult](t, post(t, env, adminapi.DLQReplayPath(1, 0), nil), http.StatusOK)
-	require.Equal(t, adminapi.DLQReplayResult{Partition: 1, Offset: 0, Replayed: true}, res)
+	res := decode[adminapi.DLQReplayResult](t, post(t, env, adminapi.DLQReplayPath(1, 0), reason("fixed")), http.StatusOK)
+	require.Equal(t, adminapi.DLQReplayResult{Partition: 1, Offset: 0, Replayed: true, Key: "pay:y"}, res)
 	require.Equal(t, []string{"1/0"}, dlq.Replayed())
 
-	a = post(t, env, adminapi.DLQReplayPath(1, 9), nil)
+	a = post(t, env, adminapi.DLQReplayPath(1, 9), reason("fixed"))
 	require.Equal(t, http.StatusNotFound, a.code)
 	require.Contains(t, a.err(t), "dead-letter record not found")
-	a = post(t, env, "/api/v1/dlq/x/1/replay", nil)
+	a = post(t, env, "/api/v1/dlq/x/1/replay", reason("fixed"))
 	require.Equal(t, http.StatusBadRequest, a.code)
 	require.Contains(t, a.err(t), "partition")
-	a = post(t, env, "/api/v1/dlq/0/-1/replay", nil)
+	a = post(t, env, "/api/v1/dlq/0/-1/replay", reason("fixed"))
 	require.Equal(t, http.StatusBadRequest, a.code)
 	require.Contains(t, a.err(t), "offset")
 
 	// A read token cannot replay, and nothing is replayed.
-	a = do(t, env, call{method: "POST", path: adminapi.DLQReplayPath(0, 3), token: admintest.ReadToken})
+	a = do(t, env, call{method: "POST", path: adminapi.DLQReplayPath(0, 3), token: admintest.ReadToken, body: reason("fixed")})
 	require.Equal(t, http.StatusForbidden, a.code)
 	require.Equal(t, []string{"1/0"}, dlq.Replayed())
 }
@@ -122,5 +124,5 @@ func TestNoDLQ(t *testing.T) {
 	a := get(t, env, "/api/v1/dlq")
 	require.Equal(t, http.StatusNotImplemented, a.code)
 	require.Contains(t, a.err(t), "no dead-letter topic")
-	require.Equal(t, http.StatusNotImplemented, post(t, env, adminapi.DLQReplayPath(0, 0), nil).code)
+	require.Equal(t, http.StatusNotImplemented, post(t, env, adminapi.DLQReplayPath(0, 0), reason("r")).code)
 }

@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -11,6 +12,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventcenter/eventcenter/admin"
+	"github.com/eventcenter/eventcenter/admin/adminapi"
+	"github.com/eventcenter/eventcenter/admin/internal/admintest"
+	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
 )
 
 func newKafkaDLQ(t *testing.T) (*admin.KafkaDLQ, *kgo.Client, []string) {
@@ -40,6 +46,8 @@ func produceDLQ(t *testing.T, seeds []string, partition int32, n int) {
 			Headers: []kgo.RecordHeader{
 				{Key: "ec-type", Value: []byte("prepare")},
 				{Key: "ec-biz", Value: []byte("biz")},
+				{Key: "ec-key", Value: fmt.Appendf(nil, "k-%d-%d", partition, i)},
+				{Key: "ec-topic", Value: []byte("orders.events")},
 				{Key: "ec-dlq-reason", Value: fmt.Appendf(nil, "reason %d/%d", partition, i)},
 				{Key: "ec-dlq-offset", Value: []byte("42")},
 			}}
@@ -98,7 +106,8 @@ func TestKafkaDLQReplay(t *testing.T) {
 	t.Parallel()
 	d, _, seeds := newKafkaDLQ(t)
 	produceDLQ(t, seeds, 1, 3)
-	require.NoError(t, d.Replay(t.Context(), 1, 2))
+	_, err := d.Replay(t.Context(), 1, 2, admin.ReplayFix{})
+	require.NoError(t, err)
 
 	c, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("control"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	require.NoError(t, err)
@@ -115,10 +124,121 @@ func TestKafkaDLQReplay(t *testing.T) {
 	r := got[0]
 	require.Equal(t, "biz:k-1-2", string(r.Key))
 	require.Equal(t, "value 1/2", string(r.Value))
-	require.Equal(t, []kgo.RecordHeader{{Key: "ec-type", Value: []byte("prepare")}, {Key: "ec-biz", Value: []byte("biz")}}, r.Headers,
+	require.Equal(t, []kgo.RecordHeader{{Key: "ec-type", Value: []byte("prepare")}, {Key: "ec-biz", Value: []byte("biz")},
+		{Key: "ec-key", Value: []byte("k-1-2")}, {Key: "ec-topic", Value: []byte("orders.events")}}, r.Headers,
 		"ec-dlq-* headers are dropped")
 
-	require.ErrorIs(t, d.Replay(t.Context(), 1, 3), admin.ErrDLQNotFound)
-	require.ErrorIs(t, d.Replay(t.Context(), 0, 0), admin.ErrDLQNotFound)
-	require.ErrorIs(t, d.Replay(t.Context(), 7, 0), admin.ErrDLQNotFound)
+	for _, po := range [][2]int64{{1, 3}, {0, 0}, {7, 0}} {
+		_, err := d.Replay(t.Context(), int32(po[0]), po[1], admin.ReplayFix{})
+		require.ErrorIs(t, err, admin.ErrDLQNotFound)
+	}
+}
+
+// produceRecord writes one record to partition 0 of the dead-letter topic.
+func produceRecord(t *testing.T, seeds []string, key, value string, headers ...string) {
+	t.Helper()
+	p, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer p.Close()
+	r := &kgo.Record{Topic: "dlq", Partition: 0, Key: []byte(key), Value: []byte(value)}
+	for i := 0; i+1 < len(headers); i += 2 {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: headers[i], Value: []byte(headers[i+1])})
+	}
+	require.NoError(t, p.ProduceSync(t.Context(), r).FirstErr())
+}
+
+// controlRecords reads n records from the control topic.
+func controlRecords(t *testing.T, seeds []string, n int) []*kgo.Record {
+	t.Helper()
+	c, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("control"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var got []*kgo.Record
+	for len(got) < n {
+		fs := c.PollFetches(ctx)
+		require.NoError(t, ctx.Err())
+		got = append(got, fs.Records()...)
+	}
+	return got
+}
+
+// TestKafkaDLQReplayFillsTheOrphan: the PREPARE of an orphan COMMIT was
+// dead-lettered for lacking a forward topic. Replayed as it is, it would be
+// dead-lettered again, so it is refused; replayed with the operator's topic
+// it is a valid envelope that gives the orphan its body and makes it
+// sendable, as ingest applies it.
+func TestKafkaDLQReplayFillsTheOrphan(t *testing.T) {
+	t.Parallel()
+	d, _, seeds := newKafkaDLQ(t)
+	env := admintest.New(t, d)
+	now := env.Clock.Now()
+	_, err := env.Store.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{
+		{BizID: "orders", Key: "o-9", Event: state.Event{Kind: state.KindCommit, At: now}},
+		{BizID: "orders", Key: "o-10", Event: state.Event{Kind: state.KindCommit, At: now}},
+	}})
+	require.NoError(t, err)
+	produceRecord(t, seeds, "orders:o-9", "the payload", "ec-type", "prepare", "ec-biz", "orders", "ec-key", "o-9",
+		"ec-fkey", "fk-9", "ec-h-trace", "t-9", "ec-dlq-reason", "ec-topic: required on prepare")
+	produceRecord(t, seeds, "orders:o-9", "", "ec-type", "commit", "ec-biz", "orders", "ec-key", "o-9", "ec-dlq-reason", "test")
+	// A TrustMessage JSON prepare without forwardTopic.
+	produceRecord(t, seeds, "anything", `{"message":"json payload","bizID":"orders","messageKey":"o-10","messageStatus":1}`,
+		"ec-dlq-reason", "forwardTopic: required on prepare")
+
+	// As it is: refused, nothing produced.
+	_, err = d.Replay(t.Context(), 0, 0, admin.ReplayFix{})
+	require.ErrorIs(t, err, admin.ErrReplayInvalid)
+	require.ErrorContains(t, err, "ec-topic")
+	a := post(t, env, adminapi.DLQReplayPath(0, 0), reason("try"))
+	require.Equal(t, http.StatusConflict, a.code)
+	require.Contains(t, a.err(t), "would be dead-lettered again")
+	// A topic for a commit makes no sense.
+	_, err = d.Replay(t.Context(), 0, 1, admin.ReplayFix{Topic: "orders.events"})
+	require.ErrorIs(t, err, admin.ErrBadReplayFix)
+	a = post(t, env, adminapi.DLQReplayPath(0, 1), adminapi.DLQReplayRequest{Reason: "r", Topic: "orders.events"})
+	require.Equal(t, http.StatusBadRequest, a.code)
+	require.Contains(t, a.err(t), "only a prepare carries a forward topic")
+
+	res := decode[adminapi.DLQReplayResult](t, post(t, env, adminapi.DLQReplayPath(0, 0),
+		adminapi.DLQReplayRequest{Reason: "topic was missing", Topic: "orders.events"}), http.StatusOK)
+	require.True(t, res.Audited)
+	res = decode[adminapi.DLQReplayResult](t, post(t, env, adminapi.DLQReplayPath(0, 2),
+		adminapi.DLQReplayRequest{Reason: "topic was missing", Topic: "orders.events"}), http.StatusOK)
+	require.True(t, res.Audited, "the JSON names orders:o-10")
+
+	// What ingest does with the replayed records: decode, apply.
+	recs := controlRecords(t, seeds, 2)
+	require.Len(t, recs, 2)
+	var changes []store.Change
+	for _, r := range recs {
+		er := envelope.Record{Topic: r.Topic, Key: r.Key, Value: r.Value}
+		for _, h := range r.Headers {
+			require.NotContains(t, h.Key, "ec-dlq-")
+			er.Headers = append(er.Headers, envelope.Header{Key: h.Key, Value: h.Value})
+		}
+		e, err := envelope.Decoder{}.Decode(er)
+		require.NoError(t, err)
+		require.Equal(t, envelope.Prepare, e.Type)
+		changes = append(changes, store.Change{BizID: e.BizID, Key: e.MessageKey, Event: state.Event{Kind: state.KindPrepare, At: now,
+			Body: &state.Body{Payload: e.Payload, Headers: e.Headers, Topic: e.ForwardTopic, ForwardKey: e.ForwardKey}}})
+	}
+	out, err := env.Store.Apply(t.Context(), store.ApplyRequest{Changes: changes, SendLease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, out.Sendable, 2, "both orphans got their body and are due for sending")
+	m, err := env.Store.Get(t.Context(), "orders", "o-9")
+	require.NoError(t, err)
+	require.True(t, m.Sendable())
+	require.Equal(t, "orders.events", m.Topic)
+	require.Equal(t, "fk-9", m.ForwardKey)
+	require.Equal(t, "the payload", string(m.Payload))
+	require.Equal(t, []envelope.Header{{Key: "trace", Value: []byte("t-9")}}, m.Headers)
+	m, err = env.Store.Get(t.Context(), "orders", "o-10")
+	require.NoError(t, err)
+	require.Equal(t, "json payload", string(m.Payload))
+	require.Equal(t, "orders.events", m.Topic)
+	audit, err := env.Store.Audit(t.Context(), "orders", "o-9")
+	require.NoError(t, err)
+	require.Len(t, audit, 1)
+	require.Equal(t, "dlq_replay", audit[0].Action)
 }

@@ -344,6 +344,7 @@ func (h *handler) uiOverview(w http.ResponseWriter, r *http.Request, p principal
 		{"VERIFY_FAILED (check-backs exhausted)", store.Filter{Status: state.VerifyFailed}, url.Values{"status": {"VERIFY_FAILED"}}},
 		{"DEAD (forwarding gave up)", store.Filter{Status: state.Committed, SendStatus: &dead}, url.Values{"status": {"COMMITTED"}, "send_status": {"DEAD"}}},
 		{"PREPARED for more than " + roundDur(h.cfg.StuckAfter) + " (newest first)", store.Filter{Status: state.Prepared, CreatedBefore: h.now().Add(-h.cfg.StuckAfter)}, url.Values{"status": {"PREPARED"}, "older_than": {h.cfg.StuckAfter.String()}}},
+		{"Orphan COMMITs: committed more than " + roundDur(h.cfg.StuckAfter) + " ago, PREPARE missing (dead-lettered or never sent)", store.Filter{Orphan: true, CreatedBefore: h.now().Add(-h.cfg.StuckAfter)}, url.Values{"orphan": {"true"}, "older_than": {h.cfg.StuckAfter.String()}}},
 	}
 	// The oldest PREPARED message of each bizID (the list below is newest
 	// first, so the oldest could be past its end).
@@ -411,7 +412,7 @@ func (h *handler) uiMessages(w http.ResponseWriter, r *http.Request, p principal
 		next = "/ui/messages?" + nq.Encode()
 	}
 	qs := map[string]string{}
-	for _, k := range []string{"key", "biz_id", "status", "send_status", "older_than"} {
+	for _, k := range []string{"key", "biz_id", "status", "send_status", "older_than", "orphan"} {
 		qs[k] = q.Get(k)
 	}
 	if s := qs["status"]; s != "" {
@@ -431,6 +432,7 @@ var doneMessages = map[string]string{
 	"resolve_rollback": "Resolved as rollback.",
 	"redeliver":        "Redelivery scheduled.",
 	"retry_now":        "Retry scheduled now.",
+	"close_orphan":     "Orphan COMMIT closed as rolled back; it will never be forwarded.",
 }
 
 func (h *handler) messagePage(r *http.Request, bizID, key string) (*page, error) {
@@ -530,7 +532,14 @@ func (h *handler) uiDLQ(w http.ResponseWriter, r *http.Request, p principal) (*p
 	if err != nil {
 		return nil, err
 	}
-	return &page{tmpl: "dlq", Title: "Dead letters", Data: map[string]any{"Records": l.Records, "Next": l.Next}}, nil
+	pg := &page{tmpl: "dlq", Title: "Dead letters", Data: map[string]any{"Records": l.Records, "Next": l.Next}}
+	if rp := q.Get("replayed"); rp != "" {
+		pg.Flash = "Replayed " + rp + " to the control topic."
+		if q.Get("key") != "" {
+			pg.Flash += " Written to the audit log of " + q.Get("key") + "."
+		}
+	}
+	return pg, nil
 }
 
 func (h *handler) uiDLQReplay(w http.ResponseWriter, r *http.Request, p principal) (string, error) {
@@ -538,8 +547,17 @@ func (h *handler) uiDLQReplay(w http.ResponseWriter, r *http.Request, p principa
 	if err != nil {
 		return "", err
 	}
-	if err := h.dlqReplay(r, p, partition, offset); err != nil {
+	reason, fix, err := checkReplay(adminapi.DLQReplayRequest{Reason: r.PostForm.Get("reason"), Topic: r.PostForm.Get("topic")})
+	if err != nil {
 		return "", err
 	}
-	return "/ui/dlq", nil
+	res, err := h.dlqReplay(r, p, partition, offset, reason, fix)
+	if err != nil {
+		return "", err
+	}
+	q := url.Values{"replayed": {fmt.Sprintf("%d/%d", partition, offset)}}
+	if res.Audited {
+		q.Set("key", res.Key)
+	}
+	return "/ui/dlq?" + q.Encode(), nil
 }

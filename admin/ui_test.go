@@ -340,7 +340,7 @@ func TestUIDLQ(t *testing.T) {
 	require.Contains(t, p.body, "decode: bad JSON")
 	require.Contains(t, p.body, `action="/ui/dlq/0/3/replay"`)
 	require.Contains(t, p.body, "Next page")
-	p = b.post("/ui/dlq/0/3/replay", url.Values{"csrf": {csrf(t, p)}})
+	p = b.post("/ui/dlq/0/3/replay", url.Values{"csrf": {csrf(t, p)}, "reason": {"producer fixed"}})
 	require.Equal(t, http.StatusSeeOther, p.code, p.body)
 	require.Equal(t, []string{"0/3"}, dlq.Replayed())
 

@@ -1,6 +1,9 @@
 package state
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Apply returns the message after ev and what it did. cur is the current row;
 // a zero Message (Status None) means no row exists, in which case bizID, key
@@ -55,6 +58,8 @@ func Apply(cur Message, ev Event) (Message, Outcome, error) {
 		out, err = redeliver(&m, ev)
 	case KindRetryNow:
 		out, err = retryNow(&m, ev)
+	case KindCloseOrphan:
+		out, err = closeOrphan(&m, ev)
 	default:
 		return cur, Outcome{}, fmt.Errorf("%w: unknown kind %d", ErrBadEvent, ev.Kind)
 	}
@@ -219,4 +224,24 @@ func retryNow(m *Message, ev Event) (Outcome, error) {
 		return Outcome{Effect: Changed, Sendable: true}, nil
 	}
 	return Outcome{}, wrongState(m, "retry")
+}
+
+// closeOrphan is the operator's answer to an orphan COMMIT whose PREPARE is
+// lost: the message is closed as ROLLED_BACK, so it is never forwarded (a
+// PREPARE arriving later is kept for the record and not sent, a late COMMIT
+// is a conflict). A committed message with a body is never rolled back.
+func closeOrphan(m *Message, ev Event) (Outcome, error) {
+	if !m.Orphan() {
+		if m.Status == Committed {
+			return Outcome{}, fmt.Errorf("%w: cannot close a COMMITTED message that has its body as rolled back (only an orphan COMMIT without a PREPARE can be closed)", ErrWrongState)
+		}
+		return Outcome{}, wrongState(m, "close as orphan")
+	}
+	m.Status = RolledBack
+	m.DecidedAt = ev.At
+	m.SendStatus = SendPending
+	m.SendAttempts = 0
+	m.SendNextAt = time.Time{}
+	m.LastError = ""
+	return Outcome{Effect: Changed}, nil
 }

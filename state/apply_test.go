@@ -86,6 +86,7 @@ func TestTable(t *testing.T) {
 		{"none/operator rollback", none(), KindResolveRollback, want{status: None, err: ErrNoMessage}},
 		{"none/redeliver", none(), KindRedeliver, want{status: None, err: ErrNoMessage}},
 		{"none/retry", none(), KindRetryNow, want{status: None, err: ErrNoMessage}},
+		{"none/close orphan", none(), KindCloseOrphan, want{status: None, err: ErrNoMessage}},
 		// PREPARED
 		{"prepared/prepare duplicate", prepared(), KindPrepare, want{status: Prepared, hasBody: true}},
 		{"prepared/commit", prepared(), KindCommit, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
@@ -100,6 +101,7 @@ func TestTable(t *testing.T) {
 		{"prepared/redeliver", prepared(), KindRedeliver, want{status: Prepared, hasBody: true, err: ErrWrongState}},
 		{"prepared/retry", prepared(), KindRetryNow, want{status: Prepared, hasBody: true, effect: Changed}},
 		{"prepared/sent ignored", prepared(), KindSent, want{status: Prepared, hasBody: true}},
+		{"prepared/close orphan", prepared(), KindCloseOrphan, want{status: Prepared, hasBody: true, err: ErrWrongState}},
 		{"prepared/send failed ignored", prepared(), KindSendFailed, want{status: Prepared, hasBody: true}},
 		// COMMITTED, no body
 		{"committed-nobody/prepare fills body", committedNoBody(), KindPrepare, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
@@ -110,6 +112,7 @@ func TestTable(t *testing.T) {
 		{"committed-nobody/redeliver", committedNoBody(), KindRedeliver, want{status: Committed, err: ErrWrongState}},
 		{"committed-nobody/retry", committedNoBody(), KindRetryNow, want{status: Committed, err: ErrWrongState}},
 		{"committed-nobody/sent ignored", committedNoBody(), KindSent, want{status: Committed}},
+		{"committed-nobody/operator close orphan", committedNoBody(), KindCloseOrphan, want{status: RolledBack, effect: Changed}},
 		// COMMITTED
 		{"committed/prepare", committed(SendPending), KindPrepare, want{status: Committed, hasBody: true}},
 		{"committed/commit", committed(SendPending), KindCommit, want{status: Committed, hasBody: true}},
@@ -129,6 +132,9 @@ func TestTable(t *testing.T) {
 		{"committed pending/retry", committed(SendPending), KindRetryNow, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
 		{"committed dead/retry", committed(SendDead), KindRetryNow, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
 		{"committed sent/retry", committed(SendSent), KindRetryNow, want{status: Committed, send: SendSent, hasBody: true, err: ErrWrongState}},
+		{"committed pending/close orphan", committed(SendPending), KindCloseOrphan, want{status: Committed, hasBody: true, err: ErrWrongState}},
+		{"committed sent/close orphan", committed(SendSent), KindCloseOrphan, want{status: Committed, send: SendSent, hasBody: true, err: ErrWrongState}},
+		{"committed dead/close orphan", committed(SendDead), KindCloseOrphan, want{status: Committed, send: SendDead, hasBody: true, err: ErrWrongState}},
 		// ROLLED_BACK
 		{"rolled-back-nobody/prepare fills body", rolledBackNoBody(), KindPrepare, want{status: RolledBack, hasBody: true, effect: Changed}},
 		{"rolled-back/prepare", rolledBack(), KindPrepare, want{status: RolledBack, hasBody: true}},
@@ -139,6 +145,8 @@ func TestTable(t *testing.T) {
 		{"rolled-back/redeliver", rolledBack(), KindRedeliver, want{status: RolledBack, hasBody: true, err: ErrWrongState}},
 		{"rolled-back/retry", rolledBack(), KindRetryNow, want{status: RolledBack, hasBody: true, err: ErrWrongState}},
 		{"rolled-back/sent ignored", rolledBack(), KindSent, want{status: RolledBack, hasBody: true}},
+		{"rolled-back/close orphan", rolledBack(), KindCloseOrphan, want{status: RolledBack, hasBody: true, err: ErrWrongState}},
+		{"rolled-back-nobody/close orphan", rolledBackNoBody(), KindCloseOrphan, want{status: RolledBack, err: ErrWrongState}},
 		// VERIFY_FAILED
 		{"verify-failed/prepare", verifyFailed(), KindPrepare, want{status: VerifyFailed, hasBody: true}},
 		{"verify-failed/late commit", verifyFailed(), KindCommit, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
@@ -148,6 +156,7 @@ func TestTable(t *testing.T) {
 		{"verify-failed/operator rollback", verifyFailed(), KindResolveRollback, want{status: RolledBack, hasBody: true, effect: Changed}},
 		{"verify-failed/retry reopens", verifyFailed(), KindRetryNow, want{status: Prepared, hasBody: true, effect: Changed}},
 		{"verify-failed/redeliver", verifyFailed(), KindRedeliver, want{status: VerifyFailed, hasBody: true, err: ErrWrongState}},
+		{"verify-failed/close orphan", verifyFailed(), KindCloseOrphan, want{status: VerifyFailed, hasBody: true, err: ErrWrongState}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -176,6 +185,44 @@ func TestTable(t *testing.T) {
 			require.Equal(t, before, c.cur, "Apply must not modify its input")
 		})
 	}
+}
+
+// TestCloseOrphan: an operator closes an orphan COMMIT as ROLLED_BACK; what
+// arrives afterwards never makes it sendable, and no envelope or result can
+// close an orphan (only the operator event does).
+func TestCloseOrphan(t *testing.T) {
+	t.Parallel()
+	m, out, err := Apply(committedNoBody(), Event{Kind: KindCloseOrphan, At: t1, Err: "ignored"})
+	require.NoError(t, err)
+	require.Equal(t, Outcome{Effect: Changed}, out)
+	require.Equal(t, RolledBack, m.Status)
+	require.Equal(t, t1, m.DecidedAt)
+	require.Equal(t, t1, m.UpdatedAt)
+	require.True(t, m.SendNextAt.IsZero())
+	require.False(t, m.Sendable())
+
+	late, out, err := Apply(m, ev(KindPrepare))
+	require.NoError(t, err)
+	require.Equal(t, Changed, out.Effect, "the late body is kept for the record")
+	require.False(t, out.Sendable)
+	require.False(t, late.Sendable())
+	require.Equal(t, RolledBack, late.Status)
+	_, out, err = Apply(m, ev(KindCommit))
+	require.NoError(t, err)
+	require.Equal(t, Conflict, out.Effect, "a late COMMIT is a conflict, not a re-commit")
+
+	// Envelopes and results never close an orphan.
+	for _, k := range []Kind{KindPrepare, KindCommit, KindRollback, KindCheckCommit, KindCheckRollback, KindCheckUnknown,
+		KindCheckDeferred, KindCheckParked, KindSent, KindSendFailed} {
+		got, _, err := Apply(committedNoBody(), ev(k))
+		require.NoError(t, err, k.String())
+		require.NotEqual(t, RolledBack, got.Status, k.String())
+	}
+	require.True(t, KindCloseOrphan.IsOperator())
+	require.Equal(t, "close_orphan", KindCloseOrphan.String())
+
+	_, _, err = Apply(committed(SendPending), ev(KindCloseOrphan))
+	require.ErrorContains(t, err, "has its body")
 }
 
 func TestPrepareSchedulesFirstCheck(t *testing.T) {

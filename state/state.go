@@ -135,6 +135,10 @@ type Message struct {
 // MessageID returns "bizID:messageKey".
 func (m *Message) MessageID() string { return envelope.Key(m.BizID, m.Key) }
 
+// Orphan tells whether m is an orphan COMMIT: committed, but its PREPARE
+// (the body) never arrived, so it cannot be forwarded.
+func (m *Message) Orphan() bool { return m.Status == Committed && !m.HasBody }
+
 // Sendable tells whether the message is waiting to be forwarded.
 func (m *Message) Sendable() bool {
 	return m.Status == Committed && m.HasBody && m.SendStatus == SendPending
@@ -171,6 +175,10 @@ const (
 	KindResolveRollback
 	KindRedeliver
 	KindRetryNow
+	// KindCloseOrphan closes an orphan COMMIT (COMMITTED without a body:
+	// its PREPARE was dead-lettered or never came) as ROLLED_BACK. Only an
+	// operator may; it is refused for any other state.
+	KindCloseOrphan
 )
 
 var kindNames = map[Kind]string{
@@ -179,7 +187,7 @@ var kindNames = map[Kind]string{
 	KindCheckUnknown: "check_unknown", KindCheckDeferred: "check_deferred",
 	KindCheckParked: "check_parked", KindSent: "sent", KindSendFailed: "send_failed",
 	KindResolveCommit: "resolve_commit", KindResolveRollback: "resolve_rollback",
-	KindRedeliver: "redeliver", KindRetryNow: "retry_now",
+	KindRedeliver: "redeliver", KindRetryNow: "retry_now", KindCloseOrphan: "close_orphan",
 }
 
 func (k Kind) String() string {

@@ -53,8 +53,17 @@ type Store interface {
 	// OldestPrepared returns the creation time of the oldest PREPARED
 	// message per bizID.
 	OldestPrepared(ctx context.Context) (map[string]time.Time, error)
+	// OrphanCommits returns, per bizID, the number of orphan COMMITs
+	// (COMMITTED without a body: the PREPARE was dead-lettered or never
+	// came, so nothing can be forwarded) and the creation time of the
+	// oldest. BizIDs without one are absent.
+	OrphanCommits(ctx context.Context) (map[string]OrphanStat, error)
 	// Audit returns the operator actions on one message, oldest first.
 	Audit(ctx context.Context, bizID, key string) ([]AuditEntry, error)
+	// AddAudit records an operator action that changes no row itself (a
+	// dead-letter record replayed for a message). Purge removes it with
+	// its message.
+	AddAudit(ctx context.Context, e AuditEntry) error
 	// RetryNowBizID applies an operator retry-now to every PREPARED,
 	// VERIFY_FAILED, pending or DEAD message of a bizID (after an outage),
 	// with one audit record each; it returns how many it reset.
@@ -136,7 +145,9 @@ type Filter struct {
 	KeyContains string
 	// CreatedBefore selects messages older than a point in time.
 	CreatedBefore time.Time
-	Limit         int
+	// Orphan selects orphan COMMITs: COMMITTED without a body.
+	Orphan bool
+	Limit  int
 	// Cursor is the Next of a previous page.
 	Cursor string
 }
@@ -153,6 +164,13 @@ type Count struct {
 	Status     state.Status
 	SendStatus state.SendStatus
 	N          int64
+}
+
+// OrphanStat describes the orphan COMMITs of one bizID.
+type OrphanStat struct {
+	N int64
+	// Oldest is the creation time of the oldest.
+	Oldest time.Time
 }
 
 // AuditEntry records one operator action.

@@ -74,7 +74,7 @@ type MessageDetail struct {
 	Headers     []Header     `json:"headers,omitempty"`
 	Audit       []AuditEntry `json:"audit"`
 	// Actions lists what the message's state allows now: resolve,
-	// redeliver, retry.
+	// redeliver, retry, close-orphan.
 	Actions []string `json:"actions"`
 }
 
@@ -124,7 +124,7 @@ type ActionRequest struct {
 // ActionResult is what an action on one message did.
 type ActionResult struct {
 	// Action is the operator event applied (resolve_commit, resolve_rollback,
-	// redeliver, retry_now).
+	// redeliver, retry_now, close_orphan).
 	Action string `json:"action"`
 	// Effect is "applied" or "noop".
 	Effect string `json:"effect"`
@@ -162,11 +162,26 @@ type DLQList struct {
 	Next    string      `json:"next,omitempty"`
 }
 
+// DLQReplayRequest is the body of POST /api/v1/dlq/{partition}/{offset}/replay.
+// Reason is required. Topic, when set, supplies the forward topic of a
+// PREPARE that was dead-lettered for lacking a valid one (ec-topic, or
+// forwardTopic of a MiddlewareMessage JSON). The record, fixed, must be a
+// valid envelope, else the replay is refused (409) with the reason.
+type DLQReplayRequest struct {
+	Reason string `json:"reason"`
+	Topic  string `json:"topic,omitempty"`
+}
+
 // DLQReplayResult is the answer of POST /api/v1/dlq/{partition}/{offset}/replay.
 type DLQReplayResult struct {
 	Partition int32 `json:"partition"`
 	Offset    int64 `json:"offset"`
 	Replayed  bool  `json:"replayed"`
+	// Key is the replayed record's key (bizID:messageKey).
+	Key string `json:"key,omitempty"`
+	// Audited tells whether the replay was written to the audit log of
+	// the message it names (only a message that exists has one).
+	Audited bool `json:"audited"`
 }
 
 // Error is the body of every error answer.
@@ -188,7 +203,15 @@ func MessagePath(bizID, key string) string {
 	return Prefix + "/messages/" + url.PathEscape(bizID) + "/" + url.PathEscape(key)
 }
 
-// ActionPath is the path of an action (resolve, redeliver, retry) on one
+// Action names of ActionPath.
+const (
+	ActionResolve     = "resolve"
+	ActionRedeliver   = "redeliver"
+	ActionRetry       = "retry"
+	ActionCloseOrphan = "close-orphan"
+)
+
+// ActionPath is the path of an action (resolve, redeliver, retry, close-orphan) on one
 // message: /api/v1/messages/{bizID}/{key}/{action} (or, for a key "." or
 // "..", /api/v1/messages/{bizID}/{action}?key=...).
 func ActionPath(bizID, key, action string) string {

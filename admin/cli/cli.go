@@ -61,7 +61,7 @@ the token is --token, else $` + EnvToken + `.`,
 	pf.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	pf.DurationVar(&o.timeout, "timeout", 30*time.Second, "request timeout")
 	cmd.AddCommand(o.listCmd(), o.getCmd(), o.countsCmd(), o.resolveCmd(), o.actionCmd("redeliver"),
-		o.actionCmd("retry"), o.retryBizCmd(), o.dlqCmd())
+		o.actionCmd("retry"), o.actionCmd(adminapi.ActionCloseOrphan), o.retryBizCmd(), o.dlqCmd())
 	return cmd
 }
 
@@ -155,7 +155,8 @@ func (o *options) listCmd() *cobra.Command {
 		Short: "List messages, newest first",
 		Example: `  eventcenter admin list --status VERIFY_FAILED
   eventcenter admin list --status COMMITTED --send-status DEAD --biz orders
-  eventcenter admin list --status PREPARED --older-than 15m -o json`,
+  eventcenter admin list --status PREPARED --older-than 15m -o json
+  eventcenter admin list --orphan --older-than 10m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := o.client()
@@ -201,6 +202,7 @@ func (o *options) listCmd() *cobra.Command {
 	f.StringVar(&lo.BizID, "biz", "", "bizID")
 	f.StringVar(&lo.Key, "key", "", "keys containing this")
 	f.DurationVar(&lo.OlderThan, "older-than", 0, "created longer ago than this (e.g. 15m)")
+	f.BoolVar(&lo.Orphan, "orphan", false, "orphan COMMITs only: COMMITTED without a body (the PREPARE was dead-lettered or never came)")
 	f.IntVar(&lo.Limit, "limit", 0, "page size (server default 50)")
 	f.StringVar(&lo.Cursor, "cursor", "", "page cursor from a previous list")
 	f.BoolVar(&all, "all", false, "follow the cursor to the last page")
@@ -365,13 +367,22 @@ func (o *options) resolveCmd() *cobra.Command {
 
 func (o *options) actionCmd(name string) *cobra.Command {
 	var reason string
-	short := "Send a committed message (DEAD or SENT) to its topic again"
-	if name == "retry" {
+	short, long := "Send a committed message (DEAD or SENT) to its topic again", ""
+	switch name {
+	case "retry":
 		short = "Check back (PREPARED, VERIFY_FAILED) or send (pending, DEAD) a message now, with fresh attempts"
+	case adminapi.ActionCloseOrphan:
+		short = "Close an orphan COMMIT (committed, PREPARE never arrived) as rolled back: it is never forwarded"
+		long = short + `.
+
+An orphan COMMIT cannot be forwarded: it has no payload. If its PREPARE is
+in the dead-letter topic, replay it instead ("dlq replay", with --topic when
+the topic was what was wrong). A COMMITTED message with a body is refused.`
 	}
 	cmd := &cobra.Command{
 		Use:   name + " bizID:key --reason TEXT",
 		Short: short,
+		Long:  long,
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			biz, key, err := messageArgs(args)
@@ -386,8 +397,11 @@ func (o *options) actionCmd(name string) *cobra.Command {
 				return err
 			}
 			act := c.Redeliver
-			if name == "retry" {
+			switch name {
+			case "retry":
 				act = c.Retry
+			case adminapi.ActionCloseOrphan:
+				act = c.CloseOrphan
 			}
 			res, err := act(cmd.Context(), biz, key, reason)
 			if err != nil {
@@ -458,10 +472,18 @@ func (o *options) dlqCmd() *cobra.Command {
 	}
 	list.Flags().IntVar(&limit, "limit", 0, "page size (server default 50)")
 	list.Flags().StringVar(&cursor, "cursor", "", "page cursor from a previous list")
+	var rreq adminapi.DLQReplayRequest
 	replay := &cobra.Command{
-		Use:   "replay PARTITION OFFSET",
+		Use:   "replay PARTITION OFFSET --reason TEXT [--topic TOPIC]",
 		Short: "Send one dead-letter record back to the control topic (without its ec-dlq-* headers)",
-		Args:  cobra.ExactArgs(2),
+		Long: `Send one dead-letter record back to the control topic, without its ec-dlq-*
+headers. --topic sets the forward topic of a PREPARE that was dead-lettered
+for a missing or bad one: replayed, it fills in the body of its orphan
+COMMIT, which is then forwarded. A record that would be dead-lettered again
+is refused with the reason. The replay is written to the audit log of the
+message the record names, if that message exists.`,
+		Example: `  eventcenter admin dlq replay 0 17 --reason "producer bug fixed" --topic orders.events`,
+		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := strconv.ParseInt(args[0], 10, 32)
 			if err != nil || p < 0 {
@@ -471,19 +493,28 @@ func (o *options) dlqCmd() *cobra.Command {
 			if err != nil || off < 0 {
 				return fmt.Errorf("offset %q: not an offset", args[1])
 			}
+			if err := requireReason(rreq.Reason); err != nil {
+				return err
+			}
 			c, err := o.client()
 			if err != nil {
 				return err
 			}
-			res, err := c.ReplayDLQ(cmd.Context(), int32(p), off)
+			res, err := c.ReplayDLQ(cmd.Context(), int32(p), off, rreq)
 			if err != nil {
 				return fmt.Errorf("replay dead letter %d/%d: %w", p, off, err)
 			}
 			return o.emit(cmd.OutOrStdout(), res, func(tw *tabwriter.Writer) {
-				fmt.Fprintf(tw, "replayed %d/%d to the control topic\n", res.Partition, res.Offset)
+				fmt.Fprintf(tw, "replayed %d/%d to the control topic", res.Partition, res.Offset)
+				if res.Audited {
+					fmt.Fprintf(tw, " (audited on %s)", res.Key)
+				}
+				fmt.Fprintln(tw)
 			})
 		},
 	}
+	replay.Flags().StringVar(&rreq.Reason, "reason", "", "why (required; written to the audit log of the message)")
+	replay.Flags().StringVar(&rreq.Topic, "topic", "", "set the forward topic of a PREPARE dead-lettered for a missing or bad one")
 	cmd.AddCommand(list, replay)
 	return cmd
 }

@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/eventcenter/eventcenter/admin"
 	"github.com/eventcenter/eventcenter/admin/adminapi"
 	"github.com/eventcenter/eventcenter/admin/internal/admintest"
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
 )
 
 // run executes "admin args..." against the env's server with the token,
@@ -194,19 +197,23 @@ func TestFlagsOverEnvironment(t *testing.T) {
 	require.ErrorContains(t, err, "connect")
 }
 
-type memDLQ struct{ replayed []string }
+type memDLQ struct {
+	replayed []string
+	fixes    []admin.ReplayFix
+}
 
 func (m *memDLQ) List(context.Context, int, string) ([]admin.DLQRecord, string, error) {
 	return []admin.DLQRecord{{Partition: 2, Offset: 5, Key: []byte("orders:k"), Value: []byte("junk"),
 		Headers: envelopeHeaders("ec-dlq-reason", "decode: missing ec-key")}}, "2:6", nil
 }
 
-func (m *memDLQ) Replay(_ context.Context, p int32, o int64) error {
+func (m *memDLQ) Replay(_ context.Context, p int32, o int64, fix admin.ReplayFix) (admin.DLQRecord, error) {
 	if p != 2 || o != 5 {
-		return admin.ErrDLQNotFound
+		return admin.DLQRecord{}, admin.ErrDLQNotFound
 	}
 	m.replayed = append(m.replayed, "2/5")
-	return nil
+	m.fixes = append(m.fixes, fix)
+	return admin.DLQRecord{Partition: 2, Offset: 5, Key: []byte("orders:o-1")}, nil
 }
 
 func TestDLQ(t *testing.T) {
@@ -217,10 +224,51 @@ func TestDLQ(t *testing.T) {
 	require.NoError(t, err)
 	require.Regexp(t, `PARTITION\s+OFFSET\s+TIME\s+KEY\s+REASON\n2\s+5\s+\S+\s+orders:k\s+decode: missing ec-key\n`, out)
 	require.Equal(t, "more: --cursor 2:6\n", errOut)
-	out, _, err = run(t, env, admintest.AdminToken, "dlq", "replay", "2", "5")
+	out, _, err = run(t, env, admintest.AdminToken, "dlq", "replay", "2", "5", "--reason", "producer fixed")
 	require.NoError(t, err)
-	require.Equal(t, "replayed 2/5 to the control topic\n", out)
-	_, _, err = run(t, env, admintest.AdminToken, "dlq", "replay", "2", "6")
+	require.Equal(t, "replayed 2/5 to the control topic (audited on orders:o-1)\n", out)
+	_, _, err = run(t, env, admintest.AdminToken, "dlq", "replay", "2", "6", "--reason", "producer fixed")
 	require.ErrorContains(t, err, "404 Not Found")
 	require.Equal(t, []string{"2/5"}, dlq.replayed)
+}
+
+// TestOrphans: list --orphan, close-orphan (refused for a message with a
+// body), and dlq replay with --reason and --topic.
+func TestOrphans(t *testing.T) {
+	t.Parallel()
+	dlq := &memDLQ{}
+	env := admintest.New(t, dlq)
+	now := env.Clock.Now()
+	_, err := env.Store.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{
+		{BizID: "orders", Key: "o-orphan", Event: state.Event{Kind: state.KindCommit, At: now.Add(-time.Hour)}},
+	}})
+	require.NoError(t, err)
+
+	out, _, err := run(t, env, admintest.ReadToken, "list", "--orphan", "--older-than", "10m")
+	require.NoError(t, err)
+	require.Regexp(t, `(?s)^BIZID\s+KEY\s+STATUS.*\norders\s+o-orphan\s+COMMITTED/PENDING\s+0\s+\S+\s+-\n$`, out)
+	_, _, err = run(t, env, admintest.ReadToken, "list", "--orphan", "--status", "PREPARED")
+	require.ErrorContains(t, err, "400 Bad Request")
+
+	_, _, err = run(t, env, admintest.AdminToken, "close-orphan", "orders:o-orphan")
+	require.ErrorContains(t, err, "--reason is required")
+	_, _, err = run(t, env, admintest.ReadToken, "close-orphan", "orders:o-orphan", "--reason", "r")
+	require.ErrorContains(t, err, "403 Forbidden")
+	_, _, err = run(t, env, admintest.AdminToken, "close-orphan", "orders:o-sent", "--reason", "r")
+	require.ErrorContains(t, err, "409 Conflict")
+	require.ErrorContains(t, err, "has its body")
+	out, _, err = run(t, env, admintest.AdminToken, "close-orphan", "orders", "o-orphan", "--reason", "never placed")
+	require.NoError(t, err)
+	require.Equal(t, "close_orphan orders:o-orphan: COMMITTED → ROLLED_BACK\n", out)
+	audit, err := env.Store.Audit(t.Context(), "orders", "o-orphan")
+	require.NoError(t, err)
+	require.Equal(t, "never placed", audit[0].Reason)
+
+	_, _, err = run(t, env, admintest.AdminToken, "dlq", "replay", "2", "5")
+	require.ErrorContains(t, err, "--reason is required")
+	require.Empty(t, dlq.replayed)
+	out, _, err = run(t, env, admintest.AdminToken, "dlq", "replay", "2", "5", "--reason", "topic missing", "--topic", "orders.events")
+	require.NoError(t, err)
+	require.Equal(t, "replayed 2/5 to the control topic (audited on orders:o-1)\n", out, "the fake's record names orders:o-1, which exists")
+	require.Equal(t, []admin.ReplayFix{{Topic: "orders.events"}}, dlq.fixes)
 }

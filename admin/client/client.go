@@ -127,7 +127,10 @@ type ListOptions struct {
 	Key string
 	// OlderThan selects messages created longer ago.
 	OlderThan time.Duration
-	Limit     int
+	// Orphan selects orphan COMMITs: COMMITTED without a body (the
+	// PREPARE was dead-lettered or never came).
+	Orphan bool
+	Limit  int
 	// Cursor is the Next of the previous page.
 	Cursor string
 }
@@ -146,6 +149,9 @@ func (c *Client) List(ctx context.Context, o ListOptions) (adminapi.MessageList,
 	set("key", o.Key)
 	if o.OlderThan > 0 {
 		q.Set("older_than", o.OlderThan.String())
+	}
+	if o.Orphan {
+		q.Set("orphan", "true")
 	}
 	if o.Limit > 0 {
 		q.Set("limit", strconv.Itoa(o.Limit))
@@ -190,6 +196,14 @@ func (c *Client) Retry(ctx context.Context, bizID, key, reason string) (adminapi
 		adminapi.ActionRequest{Reason: reason}, &out)
 }
 
+// CloseOrphan closes an orphan COMMIT (COMMITTED without a body) as rolled
+// back: it is never forwarded. The server answers 409 for any other state.
+func (c *Client) CloseOrphan(ctx context.Context, bizID, key, reason string) (adminapi.ActionResult, error) {
+	var out adminapi.ActionResult
+	return out, c.do(ctx, http.MethodPost, adminapi.ActionPath(bizID, key, adminapi.ActionCloseOrphan), nil,
+		adminapi.ActionRequest{Reason: reason}, &out)
+}
+
 // RetryBizID retries every unfinished message of a bizID now.
 func (c *Client) RetryBizID(ctx context.Context, bizID, reason string) (adminapi.BulkRetryResult, error) {
 	var out adminapi.BulkRetryResult
@@ -209,8 +223,9 @@ func (c *Client) DLQ(ctx context.Context, limit int, cursor string) (adminapi.DL
 	return out, c.do(ctx, http.MethodGet, adminapi.Prefix+"/dlq", q, nil, &out)
 }
 
-// ReplayDLQ sends one dead-letter record back to the control topic.
-func (c *Client) ReplayDLQ(ctx context.Context, partition int32, offset int64) (adminapi.DLQReplayResult, error) {
+// ReplayDLQ sends one dead-letter record back to the control topic, with
+// the reason and, optionally, the fix in req.
+func (c *Client) ReplayDLQ(ctx context.Context, partition int32, offset int64, req adminapi.DLQReplayRequest) (adminapi.DLQReplayResult, error) {
 	var out adminapi.DLQReplayResult
-	return out, c.do(ctx, http.MethodPost, adminapi.DLQReplayPath(partition, offset), nil, nil, &out)
+	return out, c.do(ctx, http.MethodPost, adminapi.DLQReplayPath(partition, offset), nil, req, &out)
 }

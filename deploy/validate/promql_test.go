@@ -26,6 +26,7 @@ var exported = []string{
 	"eventcenter_checkback_disallowed_total", "eventcenter_messages", "eventcenter_oldest_prepared_age_seconds",
 	"eventcenter_dead_messages", "eventcenter_verify_failed_messages", "eventcenter_unsent_committed_messages",
 	"eventcenter_retention_purged_total", "eventcenter_build_info",
+	"eventcenter_orphan_commits", "eventcenter_oldest_orphan_commit_age_seconds",
 	"go_goroutines", "process_cpu_seconds_total", "process_resident_memory_bytes",
 	"up", // Prometheus' own per-target series
 }

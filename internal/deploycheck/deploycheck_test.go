@@ -42,6 +42,8 @@ var teamMetrics = []string{
 	"eventcenter_dead_messages",
 	"eventcenter_verify_failed_messages",
 	"eventcenter_unsent_committed_messages",
+	"eventcenter_orphan_commits",
+	"eventcenter_oldest_orphan_commit_age_seconds",
 	"eventcenter_retention_purged_total",
 	"eventcenter_build_info",
 }
@@ -90,6 +92,7 @@ func TestAlertsCoverTheRequiredConditions(t *testing.T) {
 		"eventcenter_dead_messages",             // DEAD > 0
 		"eventcenter_verify_failed_messages",    // VERIFY_FAILED > 0
 		"eventcenter_oldest_prepared_age_seconds",
+		"eventcenter_oldest_orphan_commit_age_seconds", // a COMMIT waiting for its PREPARE
 		"eventcenter_consumer_lag",
 		"eventcenter_owned_partitions", // nobody consuming
 		"eventcenter_dlq_total",

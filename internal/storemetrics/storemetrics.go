@@ -1,7 +1,8 @@
 // Package storemetrics exports gauges read from the store on a timer: messages
 // by bizID, status and send status, the age of the oldest PREPARED message per
-// bizID, and the DEAD / VERIFY_FAILED / unsent-committed totals that alerts
-// watch. bizID labels come only from configuration (others are "other"), so
+// bizID, the number of orphan COMMITs (committed without a body) and the age
+// of the oldest per bizID, and the DEAD / VERIFY_FAILED / unsent-committed
+// totals that alerts watch. bizID labels come only from configuration (others are "other"), so
 // label cardinality stays bounded.
 package storemetrics
 
@@ -21,6 +22,7 @@ import (
 type Store interface {
 	Counts(ctx context.Context) ([]store.Count, error)
 	OldestPrepared(ctx context.Context) (map[string]time.Time, error)
+	OrphanCommits(ctx context.Context) (map[string]store.OrphanStat, error)
 }
 
 // Config configures the collector.
@@ -44,6 +46,8 @@ type Collector struct {
 	dead         prometheus.Gauge
 	verifyFailed prometheus.Gauge
 	unsent       prometheus.Gauge
+	orphans      prometheus.Gauge
+	oldestOrphan *prometheus.GaugeVec
 }
 
 // New returns a collector; Start runs it.
@@ -74,12 +78,18 @@ func New(cfg Config, st Store) *Collector {
 		unsent: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "eventcenter_unsent_committed_messages", Help: "Committed messages not yet forwarded (pending).",
 		}),
+		orphans: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "eventcenter_orphan_commits", Help: "Orphan COMMITs: committed messages without a body (their PREPARE was dead-lettered or never came), which cannot be forwarded.",
+		}),
+		oldestOrphan: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "eventcenter_oldest_orphan_commit_age_seconds", Help: "Age of the oldest orphan COMMIT (committed without a body) per bizID.",
+		}, []string{"biz_id"}),
 	}
 	for _, b := range cfg.BizIDs {
 		c.known[b] = true
 	}
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(c.messages, c.oldest, c.dead, c.verifyFailed, c.unsent)
+		cfg.Registerer.MustRegister(c.messages, c.oldest, c.dead, c.verifyFailed, c.unsent, c.orphans, c.oldestOrphan)
 	}
 	c.Loop = lifecycle.NewLoop(cfg.Interval, func(ctx context.Context) {
 		if err := c.Refresh(ctx); err != nil && ctx.Err() == nil {
@@ -106,6 +116,10 @@ func (c *Collector) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	orphans, err := c.st.OrphanCommits(ctx)
+	if err != nil {
+		return err
+	}
 	type key struct{ biz, status, send string }
 	sums := map[key]float64{}
 	var dead, vf, unsent float64
@@ -129,25 +143,41 @@ func (c *Collector) Refresh(ctx context.Context) error {
 	for k, v := range sums {
 		c.messages.WithLabelValues(k.biz, k.status, k.send).Set(v)
 	}
-	// Configured bizIDs always have a series (0 when nothing is PREPARED),
-	// so an alert can tell "no backlog" from "no data".
+	now := c.cfg.Now()
+	c.oldest.Reset()
+	for l, age := range c.ages(oldest, now) {
+		c.oldest.WithLabelValues(l).Set(age)
+	}
+	oldestTimes := make(map[string]time.Time, len(orphans))
+	var nOrphans float64
+	for biz, o := range orphans {
+		oldestTimes[biz] = o.Oldest
+		nOrphans += float64(o.N)
+	}
+	c.oldestOrphan.Reset()
+	for l, age := range c.ages(oldestTimes, now) {
+		c.oldestOrphan.WithLabelValues(l).Set(age)
+	}
+	c.orphans.Set(nOrphans)
+	c.dead.Set(dead)
+	c.verifyFailed.Set(vf)
+	c.unsent.Set(unsent)
+	return nil
+}
+
+// ages returns the age of the oldest time per bizID label: configured bizIDs
+// always have one (0 when they have none), so an alert can tell "none" from
+// "no data"; other bizIDs share the label "other".
+func (c *Collector) ages(oldest map[string]time.Time, now time.Time) map[string]float64 {
 	ages := map[string]float64{}
 	for biz := range c.known {
 		ages[biz] = 0
 	}
-	now := c.cfg.Now()
 	for biz, t := range oldest {
 		l := c.label(biz)
 		if age := now.Sub(t).Seconds(); age > ages[l] {
 			ages[l] = age
 		}
 	}
-	c.oldest.Reset()
-	for l, age := range ages {
-		c.oldest.WithLabelValues(l).Set(age)
-	}
-	c.dead.Set(dead)
-	c.verifyFailed.Set(vf)
-	c.unsent.Set(unsent)
-	return nil
+	return ages
 }

@@ -19,14 +19,19 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type fakeStore struct {
-	counts []store.Count
-	oldest map[string]time.Time
-	err    error
+	counts  []store.Count
+	oldest  map[string]time.Time
+	orphans map[string]store.OrphanStat
+	err     error
 }
 
 func (f fakeStore) Counts(context.Context) ([]store.Count, error) { return f.counts, f.err }
 func (f fakeStore) OldestPrepared(context.Context) (map[string]time.Time, error) {
 	return f.oldest, f.err
+}
+
+func (f fakeStore) OrphanCommits(context.Context) (map[string]store.OrphanStat, error) {
+	return f.orphans, f.err
 }
 
 func TestRefreshSetsGauges(t *testing.T) {
@@ -63,6 +68,36 @@ func TestConfiguredBizIDsHaveAnAgeOfZero(t *testing.T) {
 	require.NoError(t, c.Refresh(t.Context()))
 	require.Equal(t, 2, testutil.CollectAndCount(c.oldest))
 	require.Zero(t, testutil.ToFloat64(c.oldest.WithLabelValues("pay")))
+}
+
+func TestOrphanCommitGauges(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	st := fakeStore{orphans: map[string]store.OrphanStat{
+		"orders": {N: 2, Oldest: now.Add(-15 * time.Minute)},
+		"x1":     {N: 3, Oldest: now.Add(-time.Minute)},
+		"x2":     {N: 1, Oldest: now.Add(-2 * time.Minute)},
+	}}
+	reg := prometheus.NewRegistry()
+	c := New(Config{BizIDs: []string{"orders", "pay"}, Now: func() time.Time { return now }, Registerer: reg}, st)
+	require.NoError(t, c.Refresh(t.Context()))
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP eventcenter_oldest_orphan_commit_age_seconds Age of the oldest orphan COMMIT (committed without a body) per bizID.
+# TYPE eventcenter_oldest_orphan_commit_age_seconds gauge
+eventcenter_oldest_orphan_commit_age_seconds{biz_id="orders"} 900
+eventcenter_oldest_orphan_commit_age_seconds{biz_id="other"} 120
+eventcenter_oldest_orphan_commit_age_seconds{biz_id="pay"} 0
+# HELP eventcenter_orphan_commits Orphan COMMITs: committed messages without a body (their PREPARE was dead-lettered or never came), which cannot be forwarded.
+# TYPE eventcenter_orphan_commits gauge
+eventcenter_orphan_commits 6
+`), "eventcenter_orphan_commits", "eventcenter_oldest_orphan_commit_age_seconds"))
+
+	// All resolved: the count drops to 0, configured bizIDs keep a 0 age.
+	c.st = fakeStore{orphans: map[string]store.OrphanStat{}}
+	require.NoError(t, c.Refresh(t.Context()))
+	require.Zero(t, testutil.ToFloat64(c.orphans))
+	require.Equal(t, 2, testutil.CollectAndCount(c.oldestOrphan))
+	require.Zero(t, testutil.ToFloat64(c.oldestOrphan.WithLabelValues("orders")))
 }
 
 func TestRefreshError(t *testing.T) {

@@ -2,3 +2,6 @@ package postgres
 
 // MarkSentSQL is markSentSQL, for the plan tests.
 const MarkSentSQL = markSentSQL
+
+// OrphanCommitsSQL is orphanCommitsSQL, for the plan tests.
+const OrphanCommitsSQL = orphanCommitsSQL

@@ -114,6 +114,25 @@ func TestMarkSentPlanUsesThePrimaryKey(t *testing.T) {
 	require.Contains(t, plan, "eventcenter_messages_pkey", plan)
 }
 
+// The orphan-commit gauges are read every few seconds by every instance:
+// they must read the partial index of orphans, never the whole table.
+func TestOrphanCommitsPlanUsesThePartialIndex(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.Pool(t)
+	require.NoError(t, postgres.Migrate(ctx, pool))
+	_, err := pool.Exec(ctx, `INSERT INTO eventcenter_messages (biz_id, message_key, partition, status, has_body,
+		payload, headers, target, topic, forward_key, tag, verify, send_status, created_at, updated_at)
+		SELECT 'b' || g % 3, 'k' || g, g % 8, 2, g % 10000 <> 0, '\x00', '\x', '', 'orders', '', '', '', 1, now(), now()
+		FROM generate_series(1, 50000) g`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `ANALYZE eventcenter_messages`)
+	require.NoError(t, err)
+	plan := explain(t, pool, postgres.OrphanCommitsSQL)
+	require.Contains(t, plan, "eventcenter_messages_orphan_commits", plan)
+	require.NotContains(t, plan, "Seq Scan", plan)
+}
+
 // explain returns the plan of EXPLAIN sql, one line per plan line.
 func explain(t *testing.T, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)

@@ -532,6 +532,9 @@ func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
 	if !f.CreatedBefore.IsZero() {
 		add("created_at < $%d", f.CreatedBefore)
 	}
+	if f.Orphan {
+		where = append(where, "status = 2 AND NOT has_body")
+	}
 	q := `SELECT ` + codec.Columns + ` FROM eventcenter_messages`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
@@ -594,6 +597,39 @@ func (s *Store) OldestPrepared(ctx context.Context) (map[string]time.Time, error
 		return nil, fmt.Errorf("oldest prepared: %w", translate(err))
 	}
 	return out, nil
+}
+
+const orphanCommitsSQL = `SELECT biz_id, count(*), min(created_at) FROM eventcenter_messages
+	WHERE status = 2 AND NOT has_body GROUP BY biz_id`
+
+// OrphanCommits implements store.Store. The partial index
+// eventcenter_messages_orphan_commits holds only orphan rows, so this reads
+// a handful of index entries, not the table.
+func (s *Store) OrphanCommits(ctx context.Context) (map[string]store.OrphanStat, error) {
+	rows, err := s.pool.Query(ctx, orphanCommitsSQL)
+	if err != nil {
+		return nil, fmt.Errorf("orphan commits: %w", translate(err))
+	}
+	out := map[string]store.OrphanStat{}
+	var biz string
+	var n int64
+	var at pgtype.Timestamptz
+	_, err = pgx.ForEachRow(rows, []any{&biz, &n, &at}, func() error {
+		out[biz] = store.OrphanStat{N: n, Oldest: fromTS(at)}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("orphan commits: %w", translate(err))
+	}
+	return out, nil
+}
+
+// AddAudit implements store.Store.
+func (s *Store) AddAudit(ctx context.Context, e store.AuditEntry) error {
+	if _, err := s.pool.Exec(ctx, insertAuditSQL, auditArgs([]store.AuditEntry{e})...); err != nil {
+		return fmt.Errorf("add audit for %s:%s: %w", e.BizID, e.Key, translate(err))
+	}
+	return nil
 }
 
 // Audit implements store.Store.

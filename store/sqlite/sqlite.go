@@ -541,6 +541,9 @@ func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
 	if !f.CreatedBefore.IsZero() {
 		add("created_at < ?", f.CreatedBefore.UnixMicro())
 	}
+	if f.Orphan {
+		where = append(where, "status = 2 AND has_body = 0")
+	}
 	q := `SELECT ` + codec.Columns + ` FROM eventcenter_messages`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
@@ -607,6 +610,47 @@ func (s *Store) OldestPrepared(ctx context.Context) (map[string]time.Time, error
 		return nil, fmt.Errorf("oldest prepared: %w", err)
 	}
 	return out, nil
+}
+
+// orphanCommitsSQL names the partial index: without statistics SQLite
+// would rather walk the bizID index (the whole table) to group by bizID.
+const orphanCommitsSQL = `SELECT biz_id, count(*), min(created_at)
+	FROM eventcenter_messages INDEXED BY eventcenter_messages_orphan_commits
+	WHERE status = 2 AND has_body = 0 GROUP BY biz_id`
+
+// OrphanCommits implements store.Store (the partial index
+// eventcenter_messages_orphan_commits holds only orphan rows).
+func (s *Store) OrphanCommits(ctx context.Context) (map[string]store.OrphanStat, error) {
+	rows, err := s.r.QueryContext(ctx, orphanCommitsSQL)
+	if err != nil {
+		return nil, fmt.Errorf("orphan commits: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]store.OrphanStat{}
+	for rows.Next() {
+		var biz string
+		var n int64
+		var at sql.NullInt64
+		if err := rows.Scan(&biz, &n, &at); err != nil {
+			return nil, fmt.Errorf("orphan commits: %w", err)
+		}
+		out[biz] = store.OrphanStat{N: n, Oldest: fromMicro(at)}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("orphan commits: %w", err)
+	}
+	return out, nil
+}
+
+// AddAudit implements store.Store.
+func (s *Store) AddAudit(ctx context.Context, e store.AuditEntry) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO eventcenter_audit (biz_id, message_key, action, who, reason, at,
+		status_before, status_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.BizID, e.Key, e.Action, e.Who, e.Reason, micro(e.At), e.Before, e.After)
+	if err != nil {
+		return fmt.Errorf("add audit for %s:%s: %w", e.BizID, e.Key, err)
+	}
+	return nil
 }
 
 // Audit implements store.Store.

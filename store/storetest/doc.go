@@ -8,7 +8,8 @@
 // replays, multi-row batches against store.Fold computed in memory, leases
 // and claims (also with many concurrent claimers), lease-token-guarded
 // results, MarkSent, backoff to DEAD and VERIFY_FAILED, List filters and
-// pages, Counts, OldestPrepared, RetryNowBizID and Purge. A driver's test
+// pages (the orphan COMMIT filter too), Counts, OldestPrepared,
+// OrphanCommits, AddAudit, RetryNowBizID and Purge. A driver's test
 // calls
 //
 //	storetest.Exercise(t, func(t *testing.T, now func() time.Time) store.Store { ... })

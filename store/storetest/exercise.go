@@ -78,6 +78,9 @@ func Exercise(t *testing.T, newStore NewStore) {
 	t.Run("RetryNowBizID", func(t *testing.T) { t.Parallel(); testRetryNowBizID(t, newStore) })
 	t.Run("RetryNowBizIDMany", func(t *testing.T) { t.Parallel(); testRetryNowMany(t, newStore) })
 	t.Run("Purge", func(t *testing.T) { t.Parallel(); testPurge(t, newStore) })
+	t.Run("OrphanCommits", func(t *testing.T) { t.Parallel(); testOrphanCommits(t, newStore) })
+	t.Run("ListOrphans", func(t *testing.T) { t.Parallel(); testListOrphans(t, newStore) })
+	t.Run("AddAudit", func(t *testing.T) { t.Parallel(); testAddAudit(t, newStore) })
 }
 
 // ---- the transition table of DESIGN.md ----
@@ -226,6 +229,18 @@ func transitions() []transition {
 			check: both(status(state.Committed, false), conflicts(1))},
 		{name: "committed-nobody/redeliver", setup: committedNoBody, change: ev(state.KindRedeliver), wantErr: store.ErrWrongState,
 			check: status(state.Committed, false)},
+		{name: "committed-nobody/close_orphan", setup: committedNoBody, change: ev(state.KindCloseOrphan), want: changed, audit: true,
+			check: both(status(state.RolledBack, false), func(t *testing.T, b *bundle, m state.Message) {
+				require.Equal(t, b.now(), m.DecidedAt, "retention counts from the close")
+				require.True(t, m.SendNextAt.IsZero())
+			})},
+		{name: "committed/close_orphan", setup: committed, change: ev(state.KindCloseOrphan), wantErr: store.ErrWrongState,
+			check: status(state.Committed, true)},
+		{name: "committed-sent/close_orphan", setup: sent, change: ev(state.KindCloseOrphan), wantErr: store.ErrWrongState,
+			check: status(state.Committed, true)},
+		{name: "prepared/close_orphan", setup: prepared, change: ev(state.KindCloseOrphan), wantErr: store.ErrWrongState,
+			check: status(state.Prepared, true)},
+		{name: "none/close_orphan", change: ev(state.KindCloseOrphan), wantErr: store.ErrNotFound},
 		// COMMITTED
 		{name: "committed/prepare", setup: committed, change: ev(state.KindPrepare), want: noop, check: status(state.Committed, true)},
 		{name: "committed/commit", setup: committed, change: ev(state.KindCommit), want: noop, check: status(state.Committed, true)},
@@ -1197,4 +1212,91 @@ func testRetryNowMany(t *testing.T, newStore NewStore) {
 	audit, err := b.s.Audit(t.Context(), biz, Keys("r", n)[n-1])
 	require.NoError(t, err)
 	require.Len(t, audit, 1)
+}
+
+// testOrphanCommits: the gauge query counts COMMITTED rows without a body
+// per bizID with the oldest creation time, and forgets a row once its body
+// arrives or an operator closes it.
+func testOrphanCommits(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	got, err := b.s.OrphanCommits(t.Context())
+	require.NoError(t, err)
+	require.Empty(t, got)
+	t0 := b.now()
+	b.apply(t, Commit("a", "1", 0, b.now()), Commit("b", "1", 1, b.now()),
+		Prepare("a", "prepared", 0, b.now()), Rollback("a", "rolled", 0, b.now()))
+	committedDue(t, b, "a", []string{"with-body"}, func(int) int32 { return 0 })
+	b.clock.Advance(time.Minute)
+	b.apply(t, Commit("a", "2", 2, b.now()), Commit("b", "2", 0, b.now()))
+	got, err = b.s.OrphanCommits(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, map[string]store.OrphanStat{"a": {N: 2, Oldest: t0}, "b": {N: 2, Oldest: t0}}, got)
+
+	// The body of a/1 arrives; b/1 is closed by an operator.
+	b.apply(t, Prepare("a", "1", 0, b.now()))
+	b.apply(t, Operator("b", "1", state.KindCloseOrphan, b.now(), "ops"))
+	got, err = b.s.OrphanCommits(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, map[string]store.OrphanStat{"a": {N: 1, Oldest: t0.Add(time.Minute)}, "b": {N: 1, Oldest: t0.Add(time.Minute)}}, got)
+}
+
+// testListOrphans: Filter.Orphan lists exactly the COMMITTED rows without a
+// body, combined with the other filters and paged.
+func testListOrphans(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	b.apply(t, Commit(biz, "o-1", 0, b.now()), Commit("other", "o-2", 0, b.now()),
+		Prepare(biz, "prepared", 0, b.now()), Rollback(biz, "rolled", 0, b.now()))
+	committedDue(t, b, biz, []string{"with-body"}, func(int) int32 { return 0 })
+	b.clock.Advance(time.Hour)
+	b.apply(t, Commit(biz, "o-3", 0, b.now()))
+	keys := func(f store.Filter) []string {
+		t.Helper()
+		var out []string
+		for {
+			p, err := b.s.List(t.Context(), f)
+			require.NoError(t, err)
+			for _, m := range p.Messages {
+				require.True(t, m.Orphan(), m.Key)
+				out = append(out, m.BizID+":"+m.Key)
+			}
+			if p.Next == "" {
+				return out
+			}
+			f.Cursor = p.Next
+		}
+	}
+	require.Equal(t, []string{biz + ":o-3", "other:o-2", biz + ":o-1"}, keys(store.Filter{Orphan: true}))
+	require.Equal(t, []string{biz + ":o-3", "other:o-2", biz + ":o-1"}, keys(store.Filter{Orphan: true, Limit: 1}))
+	require.Equal(t, []string{biz + ":o-3", biz + ":o-1"}, keys(store.Filter{Orphan: true, BizID: biz}))
+	require.Equal(t, []string{"other:o-2", biz + ":o-1"}, keys(store.Filter{Orphan: true, CreatedBefore: b.now().Add(-time.Minute)}))
+	require.Equal(t, []string{biz + ":o-1"}, keys(store.Filter{Orphan: true, KeyContains: "-1"}))
+	// Status and Orphan together: an orphan is COMMITTED, never PREPARED.
+	require.Empty(t, keys(store.Filter{Orphan: true, Status: state.Prepared}))
+	require.Len(t, keys(store.Filter{Orphan: true, Status: state.Committed}), 3)
+}
+
+// testAddAudit: an audit record that changes no row is read back with the
+// message's others, in order, and goes when the message is purged.
+func testAddAudit(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	b.apply(t, Commit(biz, key, 0, b.now()))
+	e := store.AuditEntry{BizID: biz, Key: key, Action: "dlq_replay", Who: "alice", Reason: "fixed the topic",
+		At: b.now(), Before: "COMMITTED", After: "COMMITTED"}
+	require.NoError(t, b.s.AddAudit(t.Context(), e))
+	b.clock.Advance(time.Second)
+	b.apply(t, Operator(biz, key, state.KindCloseOrphan, b.now(), "bob"))
+	audit, err := b.s.Audit(t.Context(), biz, key)
+	require.NoError(t, err)
+	require.Len(t, audit, 2)
+	require.Equal(t, e, audit[0])
+	require.Equal(t, "close_orphan", audit[1].Action)
+	require.Equal(t, "ROLLED_BACK", audit[1].After)
+
+	b.clock.Advance(time.Hour)
+	n, err := b.s.Purge(t.Context(), b.now(), 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	audit, err = b.s.Audit(t.Context(), biz, key)
+	require.NoError(t, err)
+	require.Empty(t, audit)
 }
