@@ -125,8 +125,9 @@ type Target struct {
 	// for Kafka the batch limit of a large record (set it to at most the
 	// forward topics' max.message.bytes), for RocketMQ the body limit (the
 	// brokers' maxMessageSize). 0 means: Kafka, ingest.max_payload_bytes
-	// plus RecordOverhead; RocketMQ, 4 MiB. It must fit every message
-	// ingest accepts (see MinMessageBytes).
+	// plus RecordOverhead (at least 1 MiB plus RecordOverhead); RocketMQ,
+	// 4 MiB. It must fit every message ingest accepts (see
+	// MinMessageBytes).
 	MaxMessageBytes int `yaml:"max_message_bytes"`
 }
 
@@ -161,7 +162,10 @@ func (c *Config) MessageBytes(t Target) int {
 	case t.Type == "rocketmq":
 		return RocketMQMaxMessageBytes
 	}
-	return c.MinMessageBytes(t.Type)
+	// Never below the default: a Kafka target batches small records
+	// within min(1,000,012, this), and a small payload limit should not
+	// shrink its batches.
+	return max(c.MinMessageBytes(t.Type), 1<<20+RecordOverhead)
 }
 
 // Checkback configures check-backs.

@@ -131,6 +131,9 @@ func TestTargetMessageBytesMustFitIngestPayload(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3000000+RecordOverhead, cfg.MessageBytes(cfg.Forward.Targets[0]))
 	require.Equal(t, 4<<20, cfg.MessageBytes(cfg.Forward.Targets[1]))
+	cfg, err = Load(write(t, valid+"ingest:\n  max_payload_bytes: 1000\n"))
+	require.NoError(t, err)
+	require.Equal(t, 1<<20+RecordOverhead, cfg.MessageBytes(cfg.Forward.Targets[0]), "a small payload limit does not shrink the default")
 
 	_, err = Load(write(t, valid+"ingest:\n  max_payload_bytes: 5000000\n"))
 	require.ErrorContains(t, err, "forward.targets[1].max_message_bytes: defaults to RocketMQ's 4 MiB, which is 4194304, below ingest.max_payload_bytes (5000000)")
