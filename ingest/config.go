@@ -24,7 +24,19 @@ const (
 	DefaultMinApply       = 500
 	DefaultRetryMin       = 100 * time.Millisecond
 	DefaultRetryMax       = 10 * time.Second
+	// DefaultDLQRetryBudget bounds how long a dead letter is retried after
+	// transient failures before it is written without its value (or
+	// dropped and counted).
+	DefaultDLQRetryBudget = 30 * time.Second
 )
+
+// RecordOverhead is what a forwarded record may take beyond MaxPayload: its
+// forward key, forwarded headers and ec-id. A PREPARE whose forwarded
+// record (payload, forward key, headers and id) is larger than MaxPayload +
+// RecordOverhead is dead-lettered (reason too_large): every forward
+// target's producer accepts records of that size plus its framing, so
+// nothing ingest accepts is too large to send.
+const RecordOverhead = 64 << 10
 
 // DLQSuffix is appended to the control topic to name the default
 // dead-letter topic.
@@ -66,6 +78,13 @@ type Config struct {
 	// batch (or produce its dead letters) while the store or broker fails.
 	RetryMin time.Duration
 	RetryMax time.Duration
+	// DLQRetryBudget bounds the retries of a dead-letter write after
+	// transient failures (each attempt included); after it, the write is
+	// treated as failed for good: the record is written without its value,
+	// and if even that fails within another budget it is dropped, logged
+	// and counted (eventcenter_dlq_dropped_total). The partition never
+	// waits longer.
+	DLQRetryBudget time.Duration
 	// ClientOptions are appended to the franz-go client options (TLS, SASL,
 	// client id, tests' timeouts); they may override the defaults.
 	ClientOptions []kgo.Opt
@@ -108,6 +127,9 @@ func (c *Config) setDefaults() {
 	if c.RetryMax == 0 {
 		c.RetryMax = max(DefaultRetryMax, c.RetryMin)
 	}
+	if c.DLQRetryBudget == 0 {
+		c.DLQRetryBudget = DefaultDLQRetryBudget
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -140,8 +162,8 @@ func (c *Config) Validate() error {
 	if c.Group == "" {
 		bad("Group", "is required")
 	}
-	if c.MaxPayload < 1 {
-		bad("MaxPayload", "must be positive, got %d", c.MaxPayload)
+	if c.MaxPayload < 1 || c.MaxPayload > MaxMaxPayload {
+		bad("MaxPayload", "must be 1 to %d, got %d", MaxMaxPayload, c.MaxPayload)
 	}
 	if c.SendLease < 0 {
 		bad("SendLease", "must not be negative, got %v", c.SendLease)
@@ -161,8 +183,18 @@ func (c *Config) Validate() error {
 	if c.RetryMax < c.RetryMin {
 		bad("RetryMax", "must be at least RetryMin (%v), got %v", c.RetryMin, c.RetryMax)
 	}
+	if c.DLQRetryBudget < 0 {
+		bad("DLQRetryBudget", "must not be negative, got %v", c.DLQRetryBudget)
+	}
 	return errors.Join(errs...)
 }
+
+// MaxMaxPayload is the largest MaxPayload: a forwarded record and its
+// framing must stay within the 1 GiB a Kafka producer batch may take.
+const MaxMaxPayload = 1<<30 - RecordOverhead - 8<<10
+
+// maxRecord is the largest forwarded record a PREPARE may carry.
+func (c *Config) maxRecord() int { return c.MaxPayload + RecordOverhead }
 
 // checkAfter resolves the first check-back delay of an envelope.
 func (c *Config) checkAfter(e *envelope.Envelope) time.Duration {

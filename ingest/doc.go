@@ -16,12 +16,31 @@
 // only after the store committed, so a crash replays the batch, and replays
 // are no-ops.
 //
-// When the store (or the dead-letter produce) fails, the same batch is
-// retried with capped backoff until it succeeds or the ingester is stopped;
-// nothing is committed meanwhile, and nothing is skipped. If a rebalance
+// When the store fails, the same batch is retried with capped backoff until
+// it succeeds or the ingester is stopped; nothing is committed meanwhile,
+// and nothing is skipped. If a rebalance
 // waits while a group keeps failing, the group is abandoned, its partitions
 // rewound to their batches' first offsets and the rebalance let through, so a
 // database outage does not get the member thrown out of the group.
+//
+// # Dead letters
+//
+// Bad input never stops a partition. A malformed record, or a PREPARE whose
+// forwarded record would exceed MaxPayload + RecordOverhead (no target could
+// send it), is copied to the dead-letter topic with ec-dlq-reason,
+// ec-dlq-topic, ec-dlq-partition and ec-dlq-offset. Copies that fit in a
+// batch of franz-go's default size (1,000,012 bytes, below a default
+// broker's max.message.bytes) are produced together; larger ones, up to
+// MaxPayload plus headers, one at a time through a second client sized for
+// them. A copy the broker or client refuses for good (too large, not
+// authorized, unknown topic, rejected), or that keeps failing for
+// DLQRetryBudget, is written again without its value, with
+// ec-dlq-value-dropped (why) and ec-dlq-size (the original size), and
+// counted in eventcenter_dlq_stripped_total{cause}. If that fails too
+// (within another budget), the record is dropped: logged at error level with
+// its partition, offset and key, counted in
+// eventcenter_dlq_dropped_total{cause}, and skipped. CheckDLQTopic, also run
+// when the consumer starts, says whether the dead-letter topic exists.
 //
 // Stop stops polling, lets the batch in hand finish (a failing one is not
 // retried any more), commits what was applied, leaves the group (its final

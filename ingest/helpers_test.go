@@ -386,9 +386,10 @@ func failOffsetCommit(kreq kmsg.Request) kmsg.Response {
 	return resp
 }
 
-// failProduceTo answers a produce request that writes to topic with a
-// non-retriable error; ok is false for other requests.
-func failProduceTo(kreq kmsg.Request, topic string, id [16]byte) (kmsg.Response, bool) {
+// failProduceTo answers a produce request that writes to topic with code
+// (an error franz-go does not retry itself); ok is false for other
+// requests.
+func failProduceTo(kreq kmsg.Request, topic string, id [16]byte, code int16) (kmsg.Response, bool) {
 	req := kreq.(*kmsg.ProduceRequest)
 	found := false
 	for _, t := range req.Topics {
@@ -407,7 +408,7 @@ func failProduceTo(kreq kmsg.Request, topic string, id [16]byte) (kmsg.Response,
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = kerr.InvalidRecord.Code
+			rp.ErrorCode = code
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -75,6 +75,9 @@ func New(cfg Config, st Store, fwd Handoff, owned *ownership.Set) (*Ingester, er
 // applied but has not committed yet.
 type run struct {
 	cl *kgo.Client
+	// big produces dead letters too large for a batch of franz-go's
+	// default size, one at a time (nil when MaxPayload is small enough).
+	big *kgo.Client
 
 	// pollCtx ends when the ingester is asked to stop (Stop, or the
 	// context given to Start ends): no more polls, no more retries.
@@ -170,6 +173,21 @@ func (in *Ingester) Start(ctx context.Context) error {
 		return fmt.Errorf("ingest: create kafka client: %w", err)
 	}
 	r.cl = cl
+	if in.cfg.dlqBatchMax() > defaultBatchMax {
+		bopts := append([]kgo.Opt{
+			kgo.SeedBrokers(in.cfg.Brokers...),
+			kgo.ProducerLinger(0),
+			kgo.ProducerBatchMaxBytes(in.cfg.dlqBatchMax()),
+		}, in.cfg.ClientOptions...)
+		big, err := kgo.NewClient(bopts...)
+		if err != nil {
+			cl.Close()
+			r.stopPoll()
+			r.abort()
+			return fmt.Errorf("ingest: create kafka client for large dead letters: %w", err)
+		}
+		r.big = big
+	}
 	in.started = true
 	in.r = r
 	go in.loop(r)
@@ -215,6 +233,7 @@ func (in *Ingester) Stop(ctx context.Context) error {
 func (in *Ingester) loop(r *run) {
 	defer close(r.done)
 	defer r.abort()
+	in.checkDLQAtStart(r.pollCtx, r.cl)
 	for r.pollCtx.Err() == nil {
 		wanted := r.renewWanted()
 		fs := r.cl.PollRecords(r.pollCtx, in.cfg.MaxPollRecords)
@@ -253,6 +272,9 @@ func (in *Ingester) shutdown(r *run) error {
 		errs = append(errs, fmt.Errorf("ingest: leave group: %w", err))
 	}
 	r.cl.Close()
+	if r.big != nil {
+		r.big.Close()
+	}
 	// A leave that was cut short may not have run the final revoke.
 	r.mu.Lock()
 	var left []int32

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventcenter/eventcenter/envelope"
@@ -258,7 +259,9 @@ func TestDLQProduceFailureRetriedNeverLost(t *testing.T) {
 	st := newMemStore()
 	failed, dlqID := 0, e.topicID(e.dlq)
 	e.cluster.ControlKey(kmsgProduceKey.Int16(), func(kreq kmsgRequest) (kmsgResponse, error, bool) {
-		resp, ok := failProduceTo(kreq, e.dlq, dlqID)
+		// An error franz-go gives up on at once but that the ingester
+		// treats as transient: retried within the budget.
+		resp, ok := failProduceTo(kreq, e.dlq, dlqID, kerr.UnknownServerError.Code)
 		if !ok {
 			return nil, nil, false
 		}
@@ -277,6 +280,7 @@ func TestDLQProduceFailureRetriedNeverLost(t *testing.T) {
 	require.GreaterOrEqual(t, testutil.ToFloat64(in.met.dlqErrs), float64(1))
 	dead := e.readDLQ(1)
 	require.Equal(t, []byte("shop:x"), dead[0].Key)
+	require.NotContains(t, headerMap(dead[0]), HeaderDLQValueDropped, "written in full")
 	_, ok := st.get("shop", "y")
 	require.True(t, ok)
 }

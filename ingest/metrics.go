@@ -21,17 +21,19 @@ const (
 )
 
 type metrics struct {
-	envelopes  *prometheus.CounterVec
-	applyDur   prometheus.Histogram
-	batchSize  prometheus.Histogram
-	lag        *prometheus.GaugeVec
-	dlq        *prometheus.CounterVec
-	storeErrs  prometheus.Counter
-	dlqErrs    prometheus.Counter
-	commitErrs prometheus.Counter
-	owned      prometheus.Gauge
-	lost       prometheus.Counter
-	conflicts  prometheus.Counter
+	envelopes   *prometheus.CounterVec
+	applyDur    prometheus.Histogram
+	batchSize   prometheus.Histogram
+	lag         *prometheus.GaugeVec
+	dlq         *prometheus.CounterVec
+	dlqStripped *prometheus.CounterVec
+	dlqDropped  *prometheus.CounterVec
+	storeErrs   prometheus.Counter
+	dlqErrs     prometheus.Counter
+	commitErrs  prometheus.Counter
+	owned       prometheus.Gauge
+	lost        prometheus.Counter
+	conflicts   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -58,13 +60,21 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "eventcenter_dlq_total",
 			Help: "Malformed control records copied to the dead-letter topic, by reason (the offending field, too_large or unknown_type).",
 		}, []string{"reason"}),
+		dlqStripped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_dlq_stripped_total",
+			Help: "Malformed control records written to the dead-letter topic without their value (ec-dlq-value-dropped says why), by cause of the full copy's failure (too_large, not_authorized, unknown_topic, rejected, retries_exhausted).",
+		}, []string{"cause"}),
+		dlqDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_dlq_dropped_total",
+			Help: "Malformed control records skipped because not even a copy without their value could be written to the dead-letter topic (logged with partition and offset), by cause of the full copy's failure.",
+		}, []string{"cause"}),
 		storeErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "eventcenter_ingest_store_errors_total",
 			Help: "Failed store applies of a batch (each is retried; the partition waits).",
 		}),
 		dlqErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "eventcenter_ingest_dlq_errors_total",
-			Help: "Failed dead-letter produces (each is retried; the partition waits).",
+			Help: "Failed dead-letter produces (each is retried for at most ingest.dlq_retry_budget, then written without its value or dropped; the partition waits meanwhile).",
 		}),
 		commitErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "eventcenter_ingest_commit_errors_total",
@@ -83,10 +93,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Envelopes whose decision contradicted the message's first decision and was ignored.",
 		}),
 	}
+	for _, c := range dlqCauses {
+		// Every cause has a series from the start, for alerts on increase.
+		m.dlqStripped.WithLabelValues(c)
+		m.dlqDropped.WithLabelValues(c)
+	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.envelopes, m.applyDur, m.batchSize, m.lag, m.dlq,
+	for _, c := range []prometheus.Collector{m.envelopes, m.applyDur, m.batchSize, m.lag, m.dlq, m.dlqStripped, m.dlqDropped,
 		m.storeErrs, m.dlqErrs, m.commitErrs, m.owned, m.lost, m.conflicts} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register ingest metrics: %w", err)

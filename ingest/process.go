@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -129,16 +128,19 @@ func (in *Ingester) processGroup(r *run, g *group, wanted <-chan struct{}) bool 
 	changes := make([]store.Change, 0, g.records)
 	types := make([]envelope.Type, 0, g.records)
 	origin := make([]*kgo.Record, 0, g.records)
-	var dead []*kgo.Record
-	var reasons, deadTypes []string
+	var dead []*deadLetter
 	for _, b := range g.batches {
 		for _, rec := range b.records {
 			e, err := in.decode(rec)
+			if err == nil && e.Type == envelope.Prepare {
+				if n := forwardedSize(&e); n > in.cfg.maxRecord() {
+					err = fmt.Errorf("forwarded record of %d bytes (payload %d, forward key, headers and id) exceeds the limit of %d (max payload %d + %d): %w",
+						n, len(e.Payload), in.cfg.maxRecord(), in.cfg.MaxPayload, RecordOverhead, envelope.ErrTooLarge)
+				}
+			}
 			if err != nil {
-				dead = append(dead, in.deadLetter(rec, err))
 				typ, native := headerType(rec)
-				reasons = append(reasons, dlqReason(err, native))
-				deadTypes = append(deadTypes, typ)
+				dead = append(dead, &deadLetter{src: rec, err: err, reason: dlqReason(err, native), typ: typ})
 				in.log.Warn("malformed control record sent to the dead-letter topic",
 					"partition", rec.Partition, "offset", rec.Offset, "err", err)
 				continue
@@ -151,21 +153,15 @@ func (in *Ingester) processGroup(r *run, g *group, wanted <-chan struct{}) bool 
 	parts := g.partitions()
 
 	if len(dead) > 0 {
-		err := in.retry(r, wanted, "produce dead letters", parts, in.met.dlqErrs, func(ctx context.Context) error {
-			return r.cl.ProduceSync(ctx, dead...).FirstErr()
-		})
-		if err != nil {
+		if err := in.writeDeadLetters(r, wanted, parts, dead); err != nil {
 			return false
 		}
-		for i, reason := range reasons {
-			in.met.dlq.WithLabelValues(reason).Inc()
-			in.met.envelopes.WithLabelValues(deadTypes[i], resultInvalid).Inc()
-		}
+		in.accountDeadLetters(dead)
 	}
 
 	if len(changes) > 0 {
 		var res store.ApplyResult
-		err := in.retry(r, wanted, "apply batch", parts, in.met.storeErrs, func(ctx context.Context) error {
+		err := in.retry(r, wanted, "apply batch", parts, in.met.storeErrs, time.Time{}, func(ctx context.Context) error {
 			start := time.Now()
 			var err error
 			res, err = in.st.Apply(ctx, store.ApplyRequest{Changes: changes, SendLease: in.cfg.SendLease})
@@ -263,26 +259,6 @@ func (in *Ingester) change(e *envelope.Envelope, partition int32, now time.Time)
 	return c
 }
 
-// deadLetter copies a malformed record for the dead-letter topic, with
-// why and where it came from.
-func (in *Ingester) deadLetter(rec *kgo.Record, err error) *kgo.Record {
-	hs := make([]kgo.RecordHeader, 0, len(rec.Headers)+4)
-	hs = append(hs, rec.Headers...)
-	hs = append(hs,
-		kgo.RecordHeader{Key: HeaderDLQReason, Value: []byte(err.Error())},
-		kgo.RecordHeader{Key: HeaderDLQTopic, Value: []byte(rec.Topic)},
-		kgo.RecordHeader{Key: HeaderDLQPartition, Value: []byte(strconv.FormatInt(int64(rec.Partition), 10))},
-		kgo.RecordHeader{Key: HeaderDLQOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
-	)
-	return &kgo.Record{
-		Topic:     in.cfg.DLQTopic,
-		Key:       rec.Key,
-		Value:     rec.Value,
-		Headers:   hs,
-		Timestamp: rec.Timestamp,
-	}
-}
-
 // account counts and logs the outcomes of an applied batch.
 func (in *Ingester) account(changes []store.Change, types []envelope.Type, origin []*kgo.Record, outs []store.ChangeOutcome) {
 	for i, o := range outs {
@@ -308,10 +284,12 @@ func (in *Ingester) account(changes []store.Change, types []envelope.Type, origi
 }
 
 // retry runs f until it succeeds, with capped exponential backoff and
-// jitter. It gives up only when the ingester stops or, after a failure, a
+// jitter. It gives up when the ingester stops or, after a failure, a
 // rebalance waits for this poll (returning the last error): the batch then
-// stays uncommitted and is fetched again.
-func (in *Ingester) retry(r *run, wanted <-chan struct{}, what string, partitions []int32, failures interface{ Inc() }, f func(context.Context) error) error {
+// stays uncommitted and is fetched again. With a non-zero until it also
+// gives up, wrapping errBudget, when the next attempt would start after
+// until.
+func (in *Ingester) retry(r *run, wanted <-chan struct{}, what string, partitions []int32, failures interface{ Inc() }, until time.Time, f func(context.Context) error) error {
 	backoff := in.cfg.RetryMin
 	for attempt := 1; ; attempt++ {
 		err := f(r.workCtx)
@@ -334,6 +312,10 @@ func (in *Ingester) retry(r *run, wanted <-chan struct{}, what string, partition
 		}
 		// Full jitter over the upper half keeps retries spread but bounded.
 		wait := backoff/2 + rand.N(backoff/2+1)
+		if !until.IsZero() && time.Now().Add(wait).After(until) {
+			in.log.Error(what+" failed; retry budget spent", "partitions", partitions, "attempts", attempt, "err", err)
+			return fmt.Errorf("%s: %w: %w", what, errBudget, err)
+		}
 		in.log.Error(what+" failed; retrying the same batch", "partitions", partitions,
 			"attempt", attempt, "retry_in", wait, "err", err)
 		t := time.NewTimer(wait)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -37,6 +38,16 @@ type Config struct {
 	// of 5s holds a partition for 5s per error, longer than a send's
 	// timeout, and its records cannot fail before the next try.
 	MetadataMinAge time.Duration
+	// MaxMessageBytes is the largest record batch the target sends for one
+	// large record; set it to at most the forward topics' max.message.bytes
+	// (and at least the largest record ingest accepts: its max payload plus
+	// 64 KiB for key, headers and id, plus RecordFraming). Records that do
+	// not fit in a batch of franz-go's default size (1,000,012 bytes) are
+	// sent one per batch through a second producer with this limit; smaller
+	// ones are batched together up to min(1,000,012, MaxMessageBytes), so a
+	// batch of many never grows past what a broker with default settings
+	// accepts. 0 means DefaultMaxMessageBytes.
+	MaxMessageBytes int
 	// ClientOptions are added after the target's own options (TLS, SASL,
 	// client id...) and override them.
 	ClientOptions []kgo.Opt
@@ -45,6 +56,22 @@ type Config struct {
 	// warnings and errors through it (its info and debug lines at Debug).
 	Logger *slog.Logger
 }
+
+// Record sizes.
+const (
+	// RecordFraming bounds what a record batch holding one record adds to
+	// the record's key, value and headers: the batch header (61 bytes) and
+	// the length fields of the record and its headers (up to 65 headers).
+	RecordFraming = 2 << 10
+	// DefaultMaxMessageBytes fits the largest record ingest accepts with
+	// its default payload limit (1 MiB plus 64 KiB of key, headers and id).
+	DefaultMaxMessageBytes = 1<<20 + 64<<10 + RecordFraming
+	// defaultBatchMax is franz-go's default ProducerBatchMaxBytes, below
+	// Kafka's default max.message.bytes (1,048,588).
+	defaultBatchMax = 1_000_012
+	// maxBatchMax is the largest batch franz-go accepts.
+	maxBatchMax = 1 << 30
+)
 
 func (c *Config) validate() error {
 	var errs []error
@@ -62,6 +89,9 @@ func (c *Config) validate() error {
 	if c.MetadataMinAge < 0 {
 		errs = append(errs, fmt.Errorf("MetadataMinAge must not be negative, got %s", c.MetadataMinAge))
 	}
+	if c.MaxMessageBytes != 0 && (c.MaxMessageBytes < 512 || c.MaxMessageBytes > maxBatchMax) {
+		errs = append(errs, fmt.Errorf("MaxMessageBytes must be 0 (default %d) or 512 to %d, got %d", DefaultMaxMessageBytes, maxBatchMax, c.MaxMessageBytes))
+	}
 	if c.UnknownTopicRetries < 0 {
 		errs = append(errs, fmt.Errorf("UnknownTopicRetries must not be negative, got %d", c.UnknownTopicRetries))
 	}
@@ -76,6 +106,11 @@ func (c *Config) validate() error {
 type Target struct {
 	name string
 	cl   *kgo.Client
+	// big sends records larger than smallMax (less RecordFraming), one per
+	// batch of at most maxMsg bytes; nil when maxMsg <= smallMax.
+	big      *kgo.Client
+	smallMax int
+	maxMsg   int
 }
 
 var _ forwarder.Target = (*Target)(nil)
@@ -104,6 +139,11 @@ func New(cfg Config) (*Target, error) {
 	if cfg.MetadataMinAge > 0 {
 		minAge = cfg.MetadataMinAge
 	}
+	maxMsg := cfg.MaxMessageBytes
+	if maxMsg == 0 {
+		maxMsg = DefaultMaxMessageBytes
+	}
+	smallMax := min(defaultBatchMax, maxMsg)
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.MetadataMinAge(minAge),
@@ -115,39 +155,81 @@ func New(cfg Config) (*Target, error) {
 	if cfg.AutoCreateTopics {
 		opts = append(opts, kgo.AllowAutoTopicCreation())
 	}
-	opts = append(opts, cfg.ClientOptions...)
-	cl, err := kgo.NewClient(opts...)
+	client := func(batchMax int) (*kgo.Client, error) {
+		o := append(append(slices.Clip(opts), kgo.ProducerBatchMaxBytes(int32(batchMax))), cfg.ClientOptions...)
+		return kgo.NewClient(o...)
+	}
+	cl, err := client(smallMax)
 	if err != nil {
 		return nil, fmt.Errorf("kafka target %q: new client: %w", cfg.Name, err)
 	}
-	return &Target{name: cfg.Name, cl: cl}, nil
+	t := &Target{name: cfg.Name, cl: cl, smallMax: smallMax, maxMsg: maxMsg}
+	if maxMsg > smallMax {
+		if t.big, err = client(maxMsg); err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("kafka target %q: new client for large records: %w", cfg.Name, err)
+		}
+	}
+	return t, nil
 }
 
 // Send produces every record and waits for all of them. Each result carries
-// the reference "topic/partition@offset" or the classified error.
+// the reference "topic/partition@offset" or the classified error. A record
+// too large for a shared batch is sent alone, after the records before it
+// and before those after it, so records of one key keep their order.
 func (t *Target) Send(ctx context.Context, recs []forwarder.Record) []forwarder.Result {
 	res := make([]forwarder.Result, len(recs))
 	krs := make([]kgo.Record, len(recs))
 	var wg sync.WaitGroup
-	wg.Add(len(recs))
 	for i := range recs {
 		toKgo(&krs[i], &recs[i])
-		t.cl.Produce(ctx, &krs[i], func(r *kgo.Record, err error) {
+		size := recordSize(&krs[i])
+		cl, alone := t.cl, t.big != nil && size+RecordFraming > t.smallMax
+		if alone {
+			wg.Wait()
+			cl = t.big
+		}
+		wg.Add(1)
+		cl.Produce(ctx, &krs[i], func(r *kgo.Record, err error) {
 			defer wg.Done()
 			if err != nil {
-				res[i].Err = Classify(r.Topic, err)
+				res[i].Err = t.classify(r.Topic, size, err)
 				return
 			}
 			res[i].Ref = Ref(r)
 		})
+		if alone {
+			wg.Wait()
+		}
 	}
 	wg.Wait()
 	return res
 }
 
-// Close flushes nothing (Send waits for its records) and closes the client.
+// classify is Classify, naming the target's limit when a record exceeds it.
+func (t *Target) classify(topic string, size int, err error) error {
+	if errors.Is(err, kerr.MessageTooLarge) && size+RecordFraming > t.maxMsg {
+		return forwarder.Permanent(fmt.Errorf("record for kafka topic %q: %d bytes of key, value and headers exceed the target's max message bytes (%d): %w", topic, size, t.maxMsg, err))
+	}
+	return Classify(topic, err)
+}
+
+// recordSize is a record's key, value and headers in bytes.
+func recordSize(r *kgo.Record) int {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// Close flushes nothing (Send waits for its records) and closes the
+// clients.
 func (t *Target) Close() error {
 	t.cl.Close()
+	if t.big != nil {
+		t.big.Close()
+	}
 	return nil
 }
 

@@ -1,9 +1,11 @@
 package kafka_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -177,4 +179,75 @@ func TestConfigValidation(t *testing.T) {
 	require.ErrorContains(t, err, "Brokers[0]: empty address")
 	require.ErrorContains(t, err, "UnknownTopicRetries must not be negative")
 	require.ErrorContains(t, err, "MetadataMinAge must not be negative, got -1s")
+}
+
+// random returns n incompressible bytes (the producer compresses batches).
+func random(n int, seed byte) []byte {
+	b := make([]byte, n)
+	_, _ = rand.NewChaCha8([32]byte{seed}).Read(b)
+	return b
+}
+
+// A payload just under ingest's default limit (1 MiB) is sent: the
+// producer's batch limit fits it (franz-go's default, 1,000,012 bytes, did
+// not: issue 13, item 2), and records of its key sent with it keep their
+// order around it.
+func TestSendsAPayloadNearTheDefaultMaxPayload(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, kfake.SeedTopics(1, "biz"))
+	tg := newTarget(t, c, nil)
+	recs := []forwarder.Record{
+		{ID: "shop:a", Topic: "biz", Key: "k", Value: []byte("before")},
+		{ID: "shop:b", Topic: "biz", Key: "k", Value: random(1_020_000, 1),
+			Headers: []envelope.Header{{Key: "trace", Value: []byte("t")}, {Key: forwarder.HeaderID, Value: []byte("shop:b")}}},
+		{ID: "shop:c", Topic: "biz", Key: "k", Value: []byte("after")},
+	}
+	res := tg.Send(t.Context(), recs)
+	for _, r := range res {
+		require.NoError(t, r.Err)
+	}
+	got := consume(t, c, "biz", 3)
+	require.Equal(t, []byte("before"), got[0].Value)
+	require.True(t, bytes.Equal(recs[1].Value, got[1].Value), "the large payload arrived intact")
+	require.Equal(t, []byte("after"), got[2].Value)
+	require.Equal(t, []kgo.RecordHeader{{Key: "trace", Value: []byte("t")}, {Key: "ec-id", Value: []byte("shop:b")}}, got[1].Headers)
+}
+
+// Many records of one partition are still batched within what a broker
+// with default settings accepts (max.message.bytes 1,048,588): raising the
+// limit for large records must not make batches of small ones too large.
+func TestManySmallRecordsStayInBatchesADefaultBrokerAccepts(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, kfake.SeedTopics(1, "biz"))
+	tg := newTarget(t, c, func(cfg *kafka.Config) { cfg.Linger = 50 * time.Millisecond })
+	recs := make([]forwarder.Record, 60)
+	for i := range recs {
+		recs[i] = forwarder.Record{ID: fmt.Sprintf("shop:%d", i), Topic: "biz", Key: "k", Value: random(40_000, byte(i))}
+	}
+	for i, r := range tg.Send(t.Context(), recs) {
+		require.NoError(t, r.Err, "record %d", i)
+	}
+}
+
+// A record larger than MaxMessageBytes fails for good, naming the limit.
+func TestRecordAboveMaxMessageBytesIsPermanent(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, kfake.SeedTopics(1, "biz"))
+	tg := newTarget(t, c, func(cfg *kafka.Config) { cfg.MaxMessageBytes = 10_000 })
+	res := tg.Send(t.Context(), []forwarder.Record{
+		{ID: "shop:a", Topic: "biz", Value: random(20_000, 1)},
+		{ID: "shop:b", Topic: "biz", Value: []byte("small")},
+	})
+	require.True(t, forwarder.IsPermanent(res[0].Err))
+	require.ErrorIs(t, res[0].Err, kerr.MessageTooLarge)
+	require.ErrorContains(t, res[0].Err, "max message bytes (10000)")
+	require.NoError(t, res[1].Err)
+}
+
+func TestMaxMessageBytesValidated(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{-1, 100, 1<<30 + 1} {
+		_, err := kafka.New(kafka.Config{Name: "k", Brokers: []string{"127.0.0.1:1"}, MaxMessageBytes: n})
+		require.ErrorContains(t, err, "MaxMessageBytes", "%d", n)
+	}
 }

@@ -30,6 +30,9 @@ const (
 	DefaultRetries     = 2
 	DefaultSendTimeout = 10 * time.Second
 	DefaultConcurrency = 16
+	// DefaultMaxMessageBytes is a RocketMQ broker's default maxMessageSize
+	// (4 MiB), which the Java client also checks before sending.
+	DefaultMaxMessageBytes = 4 << 20
 )
 
 // Config configures a RocketMQ target.
@@ -54,6 +57,12 @@ type Config struct {
 	// Concurrency is how many records of one Send are in flight at once; 0
 	// means DefaultConcurrency.
 	Concurrency int
+	// MaxMessageBytes is the largest message body the target sends: the
+	// brokers' maxMessageSize. A larger body fails for good before it is
+	// sent (the broker would refuse it as MESSAGE_ILLEGAL). 0 means
+	// DefaultMaxMessageBytes. It must be at least the ingest payload limit,
+	// so that every message ingest accepts can be sent.
+	MaxMessageBytes int
 	// Logger, scoped by the caller; nil means slog.Default() with
 	// component=target and target=Name. Unless SetClientLogger was called,
 	// the first target's logger also receives the RocketMQ client's own
@@ -85,6 +94,9 @@ func (c *Config) validate() error {
 	if c.Concurrency < 0 {
 		errs = append(errs, fmt.Errorf("Concurrency: must not be negative, got %d", c.Concurrency))
 	}
+	if c.MaxMessageBytes < 0 {
+		errs = append(errs, fmt.Errorf("MaxMessageBytes: must not be negative, got %d", c.MaxMessageBytes))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("rocketmq target %q config: %w", c.Name, err)
 	}
@@ -113,6 +125,7 @@ type Target struct {
 	nameServers []string
 	timeout     time.Duration
 	concurrency int
+	maxBody     int
 	log         *slog.Logger
 	p           sender
 	closeOnce   sync.Once
@@ -155,6 +168,9 @@ func New(cfg Config) (*Target, error) {
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}
+	if cfg.MaxMessageBytes == 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
 	// A unique instance name per target: the client's process-global
 	// client map is keyed by ip@instance.
 	instance := fmt.Sprintf("eventcenter-%s-%d-%d", cfg.Name, os.Getpid(), instanceSeq.Add(1))
@@ -177,6 +193,7 @@ func New(cfg Config) (*Target, error) {
 		nameServers: append([]string(nil), cfg.NameServers...),
 		timeout:     cfg.SendTimeout,
 		concurrency: cfg.Concurrency,
+		maxBody:     cfg.MaxMessageBytes,
 		log:         cfg.Logger,
 		p:           p,
 	}, nil
@@ -243,6 +260,9 @@ func chains(recs []forwarder.Record) [][]int {
 }
 
 func (t *Target) send(ctx context.Context, rec *forwarder.Record) forwarder.Result {
+	if len(rec.Value) > t.maxBody {
+		return forwarder.Result{Err: forwarder.Permanent(fmt.Errorf("message body for rocketmq topic %q is %d bytes, more than the target's max message bytes (%d, the brokers' maxMessageSize)", rec.Topic, len(rec.Value), t.maxBody))}
+	}
 	msg, err := Message(rec)
 	if err != nil {
 		return forwarder.Result{Err: forwarder.Permanent(err)}

@@ -355,3 +355,25 @@ func TestClientLogsGoToSlog(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, slog.LevelError, r.Level)
 }
+
+// A body just under ingest's default payload limit is sent; one above the
+// target's MaxMessageBytes fails for good before it is sent.
+func TestBodySizeLimit(t *testing.T) {
+	t.Parallel()
+	s := startFake(t, rocketmqfake.WithTopic("orders", 1))
+	tg := newTarget(t, s, func(c *rocketmq.Config) { c.MaxMessageBytes = 1_030_000 })
+	large := bytes.Repeat([]byte("p"), 1_020_000)
+	res := tg.Send(t.Context(), []forwarder.Record{
+		{ID: "7:big", Topic: "orders", Value: large},
+		{ID: "7:huge", Topic: "orders", Value: bytes.Repeat([]byte("p"), 1_030_001)},
+	})
+	require.NoError(t, res[0].Err)
+	require.True(t, forwarder.IsPermanent(res[1].Err))
+	require.ErrorContains(t, res[1].Err, "max message bytes (1030000")
+	got := s.Messages("orders")
+	require.Len(t, got, 1)
+	require.True(t, bytes.Equal(large, got[0].Body))
+
+	_, err := rocketmq.New(rocketmq.Config{Name: "x", NameServers: []string{s.NameServerAddr()}, MaxMessageBytes: -1})
+	require.ErrorContains(t, err, "MaxMessageBytes")
+}

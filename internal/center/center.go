@@ -148,6 +148,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		SendLease:       cfg.Ingest.SendLease,
 		Parallelism:     cfg.Ingest.Parallelism,
 		MinApplyRecords: cfg.Ingest.MinApplyRecords,
+		DLQRetryBudget:  cfg.Ingest.DLQRetryBudget,
 		ClientOptions:   append(ingestOpts, opt.KafkaOptions...),
 		Now:             opt.Now,
 		Logger:          opt.Logger.With("component", "ingest"),

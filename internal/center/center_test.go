@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/goleak"
 
+	"github.com/eventcenter/eventcenter/forwarder/kafka"
+	"github.com/eventcenter/eventcenter/forwarder/rocketmq"
 	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/internal/config"
 	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake/rmqtest"
@@ -92,4 +94,16 @@ func TestConfigDefaultsMatchIngestDefaults(t *testing.T) {
 	d := config.Default()
 	require.Equal(t, ingest.DefaultParallelism, d.Ingest.Parallelism)
 	require.Equal(t, ingest.DefaultMinApply, d.Ingest.MinApplyRecords)
+	require.Equal(t, ingest.DefaultMaxPayload, d.Ingest.MaxPayloadBytes)
+}
+
+// The sizes config validates with are the ones ingest and the targets use:
+// a message ingest accepts fits every target's producer.
+func TestConfigSizesMatchIngestAndTargets(t *testing.T) {
+	require.Equal(t, ingest.RecordOverhead+kafka.RecordFraming, config.RecordOverhead)
+	require.Equal(t, ingest.MaxMaxPayload, config.MaxPayloadBytes)
+	require.Equal(t, rocketmq.DefaultMaxMessageBytes, config.RocketMQMaxMessageBytes)
+	d := config.Default()
+	require.Equal(t, kafka.DefaultMaxMessageBytes, d.MessageBytes(d.Forward.Targets[0]))
+	require.Equal(t, rocketmq.DefaultMaxMessageBytes, d.MessageBytes(config.Target{Type: "rocketmq"}))
 }

@@ -105,13 +105,15 @@ func newTarget(t config.Target, cfg config.Config, opt Options) (forwarder.Targe
 			brokers = cfg.Kafka.Brokers
 		}
 		kopts := append([]kgo.Opt{kgo.ClientID(cfg.Kafka.ClientID + "-" + t.Name)}, opt.KafkaOptions...)
-		return kafka.New(kafka.Config{Name: t.Name, Brokers: brokers, AutoCreateTopics: t.AutoCreateTopics, ClientOptions: kopts, Logger: log})
+		return kafka.New(kafka.Config{Name: t.Name, Brokers: brokers, AutoCreateTopics: t.AutoCreateTopics,
+			MaxMessageBytes: cfg.MessageBytes(t), ClientOptions: kopts, Logger: log})
 	case "rocketmq":
 		group := t.Group
 		if group == "" {
 			group = "eventcenter"
 		}
-		return rocketmq.New(rocketmq.Config{Name: t.Name, NameServers: t.NameServers, Group: group, Logger: log})
+		return rocketmq.New(rocketmq.Config{Name: t.Name, NameServers: t.NameServers, Group: group,
+			MaxMessageBytes: cfg.MessageBytes(t), Logger: log})
 	}
 	return nil, fmt.Errorf("unknown target type %q", t.Type)
 }

@@ -89,6 +89,10 @@ type Ingest struct {
 	// of their own (a light poll is one transaction).
 	Parallelism     int `yaml:"parallelism" env:"EVENTCENTER_INGEST_PARALLELISM"`
 	MinApplyRecords int `yaml:"min_apply_records" env:"EVENTCENTER_INGEST_MIN_APPLY_RECORDS"`
+	// DLQRetryBudget bounds how long a dead-letter write is retried after
+	// transient errors before the record is written without its value (and
+	// as long again before it is dropped and counted); 0 means 30s.
+	DLQRetryBudget time.Duration `yaml:"dlq_retry_budget" env:"EVENTCENTER_INGEST_DLQ_RETRY_BUDGET"`
 }
 
 // Forward configures forwarding.
@@ -117,6 +121,51 @@ type Target struct {
 	NameServers []string `yaml:"name_servers"`
 	// Group is the RocketMQ producer group.
 	Group string `yaml:"group"`
+	// MaxMessageBytes is the largest message the target's producer sends:
+	// for Kafka the batch limit of a large record (set it to at most the
+	// forward topics' max.message.bytes), for RocketMQ the body limit (the
+	// brokers' maxMessageSize). 0 means: Kafka, ingest.max_payload_bytes
+	// plus RecordOverhead (at least 1 MiB plus RecordOverhead); RocketMQ,
+	// 4 MiB. It must fit every message ingest accepts (see
+	// MinMessageBytes).
+	MaxMessageBytes int `yaml:"max_message_bytes"`
+}
+
+// Sizes that tie ingest's payload limit to the producers' (checked against
+// ingest and the targets by internal/center's tests).
+const (
+	// RecordOverhead is what a forwarded Kafka record may take beyond the
+	// payload: ingest.RecordOverhead (64 KiB of forward key, headers and
+	// id) plus kafka.RecordFraming (2 KiB).
+	RecordOverhead = 64<<10 + 2<<10
+	// RocketMQMaxMessageBytes is rocketmq.DefaultMaxMessageBytes.
+	RocketMQMaxMessageBytes = 4 << 20
+	// MaxPayloadBytes is the largest ingest.max_payload_bytes
+	// (ingest.MaxMaxPayload).
+	MaxPayloadBytes = 1<<30 - 64<<10 - 8<<10
+)
+
+// MinMessageBytes is the smallest max_message_bytes of a target of the
+// given type that can send every message ingest accepts.
+func (c *Config) MinMessageBytes(typ string) int {
+	if typ == "rocketmq" {
+		return c.Ingest.MaxPayloadBytes
+	}
+	return c.Ingest.MaxPayloadBytes + RecordOverhead
+}
+
+// MessageBytes is target t's max_message_bytes, or its default.
+func (c *Config) MessageBytes(t Target) int {
+	switch {
+	case t.MaxMessageBytes != 0:
+		return t.MaxMessageBytes
+	case t.Type == "rocketmq":
+		return RocketMQMaxMessageBytes
+	}
+	// Never below the default: a Kafka target batches small records
+	// within min(1,000,012, this), and a small payload limit should not
+	// shrink its batches.
+	return max(c.MinMessageBytes(t.Type), 1<<20+RecordOverhead)
 }
 
 // Checkback configures check-backs.
@@ -320,8 +369,11 @@ func (c *Config) Validate() error {
 			bad(f+".scope", "want read or admin, got %q", t.Scope)
 		}
 	}
-	if c.Ingest.MaxPayloadBytes < 1 {
-		bad("ingest.max_payload_bytes", "must be positive")
+	if c.Ingest.MaxPayloadBytes < 1 || c.Ingest.MaxPayloadBytes > MaxPayloadBytes {
+		bad("ingest.max_payload_bytes", "must be 1 to %d", MaxPayloadBytes)
+	}
+	if c.Ingest.DLQRetryBudget < 0 {
+		bad("ingest.dlq_retry_budget", "must not be negative (0 means 30s)")
 	}
 	if c.Ingest.SendLease < time.Second {
 		bad("ingest.send_lease", "must be at least 1s")
@@ -390,9 +442,34 @@ func (c *Config) validateForward(bad func(string, string, ...any)) {
 		default:
 			bad(field+".type", "want kafka or rocketmq, got %q", t.Type)
 		}
+		c.validateMessageBytes(field, t, bad)
 	}
 	if !names[f.DefaultTarget] {
 		bad("forward.default_target", "%q is not one of forward.targets", f.DefaultTarget)
+	}
+}
+
+// validateMessageBytes checks that target t can send every message ingest
+// accepts.
+func (c *Config) validateMessageBytes(field string, t Target, bad func(string, string, ...any)) {
+	if t.Type != "kafka" && t.Type != "rocketmq" {
+		return
+	}
+	n, least := c.MessageBytes(t), c.MinMessageBytes(t.Type)
+	switch {
+	case t.MaxMessageBytes < 0:
+		bad(field+".max_message_bytes", "must not be negative (0 means the default)")
+	case t.Type == "kafka" && n > 1<<30:
+		bad(field+".max_message_bytes", "must be at most %d (franz-go's largest batch), got %d", 1<<30, n)
+	case n < least && t.Type == "kafka":
+		bad(field+".max_message_bytes", "%d is below ingest.max_payload_bytes (%d) + %d bytes of forward key, headers, id and framing: a message ingest accepts could never be sent; raise it to at least %d (and the forward topics' max.message.bytes) or lower ingest.max_payload_bytes to at most %d",
+			n, c.Ingest.MaxPayloadBytes, RecordOverhead, least, max(n-RecordOverhead, 0))
+	case n < least:
+		what := "set"
+		if t.MaxMessageBytes == 0 {
+			what = "defaults to RocketMQ's 4 MiB, which is"
+		}
+		bad(field+".max_message_bytes", "%s %d, below ingest.max_payload_bytes (%d): a message ingest accepts could never be sent; raise the brokers' maxMessageSize and this, or lower ingest.max_payload_bytes", what, n, c.Ingest.MaxPayloadBytes)
 	}
 }
 

@@ -101,3 +101,58 @@ func TestDSNPasswordRedacted(t *testing.T) {
 	require.ErrorContains(t, err, "store.dsn")
 	require.NotContains(t, err.Error(), "hunter2")
 }
+
+// Every forward target's producer must fit every message ingest accepts:
+// a combination where it cannot is refused, naming the key.
+func TestTargetMessageBytesMustFitIngestPayload(t *testing.T) {
+	base := "store:\n  driver: sqlite\n  dsn: /tmp/x.db\n"
+	kafkaAt := func(n string) string {
+		return base + "forward:\n  default_target: k\n  targets:\n    - name: k\n      type: kafka\n      max_message_bytes: " + n + "\n"
+	}
+	// Kafka's default max.message.bytes cannot carry the default 1 MiB
+	// payload plus headers: say which key and what would fit.
+	_, err := Load(write(t, kafkaAt("1048588")))
+	require.ErrorContains(t, err, "forward.targets[0].max_message_bytes: 1048588 is below ingest.max_payload_bytes (1048576)")
+	require.ErrorContains(t, err, "at least 1116160")
+	require.ErrorContains(t, err, "at most 981004")
+
+	cfg, err := Load(write(t, kafkaAt("1048588")+"ingest:\n  max_payload_bytes: 981004\n"))
+	require.NoError(t, err, "a lower payload limit fits")
+	require.Equal(t, 1048588, cfg.MessageBytes(cfg.Forward.Targets[0]))
+
+	_, err = Load(write(t, kafkaAt("-1")))
+	require.ErrorContains(t, err, "forward.targets[0].max_message_bytes: must not be negative")
+	_, err = Load(write(t, kafkaAt("2000000000")))
+	require.ErrorContains(t, err, "forward.targets[0].max_message_bytes: must be at most 1073741824")
+
+	// The defaults fit: Kafka's follows the payload limit, RocketMQ's is
+	// 4 MiB.
+	cfg, err = Load(write(t, valid+"ingest:\n  max_payload_bytes: 3000000\n"))
+	require.NoError(t, err)
+	require.Equal(t, 3000000+RecordOverhead, cfg.MessageBytes(cfg.Forward.Targets[0]))
+	require.Equal(t, 4<<20, cfg.MessageBytes(cfg.Forward.Targets[1]))
+	cfg, err = Load(write(t, valid+"ingest:\n  max_payload_bytes: 1000\n"))
+	require.NoError(t, err)
+	require.Equal(t, 1<<20+RecordOverhead, cfg.MessageBytes(cfg.Forward.Targets[0]), "a small payload limit does not shrink the default")
+
+	_, err = Load(write(t, valid+"ingest:\n  max_payload_bytes: 5000000\n"))
+	require.ErrorContains(t, err, "forward.targets[1].max_message_bytes: defaults to RocketMQ's 4 MiB, which is 4194304, below ingest.max_payload_bytes (5000000)")
+	require.NotContains(t, err.Error(), "forward.targets[0]", "the Kafka target follows the payload limit")
+
+	_, err = Load(write(t, base+"ingest:\n  max_payload_bytes: 5000000\n  dlq_retry_budget: 1m\n"+
+		"forward:\n  default_target: r\n  targets:\n    - name: r\n      type: rocketmq\n      name_servers: [\"10.0.0.9:9876\"]\n      max_message_bytes: 4999999\n"))
+	require.ErrorContains(t, err, "forward.targets[0].max_message_bytes: set 4999999, below ingest.max_payload_bytes (5000000)")
+
+	_, err = Load(write(t, base+"ingest:\n  max_payload_bytes: 1073741824\n"))
+	require.ErrorContains(t, err, "ingest.max_payload_bytes: must be 1 to")
+}
+
+func TestDLQRetryBudget(t *testing.T) {
+	t.Setenv("EVENTCENTER_INGEST_DLQ_RETRY_BUDGET", "45s")
+	cfg, err := Load(write(t, valid))
+	require.NoError(t, err)
+	require.Equal(t, 45*time.Second, cfg.Ingest.DLQRetryBudget)
+	t.Setenv("EVENTCENTER_INGEST_DLQ_RETRY_BUDGET", "-1s")
+	_, err = Load(write(t, valid))
+	require.ErrorContains(t, err, "ingest.dlq_retry_budget")
+}

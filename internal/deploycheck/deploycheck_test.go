@@ -24,6 +24,8 @@ var teamMetrics = []string{
 	"eventcenter_ingest_batch_size",
 	"eventcenter_consumer_lag",
 	"eventcenter_dlq_total",
+	"eventcenter_dlq_stripped_total",
+	"eventcenter_dlq_dropped_total",
 	"eventcenter_ingest_store_errors_total",
 	"eventcenter_owned_partitions",
 	"eventcenter_conflicts_total",
@@ -96,6 +98,7 @@ func TestAlertsCoverTheRequiredConditions(t *testing.T) {
 		"eventcenter_consumer_lag",
 		"eventcenter_owned_partitions", // nobody consuming
 		"eventcenter_dlq_total",
+		"eventcenter_dlq_dropped_total", // bad input that could not be set aside
 	} {
 		require.NotEmpty(t, byMetric[n], "no alert uses %s", n)
 	}
