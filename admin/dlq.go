@@ -76,6 +76,12 @@ func (r DLQRecord) envelopeRecord() envelope.Record {
 // applies the fix, and checks that the result is a valid envelope (the
 // payload limit is the ingest's and is not checked here).
 func prepareForReplay(src DLQRecord, fix ReplayFix) (DLQRecord, error) {
+	for _, h := range src.Headers {
+		if h.Key == dlqValueDropped {
+			return DLQRecord{}, fmt.Errorf("%w: this copy was written without its value (%s); read the original from the control topic at ec-dlq-partition/ec-dlq-offset and have the producer send it again",
+				ErrReplayInvalid, h.Value)
+		}
+	}
 	out := DLQRecord{Partition: src.Partition, Offset: src.Offset, Timestamp: src.Timestamp, Key: src.Key, Value: src.Value}
 	native := false
 	typ := ""
@@ -151,6 +157,12 @@ type DLQRecord struct {
 // aside: ec-dlq-reason (why), and e.g. ec-dlq-topic, ec-dlq-partition,
 // ec-dlq-offset (where it came from). Replay drops them.
 const DLQHeaderPrefix = "ec-dlq-"
+
+// dlqValueDropped marks a dead-letter copy written without its value (ingest's
+// HeaderDLQValueDropped): the control record was too large for the DLQ, or the
+// DLQ refused it. Replayed, such a PREPARE would be stored with an empty body
+// and could be forwarded empty, so replay refuses it.
+const dlqValueDropped = DLQHeaderPrefix + "value-dropped"
 
 // Reason returns the ec-dlq-reason header.
 func (r DLQRecord) Reason() string {

@@ -134,6 +134,24 @@ func TestKafkaDLQReplay(t *testing.T) {
 	}
 }
 
+// TestKafkaDLQReplayRefusesACopyWithoutValue: a dead-letter copy that
+// ingest wrote without its value (too large for the DLQ) must never be
+// replayed: its PREPARE would be stored with an empty body and forwarded so.
+func TestKafkaDLQReplayRefusesACopyWithoutValue(t *testing.T) {
+	t.Parallel()
+	d, _, seeds := newKafkaDLQ(t)
+	env := admintest.New(t, d)
+	produceRecord(t, seeds, "orders:o-1", "", "ec-type", "prepare", "ec-biz", "orders", "ec-key", "o-1",
+		"ec-topic", "orders.events", "ec-dlq-reason", "ec-topic: bad", "ec-dlq-value-dropped", "MESSAGE_TOO_LARGE",
+		"ec-dlq-size", "1040000")
+	_, err := d.Replay(t.Context(), 0, 0, admin.ReplayFix{})
+	require.ErrorIs(t, err, admin.ErrReplayInvalid)
+	require.ErrorContains(t, err, "without its value")
+	a := post(t, env, adminapi.DLQReplayPath(0, 0), reason("try"))
+	require.Equal(t, http.StatusConflict, a.code)
+	require.Contains(t, a.err(t), "without its value")
+}
+
 // produceRecord writes one record to partition 0 of the dead-letter topic.
 func produceRecord(t *testing.T, seeds []string, key, value string, headers ...string) {
 	t.Helper()
