@@ -1,6 +1,9 @@
 package state
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Apply returns the message after ev and what it did. cur is the current row;
 // a zero Message (Status None) means no row exists, in which case bizID, key
@@ -32,6 +35,8 @@ func Apply(cur Message, ev Event) (Message, Outcome, error) {
 	case KindCheckDeferred:
 		if m.Status == Prepared {
 			m.VerifyNextAt = ev.RetryAt
+			// Not called: give back the attempt its claim counted.
+			m.VerifyAttempts = max(m.VerifyAttempts-1, 0)
 			out.Effect = Changed
 		}
 	case KindCheckParked:
@@ -147,14 +152,18 @@ func decide(m *Message, ev Event, to Status) Outcome {
 	}
 }
 
+// checkUnknown applies an unknown answer (or a failed call) to the attempt
+// its claim counted: at or past the limit the message is parked, with at
+// most MaxAttempts recorded (a claim past the limit, after a call that was
+// never answered, makes no call).
 func checkUnknown(m *Message, ev Event) Outcome {
 	if m.Status != Prepared {
 		return Outcome{} // decided meanwhile: a stale result
 	}
-	m.VerifyAttempts++
 	m.LastError = ev.Err
 	if ev.MaxAttempts > 0 && m.VerifyAttempts >= ev.MaxAttempts {
 		m.Status = VerifyFailed
+		m.VerifyAttempts = ev.MaxAttempts
 		return Outcome{Effect: Changed, Parked: true}
 	}
 	m.VerifyNextAt = ev.RetryAt
@@ -219,4 +228,20 @@ func retryNow(m *Message, ev Event) (Outcome, error) {
 		return Outcome{Effect: Changed, Sendable: true}, nil
 	}
 	return Outcome{}, wrongState(m, "retry")
+}
+
+// ClaimCheckback is what a store's check-back claim does to a PREPARED row
+// (the stores do it in SQL, for many rows at once): it counts the attempt
+// the claim is for and leases the row until until, which is also when the
+// message is checked again if no answer is ever recorded (its center died
+// during the call). Counting at the claim, not at the answer, keeps the
+// calls of a message within MaxAttempts whatever crashes in between. The
+// claim's result then applies without counting again: KindCheckCommit,
+// KindCheckRollback, KindCheckUnknown (parks at the limit), or
+// KindCheckDeferred (not called: gives the attempt back). The lease token
+// is the store's to set.
+func ClaimCheckback(m Message, until time.Time) Message {
+	m.VerifyAttempts++
+	m.VerifyNextAt = until
+	return m
 }
