@@ -42,6 +42,8 @@ func Apply(cur Message, ev Event) (Message, Outcome, error) {
 	case KindCheckParked:
 		if m.Status == Prepared {
 			m.Status = VerifyFailed
+			// Not called: give back the attempt its claim counted.
+			m.VerifyAttempts = max(m.VerifyAttempts-1, 0)
 			m.LastError = ev.Err
 			out = Outcome{Effect: Changed, Parked: true}
 		}

@@ -254,6 +254,11 @@ func TestCheckDeferredGivesBackTheClaimedAttempt(t *testing.T) {
 	require.Equal(t, t1.Add(time.Hour), m.VerifyNextAt)
 	m, _, _ = Apply(prepared(), Event{Kind: KindCheckDeferred, At: t1, RetryAt: t1})
 	require.Equal(t, 0, m.VerifyAttempts, "never below zero (a row claimed by an older center)")
+	// Parked without a call (endpoint not allowed): given back too.
+	m, out, err = Apply(ClaimCheckback(prepared(), t1), Event{Kind: KindCheckParked, At: t1, Err: "not allowed"})
+	require.NoError(t, err)
+	require.True(t, out.Parked)
+	require.Equal(t, 0, m.VerifyAttempts)
 }
 
 func TestSendFailedBacksOffThenDies(t *testing.T) {

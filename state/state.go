@@ -162,7 +162,8 @@ const (
 	// the attempt its claim counted is given back.
 	KindCheckDeferred
 	// KindCheckParked: the endpoint may not be called (not allowed, not
-	// resolvable); parked as VERIFY_FAILED with the reason.
+	// resolvable); parked as VERIFY_FAILED with the reason, and the
+	// attempt its claim counted given back.
 	KindCheckParked
 
 	// Forwarding results.
