@@ -479,3 +479,50 @@ func TestQueuedPastLeaseIsGivenBackToNextClaim(t *testing.T) {
 	require.Equal(t, 1.0, h.total("http", outcomeDeferred), "given back once")
 	require.Equal(t, 1, m.VerifyAttempts, "the given-back claim burned nothing")
 }
+
+// Claims whose calls were never answered (their center was killed during
+// the call) count: the next claim is the next attempt, and a claim past
+// the limit makes no call and parks the message with the limit recorded.
+// The producer never sees more calls for a message than the limit.
+func TestLostClaimsKeepCallsWithinTheLimit(t *testing.T) {
+	t.Parallel()
+	var calls callCounter
+	p := newProducer(t, func(w http.ResponseWriter, r *http.Request) {
+		calls.add(r.URL.Query().Get("messageKey"))
+		_, _ = w.Write([]byte("1")) // unknown
+	})
+	clk := newClock()
+	st := openSQLite(t, clk)
+	// A center killed during its calls: it claims, calls (the producer
+	// counts them here) and never records an answer.
+	lost := func(lease time.Duration, key string) {
+		t.Helper()
+		got, err := st.ClaimCheckbacks(t.Context(), store.Claim{Partitions: []int32{0}, Limit: 10, Lease: lease})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, key, got[0].Key)
+		calls.add(key)
+	}
+	prepareAll(t, st, clk.Now(), p.endpoint("http", "/cb"), "two-lost")
+	lost(time.Minute, "two-lost")
+	clk.Advance(time.Minute)
+	lost(10*time.Minute, "two-lost")
+	prepareAll(t, st, clk.Now(), p.endpoint("http", "/cb"), "one-lost")
+	lost(time.Minute, "one-lost")
+	clk.Advance(10 * time.Minute) // every lease ran out
+	h := startVerifier(t, clk, st, Config{Allow: []string{p.endpoint("http", "")},
+		Policy: Policy{MaxAttempts: 2, BackoffBase: time.Second, BackoffCap: time.Second, Jitter: JitterNone}})
+
+	m := h.waitStatus("b", "one-lost", state.VerifyFailed)
+	require.Equal(t, 2, m.VerifyAttempts)
+	require.Contains(t, m.LastError, "check-back 2 via")
+	require.Equal(t, 2, calls.get("one-lost"), "the second attempt was the last call")
+
+	m = h.waitStatus("b", "two-lost", state.VerifyFailed)
+	require.Equal(t, 2, m.VerifyAttempts, "the limit recorded, not the claim past it")
+	require.Contains(t, m.LastError, "check-back 2 via "+p.endpoint("http", "/cb")+" was never answered")
+	require.Equal(t, 2, calls.get("two-lost"), "no call past the limit")
+	require.Eventually(t, func() bool { return testutil.ToFloat64(h.v.m.verifyFailed.WithLabelValues("other")) == 2 },
+		5*time.Second, time.Millisecond, "both alert")
+	require.Equal(t, 1.0, h.total("http", outcomeParked))
+}
