@@ -35,11 +35,15 @@ func Apply(cur Message, ev Event) (Message, Outcome, error) {
 	case KindCheckDeferred:
 		if m.Status == Prepared {
 			m.VerifyNextAt = ev.RetryAt
+			// Not called: give back the attempt its claim counted.
+			m.VerifyAttempts = max(m.VerifyAttempts-1, 0)
 			out.Effect = Changed
 		}
 	case KindCheckParked:
 		if m.Status == Prepared {
 			m.Status = VerifyFailed
+			// Not called: give back the attempt its claim counted.
+			m.VerifyAttempts = max(m.VerifyAttempts-1, 0)
 			m.LastError = ev.Err
 			out = Outcome{Effect: Changed, Parked: true}
 		}
@@ -152,14 +156,18 @@ func decide(m *Message, ev Event, to Status) Outcome {
 	}
 }
 
+// checkUnknown applies an unknown answer (or a failed call) to the attempt
+// its claim counted: at or past the limit the message is parked, with at
+// most MaxAttempts recorded (a claim past the limit, after a call that was
+// never answered, makes no call).
 func checkUnknown(m *Message, ev Event) Outcome {
 	if m.Status != Prepared {
 		return Outcome{} // decided meanwhile: a stale result
 	}
-	m.VerifyAttempts++
 	m.LastError = ev.Err
 	if ev.MaxAttempts > 0 && m.VerifyAttempts >= ev.MaxAttempts {
 		m.Status = VerifyFailed
+		m.VerifyAttempts = ev.MaxAttempts
 		return Outcome{Effect: Changed, Parked: true}
 	}
 	m.VerifyNextAt = ev.RetryAt
@@ -244,4 +252,20 @@ func closeOrphan(m *Message, ev Event) (Outcome, error) {
 	m.SendNextAt = time.Time{}
 	m.LastError = ""
 	return Outcome{Effect: Changed}, nil
+}
+
+// ClaimCheckback is what a store's check-back claim does to a PREPARED row
+// (the stores do it in SQL, for many rows at once): it counts the attempt
+// the claim is for and leases the row until until, which is also when the
+// message is checked again if no answer is ever recorded (its center died
+// during the call). Counting at the claim, not at the answer, keeps the
+// calls of a message within MaxAttempts whatever crashes in between. The
+// claim's result then applies without counting again: KindCheckCommit,
+// KindCheckRollback, KindCheckUnknown (parks at the limit), or
+// KindCheckDeferred (not called: gives the attempt back). The lease token
+// is the store's to set.
+func ClaimCheckback(m Message, until time.Time) Message {
+	m.VerifyAttempts++
+	m.VerifyNextAt = until
+	return m
 }

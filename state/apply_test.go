@@ -236,6 +236,9 @@ func TestPrepareSchedulesFirstCheck(t *testing.T) {
 	require.Equal(t, t0, m.CreatedAt)
 }
 
+// Each check-back is counted when its claim is made; the unknown answer
+// backs off without counting again, and the answer to the last allowed
+// claim parks.
 func TestCheckUnknownBacksOffThenParks(t *testing.T) {
 	t.Parallel()
 	m := prepared()
@@ -243,14 +246,18 @@ func TestCheckUnknownBacksOffThenParks(t *testing.T) {
 		var out Outcome
 		var err error
 		at := t0.Add(time.Duration(i) * time.Minute)
+		m = ClaimCheckback(m, at.Add(2*time.Minute))
+		require.Equal(t, i, m.VerifyAttempts, "counted at the claim")
+		require.Equal(t, at.Add(2*time.Minute), m.VerifyNextAt, "checked again after the lease if never answered")
 		m, out, err = Apply(m, Event{Kind: KindCheckUnknown, At: at, RetryAt: at.Add(time.Hour), MaxAttempts: 3, Err: "timeout"})
 		require.NoError(t, err)
 		require.False(t, out.Parked)
 		require.Equal(t, Prepared, m.Status)
-		require.Equal(t, i, m.VerifyAttempts)
+		require.Equal(t, i, m.VerifyAttempts, "the answer does not count again")
 		require.Equal(t, at.Add(time.Hour), m.VerifyNextAt)
 		require.Equal(t, "timeout", m.LastError)
 	}
+	m = ClaimCheckback(m, t1)
 	m, out, err := Apply(m, Event{Kind: KindCheckUnknown, At: t1, RetryAt: t1, MaxAttempts: 3, Err: "last"})
 	require.NoError(t, err)
 	require.True(t, out.Parked)
@@ -259,14 +266,46 @@ func TestCheckUnknownBacksOffThenParks(t *testing.T) {
 	require.Equal(t, "last", m.LastError)
 }
 
-func TestCheckDeferredKeepsAttempts(t *testing.T) {
+// A claim whose call is never answered (its center was killed) still
+// counts: the next claim after the lease is the next attempt, and one
+// past the limit parks without a call, recording no more than the limit.
+func TestLostClaimsCountAndParkAtTheLimit(t *testing.T) {
 	t.Parallel()
-	m, _, _ := Apply(prepared(), Event{Kind: KindCheckUnknown, At: t1, RetryAt: t1, MaxAttempts: 3})
+	m := prepared()
+	m = ClaimCheckback(m, t1)                // attempt 1: answered unknown
+	m, _, _ = Apply(m, ev(KindCheckUnknown)) // MaxAttempts 3
+	m = ClaimCheckback(m, t1)                // attempt 2: lost
+	m = ClaimCheckback(m, t1)                // attempt 3: lost
+	require.Equal(t, 3, m.VerifyAttempts)
+	m = ClaimCheckback(m, t1) // past the limit: no call, parked
+	require.Equal(t, 4, m.VerifyAttempts)
+	m, out, err := Apply(m, Event{Kind: KindCheckUnknown, At: t1, MaxAttempts: 3, Err: "never answered"})
+	require.NoError(t, err)
+	require.True(t, out.Parked)
+	require.Equal(t, VerifyFailed, m.Status)
+	require.Equal(t, 3, m.VerifyAttempts, "never more than the limit recorded")
+}
+
+// A claimed message that is put off (endpoint busy, circuit open) was not
+// called: the attempt its claim counted is given back.
+func TestCheckDeferredGivesBackTheClaimedAttempt(t *testing.T) {
+	t.Parallel()
+	m := ClaimCheckback(prepared(), t1)
+	m, _, _ = Apply(m, Event{Kind: KindCheckUnknown, At: t1, RetryAt: t1, MaxAttempts: 3})
+	m = ClaimCheckback(m, t1.Add(time.Minute))
+	require.Equal(t, 2, m.VerifyAttempts)
 	m, out, err := Apply(m, Event{Kind: KindCheckDeferred, At: t1, RetryAt: t1.Add(time.Hour)})
 	require.NoError(t, err)
 	require.Equal(t, Changed, out.Effect)
-	require.Equal(t, 1, m.VerifyAttempts)
+	require.Equal(t, 1, m.VerifyAttempts, "given back")
 	require.Equal(t, t1.Add(time.Hour), m.VerifyNextAt)
+	m, _, _ = Apply(prepared(), Event{Kind: KindCheckDeferred, At: t1, RetryAt: t1})
+	require.Equal(t, 0, m.VerifyAttempts, "never below zero (a row claimed by an older center)")
+	// Parked without a call (endpoint not allowed): given back too.
+	m, out, err = Apply(ClaimCheckback(prepared(), t1), Event{Kind: KindCheckParked, At: t1, Err: "not allowed"})
+	require.NoError(t, err)
+	require.True(t, out.Parked)
+	require.Equal(t, 0, m.VerifyAttempts)
 }
 
 func TestSendFailedBacksOffThenDies(t *testing.T) {

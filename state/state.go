@@ -156,14 +156,18 @@ const (
 	// Check-back results.
 	KindCheckCommit
 	KindCheckRollback
-	// KindCheckUnknown: the answer was unknown or the call failed; burns an
-	// attempt.
+	// KindCheckUnknown: the answer was unknown, the call failed, or the
+	// claim found the attempts used up. The attempt was counted when the
+	// message was claimed (ClaimCheckback), so it is not counted again;
+	// at or past MaxAttempts the message is parked as VERIFY_FAILED.
 	KindCheckUnknown
-	// KindCheckDeferred: not called (endpoint circuit open, capacity);
-	// rescheduled without burning an attempt.
+	// KindCheckDeferred: claimed but not called (endpoint circuit open,
+	// capacity, waited too long for a worker, stopping); rescheduled, and
+	// the attempt its claim counted is given back.
 	KindCheckDeferred
 	// KindCheckParked: the endpoint may not be called (not allowed, not
-	// resolvable); parked as VERIFY_FAILED with the reason.
+	// resolvable); parked as VERIFY_FAILED with the reason, and the
+	// attempt its claim counted given back.
 	KindCheckParked
 
 	// Forwarding results.

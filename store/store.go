@@ -34,7 +34,11 @@ type Store interface {
 	// get the same message while its lease runs.
 	ClaimSends(ctx context.Context, c Claim) ([]state.Message, error)
 	// ClaimCheckbacks leases up to Limit PREPARED messages whose check-back
-	// is due in the given partitions.
+	// is due in the given partitions, and counts the attempt the claim is
+	// for (state.ClaimCheckback: VerifyAttempts+1, VerifyNextAt = now +
+	// Lease), so a claim whose answer is never recorded still counts. The
+	// returned rows carry the counted attempt. The claim's result applies
+	// without counting again; a KindCheckDeferred result gives it back.
 	ClaimCheckbacks(ctx context.Context, c Claim) ([]state.Message, error)
 
 	// MarkSent records successful sends in one statement; it is the

@@ -130,7 +130,7 @@ func (c *caller) do(ctx context.Context, cl call) answer {
 	}
 	b := resp.Body()
 	if sc := resp.StatusCode(); sc < 200 || sc > 299 {
-		return answer{Err: fmt.Errorf("HTTP %d: %s", sc, snippet(b))}
+		return answer{Err: &statusError{code: sc, body: snippet(b)}}
 	}
 	var d Decision
 	if cl.ep.Protocol == ProtoJSONRPC {
@@ -143,7 +143,7 @@ func (c *caller) do(ctx context.Context, cl call) answer {
 
 func callError(ctx context.Context, cl call, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("no answer within %s", cl.timeout)
+		return fmt.Errorf("%w within %s", errNoAnswer, cl.timeout)
 	}
 	if errors.Is(err, resty.ErrResponseBodyTooLarge) {
 		return fmt.Errorf("answer larger than %d bytes", maxAnswerBytes)

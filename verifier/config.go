@@ -128,13 +128,17 @@ type Config struct {
 	// this for a busy endpoint (it is put off again if still busy then).
 	// Default 30s.
 	MaxPutOff time.Duration
-	// BreakerFailures is the number of consecutive failed calls to an
-	// endpoint that opens its circuit. Default 5.
+	// BreakerFailures is the number of distinct message keys whose calls
+	// to an endpoint must fail in a row (no answer in time, a transport
+	// error, HTTP 5xx or 429; see endpointFault) to open its circuit.
+	// Answers for one key, however bad, never open it. Default 5.
 	BreakerFailures int
 	// BreakerCoolDown is how long a circuit stays open before one probe is
 	// let through (wall clock). Messages for an open endpoint are put off
 	// by this much (plus up to half of it, random) without burning an
-	// attempt. Default 30s.
+	// attempt. For the first half of it after the circuit becomes
+	// half-open, the probe is kept for a message never called before.
+	// Default 30s.
 	BreakerCoolDown time.Duration
 	// ApplyBatch is the most answers written in one store.Apply; answers
 	// are also flushed every ApplyInterval. Defaults 256 and 20ms.

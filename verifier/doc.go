@@ -26,8 +26,22 @@
 // are a clean unknown. Everything else — a non-2xx status, a redirect, a
 // timeout, a body that is not JSON or is cut short, a JSON-RPC error, a
 // status other than SUCCESS, a number other than 1, 2 or 3 — is unknown and
-// counted as an error (metric outcome "error", and a failure for the
-// endpoint's circuit breaker). Both kinds of unknown burn an attempt.
+// counted as an error (metric outcome "error"; only some of these count
+// for the endpoint's circuit breaker, see Storm control).
+//
+// # Attempts
+//
+// An attempt is counted when the store claims the message
+// (store.Store.ClaimCheckbacks, state.ClaimCheckback), before the call, so
+// a call whose center dies before the answer is written still counts and a
+// producer never sees more than MaxAttempts calls for a message. The
+// answer applies to that attempt: an unknown one (clean or an error) backs
+// off, or parks the message as VERIFY_FAILED at the last attempt. A claim
+// that comes back past the limit (the last call was never answered) makes
+// no call and parks the message. A claimed message that is not called —
+// put off for a busy endpoint or an open circuit, dropped after waiting too
+// long for a worker, still waiting when Stop comes — gives its attempt back
+// (state.KindCheckDeferred).
 //
 // # Safety
 //
@@ -73,8 +87,8 @@
 // endpoint (host:port). When an endpoint is at its cap, up to EndpointQueue
 // claimed messages wait in memory and are taken by the goroutines of its
 // calls as they end; no goroutine ever waits for a slot (a queued message
-// that waited so long that its lease could run out is dropped and left to
-// the next claim). Beyond that a message is put off
+// that waited so long that its lease could run out is given back, due at
+// once, for the next claim). Beyond that a message is put off
 // (state.KindCheckDeferred, no attempt burned) by at least BusyDelay and at
 // most MaxPutOff, the put-offs of one endpoint spaced by its measured call
 // time per slot (or by the age of its calls when they hang), so a backlog
@@ -84,11 +98,23 @@
 // and never delays other endpoints.
 //
 // Each endpoint has a circuit breaker (sony/gobreaker; its cool-down runs
-// on the wall clock): BreakerFailures consecutive failed calls (errors and
-// unreadable answers, not clean unknowns) open it; while open its messages
-// are put off by BreakerCoolDown (plus up to half of it, random) without a
-// call and without burning an attempt; after the cool-down one probe call
-// decides whether it closes.
+// on the wall clock). It opens on the endpoint failing, not on what it
+// answers for one key: only a call that got no answer in time, a transport
+// error (connection refused or reset, DNS, closed before a full answer), or
+// HTTP 5xx or 429 is a fault, and it takes faults on BreakerFailures
+// distinct message keys in a row (no answer between them) to open it. An
+// answer given promptly never counts, however useless (an unreadable or
+// wrongly shaped 2xx, a JSON-RPC error, 4xx, a redirect) and ends the run,
+// and one key answered 5xx again and again never opens it: bad keys of a
+// producer are retried on their own backoff and do not pause its good
+// ones. While open, the endpoint's messages are put off by BreakerCoolDown
+// (plus up to half of it, random) without a call and without burning an
+// attempt; after the cool-down one probe call decides whether it closes.
+// The probe goes to a message never called before when there is one: for
+// the first half of the cool-down after the circuit became half-open, a
+// message that was called before (and failed) is put off again (no attempt
+// burned), so keys that keep failing do not keep the circuit open while
+// new messages would get answers; after that any message may probe.
 //
 // # Loop
 //
@@ -109,8 +135,9 @@
 //     PostgreSQL a mostly fixed cost: with a large backlog it reads and
 //     sorts every due row) is amortised over many messages. A buffered
 //     message that waited so long that its lease could run out before an
-//     answer is written (Lease − 2×Timeout) is dropped and left to the
-//     next claim, as one waiting in an endpoint's queue is. Buffered
+//     answer is written (Lease − 2×Timeout) is given back (due at once,
+//     no attempt burned) to the next claim, as one waiting in an
+//     endpoint's queue is. Buffered
 //     messages do not keep their payload.
 //   - Calls, one goroutine per running call, bounded by Workers and the
 //     endpoint caps (Storm control).
@@ -126,10 +153,11 @@
 // otherwise when a worker frees after an endpoint was full, when the owned
 // partitions change, and every PollInterval. An answer the store does not
 // take is logged and counted; the message is asked again when its lease
-// runs out. Stop cancels calls in flight (no attempt burned; what is still
-// buffered or in an endpoint's queue is left to its lease), writes the
-// answers already received, through all appliers, and waits for every
-// goroutine.
+// runs out. Stop cancels calls in flight (their attempt stays counted, as
+// the producer may have seen them: they are recorded as unknown and come
+// back after their backoff), gives back what is still buffered or in an
+// endpoint's queue (due at once, no attempt burned), writes the answers
+// already received, through all appliers, and waits for every goroutine.
 //
 // On this project's 2-core test machine (eventcenter bench, PostgreSQL,
 // 100,000 due check-backs, an endpoint answering commit at once) this took

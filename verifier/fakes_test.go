@@ -40,8 +40,9 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 // memStore is an in-memory Store built on store.Fold, so state transitions
-// are the real state machine's. It leases claims like the SQL stores: the
-// due time moves to now+lease and a fresh lease token is set.
+// are the real state machine's. It claims like the SQL stores
+// (state.ClaimCheckback: the attempt counted, due again at now+lease) and
+// sets a fresh lease token.
 type memStore struct {
 	mu     sync.Mutex
 	now    func() time.Time
@@ -94,7 +95,7 @@ func (s *memStore) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.
 	out := make([]state.Message, len(due))
 	for i, m := range due {
 		s.token++
-		m.VerifyNextAt = now.Add(c.Lease)
+		*m = state.ClaimCheckback(*m, now.Add(c.Lease))
 		m.LeaseToken = s.token
 		out[i] = *m
 	}

@@ -2,7 +2,11 @@ package verifier
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -13,6 +17,106 @@ import (
 
 // errShutdown ends a call cut short by Stop; the breaker ignores it.
 var errShutdown = errors.New("verifier stopping")
+
+// errNoAnswer is a call that got no answer within its timeout.
+var errNoAnswer = errors.New("no answer")
+
+// statusError is an answer with a status outside 2xx.
+type statusError struct {
+	code int
+	body string // quoted snippet
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code, e.body) }
+
+// endpointFault tells whether a call's outcome says the endpoint itself is
+// failing, as opposed to an answer it gave for one key. Only these count
+// towards opening its circuit:
+//
+//   - no answer within the timeout;
+//   - transport errors: connection refused or reset, DNS, the connection
+//     closed before a full answer;
+//   - HTTP 5xx and 429 (overloaded, or a proxy in front of a dead service).
+//
+// Everything the endpoint answered promptly is not a fault, however
+// useless: commit, rollback, unknown, an unreadable or wrongly shaped 2xx
+// body (HTML, empty, too large), a JSON-RPC error, 4xx, a redirect. Such
+// answers concern one key (a producer bug, a bad message) and are retried
+// per message with its backoff; pausing the endpoint for them would delay
+// every other key's answer. See also breakerRun: even faults open the
+// circuit only when they hit several distinct keys in a row.
+func endpointFault(err error) bool {
+	if err == nil {
+		return false
+	}
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.code >= 500 || se.code == http.StatusTooManyRequests
+	}
+	var ne net.Error
+	return errors.Is(err, errNoAnswer) || errors.As(err, &ne) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// faultOf is what a call reports to its endpoint's breaker: nil, or a
+// *keyedFault when endpointFault says the endpoint failed.
+func faultOf(key string, err error) error {
+	if !endpointFault(err) {
+		return nil
+	}
+	return &keyedFault{key: key, err: err}
+}
+
+// keyedFault is an endpoint fault and the message key it happened for.
+type keyedFault struct {
+	key string
+	err error
+}
+
+func (f *keyedFault) Error() string { return f.key + ": " + f.err.Error() }
+func (f *keyedFault) Unwrap() error { return f.err }
+
+// breakerRun is the current run of consecutive faults of one endpoint: the
+// distinct message keys it hit. The circuit opens when that reaches
+// BreakerFailures, so one key answered 5xx (or timing out) again and again
+// never opens it, while a dead endpoint, which fails every key, does.
+// gobreaker calls isSuccessful, readyToTrip and the state-change hook with
+// its own lock held, in the order the results are counted; mu only makes
+// the run safe on its own.
+type breakerRun struct {
+	mu   sync.Mutex
+	need int
+	keys map[string]struct{}
+}
+
+// isSuccessful is the breaker's IsSuccessful: anything but a keyed fault
+// is a success and ends the run.
+func (r *breakerRun) isSuccessful(err error) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var f *keyedFault
+	if !errors.As(err, &f) {
+		clear(r.keys)
+		return true
+	}
+	if len(r.keys) < r.need {
+		r.keys[f.key] = struct{}{}
+	}
+	return false
+}
+
+// readyToTrip is the breaker's ReadyToTrip.
+func (r *breakerRun) readyToTrip(gobreaker.Counts) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.keys) >= r.need
+}
+
+func (r *breakerRun) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.keys)
+}
 
 // job is one claimed message ready to be called.
 type job struct {
@@ -38,6 +142,35 @@ type gate struct {
 	running  map[uint64]time.Time // start (wall clock) of the calls in flight
 	seq      uint64
 	nextSlot time.Time // last put-off time handed out
+	// halfOpen is when the circuit last became half-open (wall clock, as
+	// the breaker's); zero while closed or open.
+	halfOpen time.Time
+	// probeGrace is how long, after the circuit becomes half-open, only
+	// a message never called before may be its probe.
+	probeGrace time.Duration
+}
+
+// holdForProbe tells whether a message that was called before (and
+// failed) must wait while the circuit is half-open, and for how long (wall
+// clock): during the first probeGrace of the half-open state the probe is
+// kept for a message never called before, so that the keys that failed do
+// not keep the circuit open while new messages of the endpoint would get
+// answers. After the grace any message may probe: an endpoint whose every
+// message failed before still recovers.
+func (g *gate) holdForProbe(now time.Time) (time.Duration, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.halfOpen.IsZero() {
+		return 0, false
+	}
+	left := g.halfOpen.Add(g.probeGrace).Sub(now)
+	return left, left > 0
+}
+
+func (g *gate) setHalfOpen(at time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.halfOpen = at
 }
 
 // admit takes a call slot (run) or, when all are busy, a waiting place
@@ -155,28 +288,38 @@ func (gs *gates) get(host string) *gate {
 	if g, ok := gs.m[host]; ok {
 		return g
 	}
-	failures := uint32(gs.failures)
 	g := &gate{
-		cap:      gs.cap,
-		queueCap: gs.queueCap,
-		running:  map[uint64]time.Time{},
-		breaker: gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-			Name:        host,
-			MaxRequests: 1,
-			Timeout:     gs.coolDown,
-			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
-			IsExcluded:  func(err error) bool { return errors.Is(err, errShutdown) },
-			OnStateChange: func(name string, from, to gobreaker.State) {
-				switch {
-				case from == gobreaker.StateClosed:
-					gs.metrics.circuitOpen.Inc()
-				case to == gobreaker.StateClosed:
-					gs.metrics.circuitOpen.Dec()
-				}
-				gs.log.Warn("check-back endpoint circuit "+to.String(), "endpoint", name, "from", from.String())
-			},
-		}),
+		cap:        gs.cap,
+		queueCap:   gs.queueCap,
+		running:    map[uint64]time.Time{},
+		probeGrace: gs.coolDown / 2,
 	}
+	run := &breakerRun{need: gs.failures, keys: map[string]struct{}{}}
+	g.breaker = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:         host,
+		MaxRequests:  1,
+		Timeout:      gs.coolDown,
+		ReadyToTrip:  run.readyToTrip,
+		IsSuccessful: run.isSuccessful,
+		IsExcluded:   func(err error) bool { return errors.Is(err, errShutdown) },
+		OnStateChange: func(name string, from, to gobreaker.State) {
+			// Called with the breaker's lock held: takes g.mu, so nothing
+			// may call the breaker with g.mu held.
+			run.reset()
+			if to == gobreaker.StateHalfOpen {
+				g.setHalfOpen(time.Now())
+			} else {
+				g.setHalfOpen(time.Time{})
+			}
+			switch {
+			case from == gobreaker.StateClosed:
+				gs.metrics.circuitOpen.Inc()
+			case to == gobreaker.StateClosed:
+				gs.metrics.circuitOpen.Dec()
+			}
+			gs.log.Warn("check-back endpoint circuit "+to.String(), "endpoint", name, "from", from.String())
+		},
+	})
 	gs.m[host] = g
 	return g
 }

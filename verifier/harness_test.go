@@ -2,8 +2,10 @@ package verifier
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,9 +125,13 @@ func (h *harness) waitStatus(bizID, key string, s state.Status) state.Message {
 	return h.waitFor(bizID, key, s.String(), func(m state.Message) bool { return m.Status == s })
 }
 
+// waitAttempts waits until the unknown (or failed) answer to check-back n
+// is recorded (the claim counts the attempt before the call is made).
 func (h *harness) waitAttempts(bizID, key string, n int) state.Message {
 	h.t.Helper()
-	return h.waitFor(bizID, key, "at the attempt", func(m state.Message) bool { return m.VerifyAttempts == n })
+	return h.waitFor(bizID, key, fmt.Sprintf("answered at attempt %d", n), func(m state.Message) bool {
+		return m.VerifyAttempts == n && strings.HasPrefix(m.LastError, fmt.Sprintf("check-back %d via ", n))
+	})
 }
 
 func (h *harness) total(proto, outcome string) float64 {

@@ -118,11 +118,13 @@ func (v *Verifier) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops claiming, cancels the calls in flight (their messages are
-// checked again when their lease runs out, no attempt burned), writes the
-// answers already received and waits for every goroutine. When ctx ends
-// first, pending writes are abandoned and Stop returns ctx's error once the
-// goroutines are gone.
+// Stop stops claiming, cancels the calls in flight (their attempts stay
+// counted, as the producer may have seen them; they are checked again after
+// their backoff), gives the claimed messages not called yet back (due at
+// once, no attempt burned), writes the answers already received and waits
+// for every goroutine. When ctx ends first, pending writes are abandoned
+// (those messages are checked again when their lease runs out) and Stop
+// returns ctx's error once the goroutines are gone.
 func (v *Verifier) Stop(ctx context.Context) error {
 	v.mu.Lock()
 	started, done := v.started, v.done
@@ -216,9 +218,18 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 			break
 		}
 	}
-	// Stopping: a claim in flight ends with ctx; what it and the buffer
-	// hold is left to its lease, like the calls that are cut short.
+	// Stopping: a claim in flight ends with ctx (what it leased but did
+	// not return is left to its lease); what was claimed but not called is
+	// given back, due at once for whoever owns it next.
 	l.claims.Wait()
+	select {
+	case c := <-l.claimed:
+		v.take(l, c)
+	default:
+	}
+	for _, j := range l.buf[l.head:] {
+		v.giveBack(&j, "verifier stopping")
+	}
 	l.buf = nil
 	l.calls.Wait()
 	close(v.results)
@@ -279,6 +290,16 @@ func (v *Verifier) take(l *loop, c claimed) {
 			v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckParked, At: now, Err: reason})
 			continue
 		}
+		if limit := r.policy.MaxAttempts; m.VerifyAttempts > limit {
+			// The claim counted an attempt beyond the limit: the last
+			// allowed call was never answered (its center stopped during
+			// it). No call; parked as VERIFY_FAILED with the limit recorded.
+			v.m.total.WithLabelValues(ep.Protocol.String(), outcomeParked).Inc()
+			v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckUnknown, At: now, MaxAttempts: limit,
+				Err: fmt.Sprintf("check-back %d via %s was never answered (its center stopped during the call); last error: %s",
+					limit, ep, m.LastError)})
+			continue
+		}
 		// The body is not needed to check back: do not hold it while the
 		// message waits.
 		m.Payload, m.Headers = nil, nil
@@ -315,15 +336,14 @@ func (v *Verifier) drain(l *loop) {
 func (v *Verifier) dispatch(l *loop, j job) bool {
 	now := v.cfg.Now()
 	if waited := now.Sub(j.claimedAt); waited > v.cfg.Lease-2*j.r.policy.Timeout {
-		// Its lease may run out before an answer is written: leave it
-		// to the next claim.
-		v.log.Debug("check-back waited too long for a worker; left to its lease",
-			"biz_id", j.m.BizID, "key", j.m.Key, "waited", waited)
+		// Its lease may run out before an answer is written: give it
+		// back to the next claim.
+		v.giveBack(&j, fmt.Sprintf("waited %s for a worker", waited))
 		return true
 	}
 	g := v.gates.get(j.ep.Host)
-	if g.breaker.State() == gobreaker.StateOpen {
-		v.deferMsg(&j.m, j.ep, v.afterCoolDown(now), fmt.Sprintf("endpoint %s circuit open", j.ep.Host))
+	if at, why, hold := v.breakerHold(g, &j, now); hold {
+		v.deferMsg(&j.m, j.ep, at, why)
 		return true
 	}
 	select {
@@ -354,13 +374,18 @@ func (v *Verifier) dispatch(l *loop, j job) bool {
 		}()
 		for ok := true; ok; j, ok = g.next() {
 			if ctx.Err() != nil {
-				continue // stopping: waiting jobs are left to their lease
+				v.giveBack(&j, "verifier stopping")
+				continue
 			}
-			if waited := v.cfg.Now().Sub(j.claimedAt); waited > v.cfg.Lease-2*j.r.policy.Timeout {
-				// Its lease may run out before an answer is written: leave it
-				// to the next claim.
-				v.log.Debug("check-back waited too long for its endpoint; left to its lease",
-					"biz_id", j.m.BizID, "key", j.m.Key, "waited", waited)
+			now := v.cfg.Now()
+			if waited := now.Sub(j.claimedAt); waited > v.cfg.Lease-2*j.r.policy.Timeout {
+				// Its lease may run out before an answer is written: give
+				// it back to the next claim.
+				v.giveBack(&j, fmt.Sprintf("waited %s for its endpoint", waited))
+				continue
+			}
+			if at, why, hold := v.breakerHold(g, &j, now); hold {
+				v.deferMsg(&j.m, j.ep, at, why)
 				continue
 			}
 			done, err := g.breaker.Allow()
@@ -407,6 +432,34 @@ func (v *Verifier) endpointFor(m *state.Message, r *resolved) (ep Endpoint, reas
 		ep, m.BizID, ep.Origin()), true
 }
 
+// breakerHold tells whether j must not be called now because of its
+// endpoint's circuit, and if so when to try it again and why: while the
+// circuit is open, after the cool-down; while it is half-open and j was
+// called before (it failed: its claim counted a second attempt or more),
+// after the probe grace (gate.holdForProbe), so the probe goes to a
+// message never called before when there is one.
+func (v *Verifier) breakerHold(g *gate, j *job, now time.Time) (time.Time, string, bool) {
+	switch g.breaker.State() { // never with g.mu held: may call OnStateChange
+	case gobreaker.StateOpen:
+		return v.afterCoolDown(now), fmt.Sprintf("endpoint %s circuit open", j.ep.Host), true
+	case gobreaker.StateHalfOpen:
+		if j.m.VerifyAttempts <= 1 {
+			return time.Time{}, "", false
+		}
+		if left, hold := g.holdForProbe(time.Now()); hold {
+			at := now.Add(left + time.Duration(v.cfg.Rand()*float64(v.cfg.BreakerCoolDown/4)))
+			return at, fmt.Sprintf("endpoint %s circuit half-open: its probe is kept for a message not called before", j.ep.Host), true
+		}
+	}
+	return time.Time{}, "", false
+}
+
+// giveBack returns a claimed message that was not called to the store,
+// due at once and with the attempt its claim counted given back.
+func (v *Verifier) giveBack(j *job, why string) {
+	v.deferMsg(&j.m, j.ep, v.cfg.Now(), why)
+}
+
 // afterCoolDown is when a message of an open circuit is tried again: after
 // the cool-down, spread over half of it more so that the messages of an
 // endpoint do not all come back at once.
@@ -420,18 +473,25 @@ func (v *Verifier) deferMsg(m *state.Message, ep Endpoint, at time.Time, why str
 	v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckDeferred, At: v.cfg.Now(), RetryAt: at, Err: why})
 }
 
-// check runs one call and queues its result.
+// check runs one call and queues its result. The claim counted the
+// attempt (m.VerifyAttempts is its number); the result applies without
+// counting again.
 func (v *Verifier) check(ctx context.Context, m *state.Message, ep Endpoint, r *resolved, g *gate, done func(error)) {
+	n := max(m.VerifyAttempts, 1)
 	id := g.begin()
-	a := v.caller.do(ctx, call{ep: ep, bizID: m.BizID, key: m.Key, attempt: m.VerifyAttempts + 1,
+	a := v.caller.do(ctx, call{ep: ep, bizID: m.BizID, key: m.Key, attempt: n,
 		timeout: r.policy.Timeout, secret: r.secret})
 	took := g.finish(id)
 	if ctx.Err() != nil {
-		done(errShutdown) // cut short by Stop: no answer, no attempt burned
-		return
+		// Cut short by Stop: the breaker ignores it; the attempt stays
+		// counted (the producer may have seen the call), like an unknown
+		// answer.
+		done(errShutdown)
+		a = answer{Err: errors.New("cut short: the verifier was stopping")}
+	} else {
+		done(faultOf(m.MessageID(), a.Err))
+		v.m.duration.WithLabelValues(ep.Protocol.String()).Observe(took.Seconds())
 	}
-	done(a.Err)
-	v.m.duration.WithLabelValues(ep.Protocol.String()).Observe(took.Seconds())
 	now := v.cfg.Now()
 	ev := state.Event{At: now}
 	outcome := ""
@@ -441,7 +501,6 @@ func (v *Verifier) check(ctx context.Context, m *state.Message, ep Endpoint, r *
 	case a.Err == nil && a.Decision == DecisionRollback:
 		ev.Kind, outcome = state.KindCheckRollback, outcomeRollback
 	default:
-		n := m.VerifyAttempts + 1
 		ev.Kind = state.KindCheckUnknown
 		ev.MaxAttempts = r.policy.MaxAttempts
 		ev.RetryAt = now.Add(r.policy.Backoff(n, v.cfg.Rand()))

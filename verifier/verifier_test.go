@@ -235,8 +235,11 @@ func TestHangingAndSlowEndpointsDoNotDelayOthers(t *testing.T) {
 	require.Equal(t, 0, m.VerifyAttempts, "put-offs burn no attempt")
 }
 
-// Stop cuts calls in flight short without burning an attempt.
-func TestStopDoesNotBurnAttempts(t *testing.T) {
+// Stop cuts calls in flight short: their attempt stays counted (the
+// producer may have seen the call) and they are checked again after their
+// backoff; claimed messages not called yet (waiting behind the busy
+// endpoint) are given back, due at once, without burning an attempt.
+func TestStopCountsCallsCutShortAndGivesBackTheRest(t *testing.T) {
 	t.Parallel()
 	var got atomic.Int32
 	hang := newProducer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -245,14 +248,22 @@ func TestStopDoesNotBurnAttempts(t *testing.T) {
 	})
 	clk := newClock()
 	st := openSQLite(t, clk)
-	h := startVerifier(t, clk, st, Config{Allow: []string{hang.endpoint("http", "")}, Policy: Policy{Timeout: 30 * time.Second}})
+	h := startVerifier(t, clk, st, Config{Allow: []string{hang.endpoint("http", "")}, Workers: 4, EndpointConcurrency: 1,
+		Policy: Policy{Timeout: 30 * time.Second, BackoffBase: time.Second, BackoffCap: time.Second, Jitter: JitterNone}})
 	h.prepare("b", "k", hang.endpoint("http", "/"))
 	require.Eventually(t, func() bool { return got.Load() == 1 }, 5*time.Second, time.Millisecond)
+	h.prepare("b", "queued", hang.endpoint("http", "/"))
+	h.waitFor("b", "queued", "claimed", func(m state.Message) bool { return m.LeaseToken != 0 })
 	require.NoError(t, h.v.Stop(t.Context()))
 	m := h.get("b", "k")
 	require.Equal(t, state.Prepared, m.Status)
-	require.Equal(t, 0, m.VerifyAttempts)
-	require.Equal(t, clk.Now().Add(2*time.Minute), m.VerifyNextAt, "left to its lease")
+	require.Equal(t, 1, m.VerifyAttempts, "the call cut short counts")
+	require.Equal(t, clk.Now().Add(time.Second), m.VerifyNextAt, "checked again after its backoff")
+	require.Contains(t, m.LastError, "cut short")
+	m = h.get("b", "queued")
+	require.Equal(t, 0, m.VerifyAttempts, "not called: given back")
+	require.Equal(t, clk.Now(), m.VerifyNextAt, "due at once for the next owner")
+	require.Equal(t, int32(1), got.Load())
 	require.NoError(t, h.v.Stop(t.Context()), "Stop twice")
 	require.Error(t, h.v.Start(t.Context()), "no restart")
 }
@@ -320,7 +331,7 @@ func TestCircuitBreaker(t *testing.T) {
 	require.Equal(t, 0.0, testutil.ToFloat64(h.v.m.circuitOpen))
 	require.Equal(t, int32(3+8), calls.Load(), "each message called once after the probe")
 	for _, k := range []string{"d0", "d1", "d2", "d3", "d4"} {
-		require.Equal(t, 0, h.get("b", k).VerifyAttempts)
+		require.Equal(t, 1, h.get("b", k).VerifyAttempts, "the one call; the put-offs gave theirs back")
 	}
 }
 
@@ -440,8 +451,9 @@ func TestStaleAnswerDropped(t *testing.T) {
 }
 
 // A message that waited in an endpoint's queue so long that its lease could
-// run out is not called; it is left to the next claim.
-func TestQueuedPastLeaseIsLeftToNextClaim(t *testing.T) {
+// run out is not called; it is given back (no attempt burned, due at once)
+// to the next claim.
+func TestQueuedPastLeaseIsGivenBackToNextClaim(t *testing.T) {
 	t.Parallel()
 	p, release, calls := firstCallWaits(t)
 	clk := newClock()
@@ -461,9 +473,56 @@ func TestQueuedPastLeaseIsLeftToNextClaim(t *testing.T) {
 	clk.Advance(11 * time.Second) // past Lease - 2×Timeout
 	close(release)
 	h.waitStatus("b", "first", state.Committed)
-	require.Equal(t, int32(1), calls.Load(), "the queued message was not called")
-	require.Equal(t, state.Prepared, h.get("b", "second").Status)
-	clk.Advance(20 * time.Second) // its lease ran out: claimed again
-	h.waitStatus("b", "second", state.Committed)
-	require.Equal(t, int32(2), calls.Load())
+	// Given back and claimed again at once (the clock does not move).
+	m := h.waitStatus("b", "second", state.Committed)
+	require.Equal(t, int32(2), calls.Load(), "the queued claim made no call; the next claim's did")
+	require.Equal(t, 1.0, h.total("http", outcomeDeferred), "given back once")
+	require.Equal(t, 1, m.VerifyAttempts, "the given-back claim burned nothing")
+}
+
+// Claims whose calls were never answered (their center was killed during
+// the call) count: the next claim is the next attempt, and a claim past
+// the limit makes no call and parks the message with the limit recorded.
+// The producer never sees more calls for a message than the limit.
+func TestLostClaimsKeepCallsWithinTheLimit(t *testing.T) {
+	t.Parallel()
+	var calls callCounter
+	p := newProducer(t, func(w http.ResponseWriter, r *http.Request) {
+		calls.add(r.URL.Query().Get("messageKey"))
+		_, _ = w.Write([]byte("1")) // unknown
+	})
+	clk := newClock()
+	st := openSQLite(t, clk)
+	// A center killed during its calls: it claims, calls (the producer
+	// counts them here) and never records an answer.
+	lost := func(lease time.Duration, key string) {
+		t.Helper()
+		got, err := st.ClaimCheckbacks(t.Context(), store.Claim{Partitions: []int32{0}, Limit: 10, Lease: lease})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, key, got[0].Key)
+		calls.add(key)
+	}
+	prepareAll(t, st, clk.Now(), p.endpoint("http", "/cb"), "two-lost")
+	lost(time.Minute, "two-lost")
+	clk.Advance(time.Minute)
+	lost(10*time.Minute, "two-lost")
+	prepareAll(t, st, clk.Now(), p.endpoint("http", "/cb"), "one-lost")
+	lost(time.Minute, "one-lost")
+	clk.Advance(10 * time.Minute) // every lease ran out
+	h := startVerifier(t, clk, st, Config{Allow: []string{p.endpoint("http", "")},
+		Policy: Policy{MaxAttempts: 2, BackoffBase: time.Second, BackoffCap: time.Second, Jitter: JitterNone}})
+
+	m := h.waitStatus("b", "one-lost", state.VerifyFailed)
+	require.Equal(t, 2, m.VerifyAttempts)
+	require.Contains(t, m.LastError, "check-back 2 via")
+	require.Equal(t, 2, calls.get("one-lost"), "the second attempt was the last call")
+
+	m = h.waitStatus("b", "two-lost", state.VerifyFailed)
+	require.Equal(t, 2, m.VerifyAttempts, "the limit recorded, not the claim past it")
+	require.Contains(t, m.LastError, "check-back 2 via "+p.endpoint("http", "/cb")+" was never answered")
+	require.Equal(t, 2, calls.get("two-lost"), "no call past the limit")
+	require.Eventually(t, func() bool { return testutil.ToFloat64(h.v.m.verifyFailed.WithLabelValues("other")) == 2 },
+		5*time.Second, time.Millisecond, "both alert")
+	require.Equal(t, 1.0, h.total("http", outcomeParked))
 }

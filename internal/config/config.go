@@ -193,7 +193,10 @@ type Policy struct {
 	Timeout     time.Duration `yaml:"timeout" env:"EVENTCENTER_CHECKBACK_TIMEOUT"`
 }
 
-// Breaker pauses an endpoint that keeps failing.
+// Breaker pauses an endpoint that keeps failing: it opens when calls for
+// Failures distinct message keys fail in a row (no answer in time, a
+// transport error, HTTP 5xx or 429; answers given for one key, however bad,
+// never count) and lets one probe through after Cooldown.
 type Breaker struct {
 	Failures int           `yaml:"failures"`
 	Cooldown time.Duration `yaml:"cooldown"`

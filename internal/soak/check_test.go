@@ -1,11 +1,15 @@
 package soak
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventcenter/eventcenter/internal/config"
 )
 
 func forwardedRecord(key, value string) *kgo.Record {
@@ -75,7 +79,9 @@ func TestCheckFindsViolations(t *testing.T) {
 		"stale":  {status: stPrepared, created: now.Add(-scheduleBound() - 2*time.Minute)},
 		"called": {status: stVerifyFailed, created: now},
 	}
-	rep := &Report{Kinds: map[string]int{}}
+	// Centers were SIGKILLed during the run: still no call beyond the
+	// limit (the claim counts the attempt).
+	rep := &Report{Kinds: map[string]int{}, Faults: map[string]int{faultKill: 3}}
 	check(now, msgs, map[string]int{"called": checkMaxAttempts + 1}, col, rows, rep)
 	require.False(t, rep.OK())
 	got := violations(rep)
@@ -85,8 +91,42 @@ func TestCheckFindsViolations(t *testing.T) {
 		"no message PREPARED beyond its last scheduled check-back":     1, // stale
 		"no message forwarded twice except with the same ec-id":        2, // dup's payload, stranger
 		"check-back calls per message <= attempt limit (6)":            1, // called
+		"every fault injected and undone as planned":                   0,
+		"no center exited unless the soak killed or stopped it":        0,
 	}
 	require.Equal(t, want, got, rep.String())
+}
+
+// TestCheckFailsOnFaultErrorsAndUnexpectedExits: a run whose messages all
+// came out right still fails when a fault could not be injected (its
+// survival is not shown) or a center exited without being killed.
+func TestCheckFailsOnFaultErrorsAndUnexpectedExits(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	msgs := map[string]message{"a": {key: "a", kind: kindCommit, decision: committed, envelopeSent: true}}
+	rows := map[string]row{"a": {status: stCommitted, created: now}}
+	run := func(rep *Report) *Report {
+		col := newTestCollector()
+		col.add(forwardedRecord("a", "payload-a"))
+		rep.Kinds = map[string]int{}
+		check(now, msgs, map[string]int{}, col, rows, rep)
+		return rep
+	}
+	require.True(t, run(&Report{Faults: map[string]int{faultKill: 2, faultPGRestart: 1}}).OK(), "clean")
+
+	rep := run(&Report{Faults: map[string]int{faultKill: 2, faultPGRestart: 1},
+		FaultErrors: []string{
+			faultKill + ": SIGKILL pid 4242: os: process already finished",
+			faultPGRestart + ": postgres: stop for restart: pg_ctl [-m immediate stop]: exit status 1",
+		}})
+	require.False(t, rep.OK(), "a failed injection fails the run")
+	require.Equal(t, 2, violations(rep)["every fault injected and undone as planned"])
+	require.Contains(t, rep.String(), "pg_ctl [-m immediate stop]: exit status 1")
+
+	rep = run(&Report{Faults: map[string]int{}, UnexpectedExits: []string{"center 1 (start 2) exited on its own: exit status 1 (see center1.log)"}})
+	require.False(t, rep.OK(), "a center that exited by itself fails the run")
+	require.Equal(t, 1, violations(rep)["no center exited unless the soak killed or stopped it"])
+	require.Contains(t, rep.String(), "center 1 (start 2) exited on its own")
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -100,4 +140,33 @@ func TestConfigValidate(t *testing.T) {
 	cfg = Config{Duration: time.Second, EventcenterBin: "x", BrokerBin: "y", Rate: -1}
 	cfg.setDefaults()
 	require.ErrorContains(t, cfg.validate(), "Rate must not be negative")
+}
+
+// A center process that exits by itself is recorded; one the soak kills or
+// stops is not, and killing one that is gone fails.
+func TestCenterExitsAreRecordedUnlessCaused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755))
+		return p
+	}
+	crash := script("crash.sh", "exit 3")
+	runs := script("runs.sh", "exec sleep 60")
+
+	c, err := newCenterProc(0, crash, dir, config.Default())
+	require.NoError(t, err)
+	require.NoError(t, c.start())
+	require.Eventually(t, func() bool { return len(c.unexpectedExits()) == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Contains(t, c.unexpectedExits()[0], "center 0 (start 1) exited on its own: exit status 3")
+	require.ErrorContains(t, c.kill(), "not running", "a kill of a center that is gone fails")
+
+	c, err = newCenterProc(1, runs, dir, config.Default())
+	require.NoError(t, err)
+	require.NoError(t, c.start())
+	require.NoError(t, c.kill())
+	require.NoError(t, c.start())
+	require.NoError(t, c.stop(10*time.Second))
+	require.Empty(t, c.unexpectedExits(), "killed and stopped by the soak")
 }

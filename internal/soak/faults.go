@@ -99,9 +99,12 @@ func (c *chaos) run(ctx context.Context) {
 			if n, err := cp.scrapeSent(undo); err == nil {
 				cp.sentBefore += n // the counter dies with the process
 			}
-			cp.kill()
+			err := cp.kill()
 			sleep(undo, down)
-			c.count(faultKill, cp.start())
+			if serr := cp.start(); err == nil {
+				err = serr
+			}
+			c.count(faultKill, err)
 		case 1:
 			cp := c.centers[c.r.IntN(len(c.centers))]
 			d := c.between(time.Second, 2*sessionTimeout)

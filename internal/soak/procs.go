@@ -28,6 +28,7 @@ type proc struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	log  *os.File
+	err  error // cmd.Wait's, once done is closed
 }
 
 func startProc(bin, logPath string, args ...string) (*proc, error) {
@@ -46,7 +47,7 @@ func startProc(bin, logPath string, args ...string) (*proc, error) {
 	}
 	p := &proc{cmd: cmd, done: make(chan struct{}), log: f}
 	go func() {
-		_ = cmd.Wait()
+		p.err = cmd.Wait()
 		_ = f.Close()
 		close(p.done)
 	}()
@@ -81,9 +82,15 @@ func (p *proc) stop(grace time.Duration) error {
 	}
 }
 
-func (p *proc) kill() {
-	_ = p.signal(syscall.SIGKILL)
+// kill SIGKILLs the process and waits for it; it fails when the process
+// cannot be signalled (it had exited already).
+func (p *proc) kill() error {
+	err := p.signal(syscall.SIGKILL)
 	<-p.done
+	if err != nil {
+		return fmt.Errorf("SIGKILL pid %d: %w", p.cmd.Process.Pid, err)
+	}
+	return nil
 }
 
 // broker is the ecbroker process.
@@ -111,7 +118,7 @@ func startBroker(ctx context.Context, bin, workDir string, port, partitions int,
 			return b, nil
 		}
 		if p.exited() || time.Now().After(deadline) || ctx.Err() != nil {
-			p.kill()
+			_ = p.kill()
 			return nil, fmt.Errorf("ecbroker did not start (see %s)", logPath)
 		}
 		time.Sleep(20 * time.Millisecond) // polling a log file
@@ -162,6 +169,10 @@ type centerProc struct {
 	cur      *proc
 	stopped  bool // SIGSTOPped
 	starts   int
+	// ending is set while the soak itself kills or stops the current
+	// process; any other exit is unexpected and recorded in exits.
+	ending bool
+	exits  []string
 	// sentBefore accumulates the forward counter of earlier lives.
 	sentBefore float64
 }
@@ -187,9 +198,25 @@ func (c *centerProc) start() error {
 	if err != nil {
 		return fmt.Errorf("center %d: %w", c.idx, err)
 	}
-	c.cur, c.stopped = p, false
+	c.cur, c.stopped, c.ending = p, false, false
 	c.starts++
+	start := c.starts
+	go func() { // ends with the process
+		<-p.done
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.cur == p && !c.ending {
+			c.exits = append(c.exits, fmt.Sprintf("center %d (start %d) exited on its own: %v (see %s)", c.idx, start, p.err, c.logPath))
+		}
+	}()
 	return nil
+}
+
+// unexpectedExits returns the exits of this center the soak did not cause.
+func (c *centerProc) unexpectedExits() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.exits...)
 }
 
 // waitReady waits for /readyz.
@@ -211,13 +238,18 @@ func (c *centerProc) waitReady(ctx context.Context, timeout time.Duration) error
 	}
 }
 
-func (c *centerProc) kill() {
+// kill SIGKILLs the running process; it fails when there is none (it
+// exited on its own, which is recorded apart).
+func (c *centerProc) kill() error {
 	c.mu.Lock()
 	p := c.cur
-	c.mu.Unlock()
-	if p != nil {
-		p.kill()
+	if p == nil || p.exited() {
+		c.mu.Unlock()
+		return fmt.Errorf("center %d: not running", c.idx)
 	}
+	c.ending = true
+	c.mu.Unlock()
+	return p.kill()
 }
 
 func (c *centerProc) sigstop() error {
@@ -243,6 +275,7 @@ func (c *centerProc) sigcont() error {
 func (c *centerProc) stop(grace time.Duration) error {
 	c.mu.Lock()
 	p := c.cur
+	c.ending = true
 	c.mu.Unlock()
 	if p == nil {
 		return nil

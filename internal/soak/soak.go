@@ -57,14 +57,22 @@ type Report struct {
 	CheckbackCalls, CheckbackRefused int64
 	MaxCallsPerMessage               int
 
-	Faults      map[string]int
+	Faults map[string]int
+	// FaultErrors are faults that could not be injected or undone as
+	// planned (a kill that failed, a PostgreSQL restart that failed, a
+	// group that did not settle): each fails the run, as the faults it
+	// claims to have survived did not all happen.
 	FaultErrors []string
-	Converged   bool
-	Invariants  []*Invariant
-	WorkDir     string
+	// UnexpectedExits are center processes that exited without the soak
+	// killing or stopping them: each fails the run.
+	UnexpectedExits []string
+	Converged       bool
+	Invariants      []*Invariant
+	WorkDir         string
 }
 
-// OK tells whether every invariant held.
+// OK tells whether every invariant held (check makes every fault error
+// and unexpected exit a violation).
 func (r *Report) OK() bool {
 	for _, inv := range r.Invariants {
 		if inv.Violations > 0 {
@@ -295,12 +303,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.ProducedPerSec = float64(w.produced.Load()) / produceTime.Seconds()
 	out("producers done: %d messages in %s", w.produced.Load(), produceTime.Round(time.Millisecond))
 
-	// Every fault is undone; a center that died on its own is restarted
-	// (and counted) so the run can converge.
+	// Every fault is undone; a center that died on its own (recorded: it
+	// fails the run) is restarted so the run can still converge and check
+	// the rest.
 	for _, c := range centers {
 		if c.crashed() {
 			out("center %d had exited on its own; restarting (see %s)", c.idx, c.logPath)
-			ch.count("center exited on its own", c.start())
+			if err := c.start(); err != nil {
+				out("%v", err)
+			}
 		}
 	}
 
@@ -348,6 +359,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return rep, err
 	}
 	rep.Faults, rep.FaultErrors = ch.summary()
+	for _, c := range centers {
+		rep.UnexpectedExits = append(rep.UnexpectedExits, c.unexpectedExits()...)
+	}
 	check(time.Now(), msgs, calls, col, rows, rep)
 	rep.ForwardPerSec = float64(rep.ForwardedIDs) / lastForward.Sub(start).Seconds()
 	rep.CheckbackRefused = tr.refused.Load()

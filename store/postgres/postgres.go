@@ -425,7 +425,10 @@ const claimSendsSQL = `UPDATE eventcenter_messages SET send_next_at = $1, lease_
 		ORDER BY send_next_at LIMIT $5 FOR UPDATE SKIP LOCKED)
 	RETURNING ` + codec.Columns
 
-const claimCheckbacksSQL = `UPDATE eventcenter_messages SET verify_next_at = $1, lease_token = $2
+// claimCheckbacksSQL counts the attempt each claim is for (state.ClaimCheckback):
+// a call whose center dies before its answer is written still counts.
+const claimCheckbacksSQL = `UPDATE eventcenter_messages SET verify_next_at = $1, lease_token = $2,
+		verify_attempts = verify_attempts + 1
 	WHERE id IN (SELECT id FROM eventcenter_messages
 		WHERE partition = ANY($3::int[]) AND status = 1 AND verify_next_at <= $4
 		ORDER BY verify_next_at LIMIT $5 FOR UPDATE SKIP LOCKED)

@@ -440,9 +440,12 @@ func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message,
 		RETURNING `+codec.Columns)
 }
 
-// ClaimCheckbacks implements store.Store.
+// ClaimCheckbacks implements store.Store. It counts the attempt each claim
+// is for (state.ClaimCheckback): a call whose center dies before its
+// answer is written still counts.
 func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Message, error) {
-	return s.claim(ctx, "claim checkbacks", c, `UPDATE eventcenter_messages SET verify_next_at = ?, lease_token = ?
+	return s.claim(ctx, "claim checkbacks", c, `UPDATE eventcenter_messages SET verify_next_at = ?, lease_token = ?,
+			verify_attempts = verify_attempts + 1
 		WHERE id IN (SELECT id FROM eventcenter_messages
 			WHERE status = 1
 			AND partition IN (SELECT value FROM json_each(?)) AND verify_next_at <= ?
