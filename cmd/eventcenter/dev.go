@@ -245,7 +245,7 @@ func printWelcome(w io.Writer, cfg config.Config, httpAddr string, rmq *rocketmq
 Send a transactional message with kcat:
   echo 'hello'  | kcat -P -b %[1]s -t %[2]s -k 'orders:o-1' -H ec-type=prepare -H ec-biz=orders -H ec-key=o-1 -H ec-topic=orders.events
   echo 'commit' | kcat -P -b %[1]s -t %[2]s -k 'orders:o-1' -H ec-type=commit -H ec-biz=orders -H ec-key=o-1
-  kcat -C -b %[1]s -t orders.events -o beginning -f 'key=%%k headers=%%h value=%%s\n'
+  kcat -C -b %[1]s -t orders.events -o beginning -e -f 'key=%%k headers=%%h value=%%s\n'
 
 Press Ctrl-C to stop (the data stays in %[3]s).
 `, cfg.Kafka.Brokers[0], cfg.Kafka.ControlTopic, cfg.Store.DSN)
