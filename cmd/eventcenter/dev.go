@@ -65,6 +65,10 @@ configures a forward target named "rocketmq" (use ec-target: rocketmq).`,
 func devConfig(f devFlags, brokers []string) (config.Config, error) {
 	cfg := config.Default()
 	cfg.Kafka.Brokers = brokers
+	cfg.Kafka.CreateTopics = true
+	if f.partitions > 0 {
+		cfg.Kafka.ControlPartitions = f.partitions
+	}
 	cfg.Store = config.Store{Driver: "sqlite", DSN: filepath.Join(f.dataDir, "eventcenter.db"), MaxConns: 1, AutoMigrate: true}
 	cfg.Admin.Insecure = true
 	cfg.Forward.Targets = []config.Target{{Name: "kafka", Type: "kafka", AutoCreateTopics: true}}
@@ -88,6 +92,9 @@ func devConfig(f devFlags, brokers []string) (config.Config, error) {
 }
 
 func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
+	if f.partitions < 1 {
+		return fmt.Errorf("--partitions: must be at least 1, got %d", f.partitions)
+	}
 	if err := os.MkdirAll(f.dataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
@@ -118,7 +125,7 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(cfg.Log, stderr)
-	if err := createTopics(ctx, brokers, f.partitions, cfg.Kafka.ControlTopic, cfg.Kafka.DLQ()); err != nil {
+	if err := createTopics(ctx, brokers, cfg.Kafka.ControlPartitions, cfg.Kafka.ControlTopic, cfg.Kafka.DLQ()); err != nil {
 		return err
 	}
 

@@ -103,3 +103,20 @@ func TestDevWelcomeConsumeCommandExits(t *testing.T) {
 	require.NotEmpty(t, consume, "no consume command in:\n%s", out.String())
 	require.Equal(t, `kcat -C -b 127.0.0.1:9092 -t orders.events -o beginning -e -f 'key=%k headers=%h value=%s\n'`, consume)
 }
+
+// TestDevCreatesTopics: dev creates its topics (kafka.create_topics on,
+// --partitions for the control topic) unless the file or environment says
+// otherwise; serve's default stays off.
+func TestDevCreatesTopics(t *testing.T) {
+	f := devFlags{dataDir: t.TempDir(), partitions: 6}
+	cfg, err := devConfig(f, []string{"127.0.0.1:9092"})
+	require.NoError(t, err)
+	require.True(t, cfg.Kafka.CreateTopics)
+	require.Equal(t, 6, cfg.Kafka.ControlPartitions)
+	require.False(t, config.Default().Kafka.CreateTopics, "serve does not create topics by default")
+
+	t.Setenv("EVENTCENTER_KAFKA_CREATE_TOPICS", "false")
+	cfg, err = devConfig(f, []string{"127.0.0.1:9092"})
+	require.NoError(t, err)
+	require.False(t, cfg.Kafka.CreateTopics, "the environment beats the dev default")
+}
