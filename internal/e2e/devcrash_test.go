@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +32,7 @@ func TestDevKeepsAutoCreatedTopicsAcrossKill9(t *testing.T) {
 	t.Parallel()
 	const (
 		devControl = "eventcenter.control"
-		topic      = "crash.events"
+		topic      = "orders.events" // the topic of dev's printed kcat commands
 		perRun     = 20
 	)
 	dataDir := t.TempDir()
@@ -142,7 +144,34 @@ func TestDevKeepsAutoCreatedTopicsAcrossKill9(t *testing.T) {
 	}
 	require.Equal(t, float64(2*perRun), envelopesRead(t, httpAddr),
 		"the restarted center read only the new envelopes: the group's committed offsets survived the kill")
+	readWithPrintedKcat(t, second.output.String(), 2*perRun)
 	second.interrupt(t)
+}
+
+// readWithPrintedKcat runs the kcat consume command dev printed: it must
+// exit by itself at the end of the topic (-e) having read want forwarded
+// messages, and kcat must decode every one of them.
+func readWithPrintedKcat(t *testing.T, devOutput string, want int) {
+	t.Helper()
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("kcat is not installed (.ci/run installs Debian's kcat)")
+		}
+		t.Log("kcat not installed (apt-get install kcat); the printed consume command is not run")
+		return
+	}
+	line := strings.TrimSpace(firstLine(devOutput, "kcat -C"))
+	head, format, ok := strings.Cut(line, " -f '")
+	require.True(t, ok, "no -f '...' in the printed consume command %q", line)
+	args := append(strings.Fields(head)[1:], "-q", "-f", strings.TrimSuffix(format, "'"))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, kcat, args...).CombinedOutput()
+	require.NoError(t, ctx.Err(), "the printed kcat command did not exit at the end of the topic: %s", line)
+	require.NoError(t, err, "kcat %v:\n%s", args, out)
+	require.Equal(t, want, strings.Count(string(out), "ec-id=orders:m-"), "kcat read:\n%s", out)
+	require.NotContains(t, string(out), "MagicByte")
 }
 
 // envelopesRead sums eventcenter_envelopes_total from a center's /metrics.
