@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -43,7 +44,19 @@ type Ingester struct {
 	started bool
 	stopped bool
 	r       *run
+
+	// joined is set by each assignment from the group, empty ones
+	// included, and cleared when the assignment is lost or the consumer
+	// stops (see Joined).
+	joined atomic.Bool
 }
+
+// Joined tells whether the consumer is in the group with its assignment:
+// the group has answered its join with an assignment (even an empty one:
+// an instance beyond the control topic's partition count owns nothing and
+// is still healthy) and it has not been lost since. It is false before the
+// control topic exists, since the consumer joins only once it sees it.
+func (in *Ingester) Joined() bool { return in.joined.Load() }
 
 // New checks the configuration and builds an Ingester; it connects nothing
 // (Start does). fwd may be nil when nothing takes sendable messages (the
@@ -154,11 +167,13 @@ func (in *Ingester) Start(ctx context.Context) error {
 		kgo.ProducerLinger(0),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			in.assigned(r, m[in.cfg.ControlTopic])
+			in.joined.Store(true) // franz-go calls this for empty assignments too
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, cl *kgo.Client, m map[string][]int32) {
 			in.revoked(r, cl, m[in.cfg.ControlTopic], true)
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, cl *kgo.Client, m map[string][]int32) {
+			in.joined.Store(false)
 			in.revoked(r, cl, m[in.cfg.ControlTopic], false)
 		}),
 		// A failing batch must not hold a rebalance until the member is
@@ -275,6 +290,7 @@ func (in *Ingester) shutdown(r *run) error {
 	if r.big != nil {
 		r.big.Close()
 	}
+	in.joined.Store(false)
 	// A leave that was cut short may not have run the final revoke.
 	r.mu.Lock()
 	var left []int32

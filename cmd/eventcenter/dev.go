@@ -2,18 +2,22 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/eventcenter/eventcenter/internal/center"
 	"github.com/eventcenter/eventcenter/internal/config"
@@ -61,6 +65,10 @@ configures a forward target named "rocketmq" (use ec-target: rocketmq).`,
 func devConfig(f devFlags, brokers []string) (config.Config, error) {
 	cfg := config.Default()
 	cfg.Kafka.Brokers = brokers
+	cfg.Kafka.CreateTopics = true
+	if f.partitions > 0 {
+		cfg.Kafka.ControlPartitions = f.partitions
+	}
 	cfg.Store = config.Store{Driver: "sqlite", DSN: filepath.Join(f.dataDir, "eventcenter.db"), MaxConns: 1, AutoMigrate: true}
 	cfg.Admin.Insecure = true
 	cfg.Forward.Targets = []config.Target{{Name: "kafka", Type: "kafka", AutoCreateTopics: true}}
@@ -84,6 +92,9 @@ func devConfig(f devFlags, brokers []string) (config.Config, error) {
 }
 
 func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
+	if f.partitions < 1 {
+		return fmt.Errorf("--partitions: must be at least 1, got %d", f.partitions)
+	}
 	if err := os.MkdirAll(f.dataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
@@ -106,6 +117,7 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 		return fmt.Errorf("start embedded broker on %s: %w", f.kafkaAddr, err)
 	}
 	defer cluster.Close()
+	saveAutoCreatedTopics(cluster)
 	brokers := cluster.ListenAddrs()
 
 	cfg, err := devConfig(f, brokers)
@@ -113,7 +125,7 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(cfg.Log, stderr)
-	if err := createTopics(ctx, brokers, f.partitions, cfg.Kafka.ControlTopic, cfg.Kafka.DLQ()); err != nil {
+	if err := createTopics(ctx, brokers, cfg.Kafka.ControlPartitions, cfg.Kafka.ControlTopic, cfg.Kafka.DLQ()); err != nil {
 		return err
 	}
 
@@ -134,6 +146,67 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 	defer cancel()
 	return runCenter(ctx, cfg, center.Options{Logger: log}, func(c *center.Center) {
 		printWelcome(stdout, cfg, c.Addr(), rmq)
+	})
+}
+
+// saveAutoCreatedTopics makes every topic the embedded broker creates on a
+// metadata request survive a kill -9. kfake creates such topics in memory
+// and writes its topic list only on a clean shutdown (it does write it for
+// CreateTopics), so after a crash an auto-created topic came back empty at
+// offset 0 over its old segment files: forwarded messages were lost and
+// readers failed to decode the partition. This hook creates each topic a
+// metadata request may auto-create through kfake's admin path first, which
+// saves the topic list at once; the request is then answered as usual.
+func saveAutoCreatedTopics(cluster *kfake.Cluster) {
+	var mu sync.Mutex
+	known := map[string]bool{} // created or found existing by this process
+	cluster.ControlKey(kmsg.Metadata.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		mreq, ok := req.(*kmsg.MetadataRequest)
+		if !ok || !mreq.AllowAutoTopicCreation {
+			return nil, nil, false
+		}
+		for _, rt := range mreq.Topics {
+			if rt.Topic == nil || *rt.Topic == "" {
+				continue
+			}
+			name := *rt.Topic
+			mu.Lock()
+			done := known[name]
+			mu.Unlock()
+			if done {
+				continue
+			}
+			var err error
+			// The control function runs on the cluster's loop: CreateTopic
+			// (which queues work on that loop) must run while it sleeps.
+			cluster.SleepControl(func() { err = cluster.CreateTopic(name, -1, nil) })
+			if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+				mu.Lock()
+				known[name] = true
+				mu.Unlock()
+			}
+			// Other errors (an invalid name) are left to the metadata
+			// request, which answers them as Kafka would.
+		}
+		return nil, nil, false
+	})
+	// A deleted topic may be auto-created again later.
+	cluster.ControlKey(kmsg.DeleteTopics.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		if dreq, ok := req.(*kmsg.DeleteTopicsRequest); ok {
+			mu.Lock()
+			for _, t := range dreq.Topics {
+				if t.Topic != nil {
+					delete(known, *t.Topic)
+				}
+			}
+			for _, t := range dreq.TopicNames {
+				delete(known, t)
+			}
+			mu.Unlock()
+		}
+		return nil, nil, false
 	})
 }
 
@@ -179,7 +252,7 @@ func printWelcome(w io.Writer, cfg config.Config, httpAddr string, rmq *rocketmq
 Send a transactional message with kcat:
   echo 'hello'  | kcat -P -b %[1]s -t %[2]s -k 'orders:o-1' -H ec-type=prepare -H ec-biz=orders -H ec-key=o-1 -H ec-topic=orders.events
   echo 'commit' | kcat -P -b %[1]s -t %[2]s -k 'orders:o-1' -H ec-type=commit -H ec-biz=orders -H ec-key=o-1
-  kcat -C -b %[1]s -t orders.events -o beginning -f 'key=%%k headers=%%h value=%%s\n'
+  kcat -C -b %[1]s -t orders.events -o beginning -e -f 'key=%%k headers=%%h value=%%s\n'
 
 Press Ctrl-C to stop (the data stays in %[3]s).
 `, cfg.Kafka.Brokers[0], cfg.Kafka.ControlTopic, cfg.Store.DSN)

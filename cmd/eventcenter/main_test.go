@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/eventcenter/eventcenter/internal/config"
 	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake/rmqtest"
 )
 
@@ -81,4 +83,40 @@ func TestDevConfigLayers(t *testing.T) {
 func TestHealthcheckFailsWithoutAServer(t *testing.T) {
 	_, err := run(t, "healthcheck", "--url", "http://127.0.0.1:1/healthz")
 	require.ErrorContains(t, err, "healthcheck")
+}
+
+// TestDevWelcomeConsumeCommandExits checks the kcat consume command dev
+// prints: it reads orders.events from the beginning and exits at its end
+// (-e), like the README's, instead of waiting forever for more.
+func TestDevWelcomeConsumeCommandExits(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.Store = config.Store{Driver: "sqlite", DSN: "/tmp/dev/eventcenter.db"}
+	var out bytes.Buffer
+	printWelcome(&out, cfg, "127.0.0.1:8080", nil)
+	var consume string
+	for line := range strings.Lines(out.String()) {
+		if strings.Contains(line, "kcat -C") {
+			consume = strings.TrimSpace(line)
+		}
+	}
+	require.NotEmpty(t, consume, "no consume command in:\n%s", out.String())
+	require.Equal(t, `kcat -C -b 127.0.0.1:9092 -t orders.events -o beginning -e -f 'key=%k headers=%h value=%s\n'`, consume)
+}
+
+// TestDevCreatesTopics: dev creates its topics (kafka.create_topics on,
+// --partitions for the control topic) unless the file or environment says
+// otherwise; serve's default stays off.
+func TestDevCreatesTopics(t *testing.T) {
+	f := devFlags{dataDir: t.TempDir(), partitions: 6}
+	cfg, err := devConfig(f, []string{"127.0.0.1:9092"})
+	require.NoError(t, err)
+	require.True(t, cfg.Kafka.CreateTopics)
+	require.Equal(t, 6, cfg.Kafka.ControlPartitions)
+	require.False(t, config.Default().Kafka.CreateTopics, "serve does not create topics by default")
+
+	t.Setenv("EVENTCENTER_KAFKA_CREATE_TOPICS", "false")
+	cfg, err = devConfig(f, []string{"127.0.0.1:9092"})
+	require.NoError(t, err)
+	require.False(t, cfg.Kafka.CreateTopics, "the environment beats the dev default")
 }

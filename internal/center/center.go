@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventcenter/eventcenter/admin"
@@ -46,6 +47,9 @@ type Options struct {
 	CheckbackTransport http.RoundTripper
 	// Listener, when set, is used instead of listening on http.listen.
 	Listener net.Listener
+	// TopicCheckInterval is how often a missing control topic is looked
+	// for again (tests); zero means 5s.
+	TopicCheckInterval time.Duration
 }
 
 // Center is one running instance.
@@ -64,6 +68,7 @@ type Center struct {
 	gauges    *storemetrics.Collector
 	dlqClient *kgo.Client
 	pool      *pgxpool.Pool
+	topics    *topicWatch
 
 	listener net.Listener
 	server   *http.Server
@@ -173,6 +178,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	if err != nil {
 		return nil, err
 	}
+	c.topics = newTopicWatch(cfg.Kafka, kadm.NewClient(c.dlqClient), opt.TopicCheckInterval, opt.Now, opt.Logger.With("component", "topics"))
 	c.server = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	c.listener = opt.Listener
 	return c, nil
@@ -257,8 +263,13 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 	return mux, nil
 }
 
-// ready answers 200 when the store answers and the consumer owns partitions
-// or is at least running; 503 otherwise.
+// ready answers 200 when the instance can do its share of the work, 503
+// with the reason otherwise. The rule: the store answers, every component
+// has started, the control topic exists, and the control consumer is in
+// the group with an assignment from it. The assignment may be empty: with
+// more instances than control-topic partitions some instance owns none and
+// is still ready (it takes over when another leaves), so "owns at least one
+// partition" would keep healthy spares out of service forever.
 func (c *Center) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
@@ -270,6 +281,14 @@ func (c *Center) ready(w http.ResponseWriter, r *http.Request) {
 	}
 	if !c.started.Load() {
 		http.Error(w, "starting", http.StatusServiceUnavailable)
+		return
+	}
+	if problem := c.topics.Problem(); problem != "" {
+		http.Error(w, problem, http.StatusServiceUnavailable)
+		return
+	}
+	if !c.Ingester.Joined() {
+		http.Error(w, fmt.Sprintf("waiting for consumer group %s to assign partitions of control topic %s", c.cfg.Kafka.Group, c.cfg.Kafka.ControlTopic), http.StatusServiceUnavailable)
 		return
 	}
 	_, _ = fmt.Fprintf(w, "ok: owns %d partitions\n", len(c.Owned.Partitions()))
@@ -303,6 +322,7 @@ func (c *Center) Start(ctx context.Context) error {
 	}{
 		{"forwarder", c.Forwarder.Start},
 		{"verifier", c.Verifier.Start},
+		{"control topic check", c.topics.Start},
 		{"ingest", c.Ingester.Start},
 		{"retention", c.purger.Start},
 		{"store metrics", c.gauges.Start},
@@ -334,6 +354,7 @@ func (c *Center) stop(ctx context.Context) error {
 		}
 	}
 	c.started.Store(false)
+	step("control topic check", c.topics.Stop)
 	// 1. Stop consuming: ingest finishes its batch and commits offsets.
 	step("ingest", c.Ingester.Stop)
 	// 2. Check-backs and sends drain; sent marks are flushed.

@@ -61,13 +61,22 @@ func TestHealthAndReadiness(t *testing.T) {
 	c, err := New(t.Context(), testConfig(t, cluster.ListenAddrs()), Options{Logger: quiet(), Listener: l})
 	require.NoError(t, err)
 	require.NoError(t, c.Start(t.Context()))
-	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+	for _, path := range []string{"/healthz", "/metrics"} {
 		resp, err := http.Get("http://" + c.Addr() + path)
 		require.NoError(t, err)
 		_ = resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode, path)
 	}
-	require.Eventually(t, func() bool { return len(c.Owned.Partitions()) == 2 }, 20*time.Second, 10*time.Millisecond)
+	// Ready once the group has assigned the partitions.
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + c.Addr() + "/readyz")
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 20*time.Second, 10*time.Millisecond)
+	require.Len(t, c.Owned.Partitions(), 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, c.Stop(ctx))

@@ -43,6 +43,16 @@ type Kafka struct {
 	// bounds how long a running center takes to consume partitions added
 	// to the control topic (zero: franz-go's default, 5m).
 	MetadataMaxAge time.Duration `yaml:"metadata_max_age" env:"EVENTCENTER_KAFKA_METADATA_MAX_AGE"`
+	// CreateTopics lets the center create the control topic when it is
+	// missing (ControlPartitions partitions, the brokers' default
+	// replication factor). Off by default in serve: there a missing
+	// control topic is logged as an error and /readyz answers 503 until
+	// someone creates it. dev turns it on.
+	CreateTopics bool `yaml:"create_topics" env:"EVENTCENTER_KAFKA_CREATE_TOPICS"`
+	// ControlPartitions is the partition count of a control topic the
+	// center creates (kafka.create_topics); it bounds how many instances
+	// share the work.
+	ControlPartitions int `yaml:"control_partitions" env:"EVENTCENTER_KAFKA_CONTROL_PARTITIONS"`
 }
 
 // Store is the database.
@@ -231,7 +241,7 @@ type Log struct {
 // Default returns the built-in defaults.
 func Default() Config {
 	return Config{
-		Kafka:  Kafka{Brokers: []string{"127.0.0.1:9092"}, ControlTopic: "eventcenter.control", Group: "eventcenter", ClientID: "eventcenter", SessionTimeout: 45 * time.Second},
+		Kafka:  Kafka{Brokers: []string{"127.0.0.1:9092"}, ControlTopic: "eventcenter.control", Group: "eventcenter", ClientID: "eventcenter", SessionTimeout: 45 * time.Second, ControlPartitions: 8},
 		Store:  Store{Driver: "postgres", MaxConns: 8},
 		HTTP:   HTTP{Listen: "127.0.0.1:8080"},
 		Ingest: Ingest{MaxPayloadBytes: 1 << 20, SendLease: 30 * time.Second, Parallelism: 4, MinApplyRecords: 500},
@@ -341,6 +351,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Kafka.MetadataMaxAge != 0 && c.Kafka.MetadataMaxAge < time.Second {
 		bad("kafka.metadata_max_age", "must be 0 (default) or at least 1s")
+	}
+	if c.Kafka.ControlPartitions < 1 {
+		bad("kafka.control_partitions", "must be at least 1")
 	}
 	switch c.Store.Driver {
 	case "postgres":

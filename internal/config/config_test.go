@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,4 +156,31 @@ func TestDLQRetryBudget(t *testing.T) {
 	t.Setenv("EVENTCENTER_INGEST_DLQ_RETRY_BUDGET", "-1s")
 	_, err = Load(write(t, valid))
 	require.ErrorContains(t, err, "ingest.dlq_retry_budget")
+}
+
+// TestCreateTopicsKeys: kafka.create_topics is off unless the file or the
+// environment turns it on; kafka.control_partitions defaults to 8 and must
+// be positive.
+func TestCreateTopicsKeys(t *testing.T) {
+	cfg, err := Load(write(t, valid))
+	require.NoError(t, err)
+	require.False(t, cfg.Kafka.CreateTopics, "serve never creates topics unless told")
+	require.Equal(t, 8, cfg.Kafka.ControlPartitions)
+
+	fromFile := strings.Replace(valid, "  control_topic: tx.control\n", "  control_topic: tx.control\n  create_topics: true\n  control_partitions: 3\n", 1)
+	cfg, err = Load(write(t, fromFile))
+	require.NoError(t, err)
+	require.True(t, cfg.Kafka.CreateTopics)
+	require.Equal(t, 3, cfg.Kafka.ControlPartitions)
+
+	t.Setenv("EVENTCENTER_KAFKA_CREATE_TOPICS", "true")
+	t.Setenv("EVENTCENTER_KAFKA_CONTROL_PARTITIONS", "12")
+	cfg, err = Load(write(t, valid))
+	require.NoError(t, err)
+	require.True(t, cfg.Kafka.CreateTopics)
+	require.Equal(t, 12, cfg.Kafka.ControlPartitions)
+
+	t.Setenv("EVENTCENTER_KAFKA_CONTROL_PARTITIONS", "0")
+	_, err = Load(write(t, valid))
+	require.ErrorContains(t, err, "kafka.control_partitions")
 }
