@@ -106,12 +106,27 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--kafka-addr: port %q: %w", portText, err)
 	}
+	// Every check runs before the broker starts or the store is opened:
+	// the brokers are the configured address until the broker says which
+	// addresses it listens on.
+	cfg, err := devConfig(f, []string{f.kafkaAddr})
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	cluster, err := kfake.NewCluster(
 		kfake.NumBrokers(1),
 		kfake.Ports(port),
 		kfake.DataDir(filepath.Join(f.dataDir, "kafka")),
 		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(1),
+		// The broker takes every record a forward target may send, so
+		// nothing ingest accepts is refused as too large (Kafka's default
+		// message.max.bytes, 1,048,588, is below max_payload_bytes plus
+		// headers).
+		kfake.BrokerConfigs(map[string]string{"message.max.bytes": strconv.Itoa(devMaxMessageBytes(&cfg))}),
 	)
 	if err != nil {
 		return fmt.Errorf("start embedded broker on %s: %w", f.kafkaAddr, err)
@@ -119,11 +134,8 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 	defer cluster.Close()
 	saveAutoCreatedTopics(cluster)
 	brokers := cluster.ListenAddrs()
+	cfg.Kafka.Brokers = brokers
 
-	cfg, err := devConfig(f, brokers)
-	if err != nil {
-		return err
-	}
 	log := newLogger(cfg.Log, stderr)
 	if err := createTopics(ctx, brokers, cfg.Kafka.ControlPartitions, cfg.Kafka.ControlTopic, cfg.Kafka.DLQ()); err != nil {
 		return err
@@ -208,6 +220,18 @@ func saveAutoCreatedTopics(cluster *kfake.Cluster) {
 		}
 		return nil, nil, false
 	})
+}
+
+// devMaxMessageBytes is the largest record a Kafka forward target of cfg
+// may send.
+func devMaxMessageBytes(cfg *config.Config) int {
+	n := cfg.MessageBytes(config.Target{Type: "kafka"})
+	for _, t := range cfg.Forward.Targets {
+		if t.Type == "kafka" {
+			n = max(n, cfg.MessageBytes(t))
+		}
+	}
+	return n
 }
 
 func createTopics(ctx context.Context, brokers []string, partitions int, topics ...string) error {
