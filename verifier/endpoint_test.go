@@ -17,12 +17,14 @@ func TestParseEndpoint(t *testing.T) {
 		{"http://h/cb?x=1", Endpoint{Protocol: ProtoHTTP, Scheme: "http", Host: "h:80", Path: "/cb"}},
 		{"tri://svc:50052/com.example.TxChecker/verifyMessage?version=1.0.0&group=order&bizid=int",
 			Endpoint{Protocol: ProtoTriple, Scheme: "tri", Host: "svc:50052", Path: "/com.example.TxChecker/verifyMessage",
-				Interface: "com.example.TxChecker", Method: "verifyMessage", Version: "1.0.0", Group: "order", BizIDInt: true}},
+				Interface: "com.example.TxChecker", Method: "verifyMessage", Version: "1.0.0", Group: "order", BizID: BizIDInt}},
 		{"tris://svc/a.B/m", Endpoint{Protocol: ProtoTriple, Scheme: "tris", TLS: true, Host: "svc:50051", Path: "/a.B/m", Interface: "a.B", Method: "m"}},
 		{"jsonrpc://svc:8080/com.example.TxChecker?method=VerifyMessage&bizid=string",
-			Endpoint{Protocol: ProtoJSONRPC, Scheme: "jsonrpc", Host: "svc:8080", Path: "/com.example.TxChecker", Method: "VerifyMessage"}},
+			Endpoint{Protocol: ProtoJSONRPC, Scheme: "jsonrpc", Host: "svc:8080", Path: "/com.example.TxChecker", Method: "VerifyMessage", BizID: BizIDString}},
 		{"jsonrpcs://svc/x", Endpoint{Protocol: ProtoJSONRPC, Scheme: "jsonrpcs", TLS: true, Host: "svc:443", Path: "/x", Method: "verifyMessage"}},
 		{"http://[::1]:9/x", Endpoint{Protocol: ProtoHTTP, Scheme: "http", Host: "[::1]:9", Path: "/x"}},
+		{"Tri://svc/a.B/m", Endpoint{Protocol: ProtoTriple, Scheme: "tri", Host: "svc:50051", Path: "/a.B/m", Interface: "a.B", Method: "m"}},
+		{"JSONRPC://svc/x", Endpoint{Protocol: ProtoJSONRPC, Scheme: "jsonrpc", Host: "svc:80", Path: "/x", Method: "verifyMessage"}},
 	} {
 		t.Run(tc.raw, func(t *testing.T) {
 			t.Parallel()
