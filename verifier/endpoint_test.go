@@ -1,9 +1,12 @@
 package verifier
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 func TestParseEndpoint(t *testing.T) {
@@ -102,5 +105,24 @@ func TestAllowRules(t *testing.T) {
 	for _, bad := range []string{"10.0.0.1:8080", "http://h/x?q=1", "http://u@h", "gopher://h", "http://"} {
 		_, err := parseAllowRule(bad)
 		require.Error(t, err, bad)
+	}
+}
+
+// The scheme is case-insensitive in both places an endpoint is checked:
+// envelope validation (ec-verify on ingest) and this parser (the call).
+func TestSchemeCaseAgreesWithEnvelope(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		"HTTP://h:1/check", "Https://h", "Tri://h:1/a.B/m", "TRIS://h/a.B/m?bizid=string",
+		"JSONRPC://h/p", "JsonRpcS://h:2/p?method=m",
+	} {
+		t.Run(raw, func(t *testing.T) {
+			t.Parallel()
+			e := envelope.Envelope{Type: envelope.Prepare, BizID: "b", MessageKey: "k", ForwardTopic: "t", Verify: raw}
+			require.NoError(t, e.Validate())
+			ep, err := ParseEndpoint(raw)
+			require.NoError(t, err)
+			require.Equal(t, strings.ToLower(raw[:strings.Index(raw, ":")]), ep.Scheme)
+		})
 	}
 }
