@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,4 +84,39 @@ func TestDevConfigLayers(t *testing.T) {
 func TestHealthcheckFailsWithoutAServer(t *testing.T) {
 	_, err := run(t, "healthcheck", "--url", "http://127.0.0.1:1/healthz")
 	require.ErrorContains(t, err, "healthcheck")
+}
+
+// Negative counts and durations are refused, naming the flag, before the
+// command does anything (dev would start a broker, bench and soak a run).
+func TestNegativeFlagsAreErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"dev", "--data-dir", dir, "--partitions", "-3"}, "--partitions: must be at least 1, got -3"},
+		{[]string{"dev", "--data-dir", dir, "--partitions", "0"}, "--partitions: must be at least 1, got 0"},
+		{[]string{"bench", "--messages", "-1"}, "--messages: must not be negative, got -1"},
+		{[]string{"bench", "--duration", "-1m"}, "--duration: must not be negative, got -1m0s"},
+		{[]string{"bench", "--rate", "-5"}, "--rate: must not be negative, got -5"},
+		{[]string{"bench", "--producers", "0"}, "--producers: must be at least 1, got 0"},
+		{[]string{"bench", "--checkback-first-delay", "-1s"}, "--checkback-first-delay: must not be negative, got -1s"},
+		{[]string{"soak", "--partitions", "-3"}, "--partitions: must be at least 1, got -3"},
+		{[]string{"soak", "--centers", "-1"}, "--centers: must be at least 1, got -1"},
+		{[]string{"soak", "--fault-every", "-4s"}, "--fault-every: must not be negative, got -4s"},
+		{[]string{"admin", "list", "--limit", "-1"}, "--limit: must not be negative, got -1"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			// Bounded: without the check, dev would run until cancelled.
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			root := newRoot(io.Discard, io.Discard)
+			root.SetArgs(tc.args)
+			require.EqualError(t, root.ExecuteContext(ctx), tc.msg)
+		})
+	}
+	// soak's seed may be negative: the run gets past the flag check (and
+	// fails on its own configuration).
+	_, err := run(t, "soak", "--seed", "-7", "--duration", "0s")
+	require.ErrorContains(t, err, "Duration")
 }
