@@ -255,6 +255,14 @@ func (e Endpoint) requestURL() *url.URL {
 	return u
 }
 
+// CheckAllowEntry reports whether s is a valid allow-list entry (Config.Allow,
+// BizConfig.Allow): an origin such as http://10.0.0.1:8080 or a URL prefix
+// such as http://10.0.0.1:8080/cb/. The error says what is wrong with it.
+func CheckAllowEntry(s string) error {
+	_, err := parseAllowRule(s)
+	return err
+}
+
 // allowRule is one parsed entry of an allow list.
 type allowRule struct {
 	scheme string

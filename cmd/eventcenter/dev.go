@@ -95,6 +95,13 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--kafka-addr: port %q: %w", portText, err)
 	}
+	// The whole configuration is checked before the broker starts and the
+	// SQLite file is created or migrated.
+	if cfg, err := devConfig(f, []string{f.kafkaAddr}); err != nil {
+		return err
+	} else if err := cfg.Validate(); err != nil {
+		return err
+	}
 	cluster, err := kfake.NewCluster(
 		kfake.NumBrokers(1),
 		kfake.Ports(port),

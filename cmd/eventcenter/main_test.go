@@ -120,3 +120,34 @@ func TestNegativeFlagsAreErrors(t *testing.T) {
 	_, err := run(t, "soak", "--seed", "-7", "--duration", "0s")
 	require.ErrorContains(t, err, "Duration")
 }
+
+// serve, migrate and dev check the whole configuration before they touch
+// the database or Kafka: the error names the YAML path, not a failed
+// connection, and dev leaves no broker data or SQLite file behind.
+func TestConfigCheckedBeforeStoreAndKafka(t *testing.T) {
+	dir := t.TempDir()
+	bad := "checkback:\n  allow: [\"ftp://h\"]\n"
+	pgBad := filepath.Join(dir, "pg.yaml")
+	require.NoError(t, os.WriteFile(pgBad, []byte(bad+"store:\n  driver: postgres\n  dsn: postgres://nobody@127.0.0.1:1/x?connect_timeout=1\n  auto_migrate: true\n"), 0o600))
+	devBad := filepath.Join(dir, "dev.yaml")
+	require.NoError(t, os.WriteFile(devBad, []byte(bad), 0o600))
+	data := filepath.Join(dir, "data")
+	for _, args := range [][]string{
+		{"serve", "--config", pgBad},
+		{"migrate", "--config", pgBad},
+		{"dev", "--config", devBad, "--data-dir", data, "--kafka-addr", "127.0.0.1:0"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			root := newRoot(io.Discard, io.Discard)
+			root.SetArgs(args)
+			err := root.ExecuteContext(ctx)
+			require.ErrorContains(t, err, `checkback.allow[0]: "ftp://h"`)
+			require.NotContains(t, err.Error(), "connect")
+		})
+	}
+	entries, err := os.ReadDir(data)
+	require.NoError(t, err)
+	require.Empty(t, entries, "dev started nothing")
+}
