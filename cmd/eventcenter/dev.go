@@ -96,8 +96,9 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--kafka-addr: port %q: %w", portText, err)
 	}
 	// The whole configuration is checked before the broker starts and the
-	// SQLite file is created or migrated.
-	if cfg, err := devConfig(f, []string{f.kafkaAddr}); err != nil {
+	// SQLite file is created or migrated (with a stand-in for the broker's
+	// address, known once it listens; --kafka-addr may say port 0).
+	if cfg, err := devConfig(f, []string{"127.0.0.1:9092"}); err != nil {
 		return err
 	} else if err := cfg.Validate(); err != nil {
 		return err

@@ -315,7 +315,7 @@ func (c *Config) Validate() error {
 		bad("kafka.brokers", "at least one broker address is required")
 	}
 	for i, b := range c.Kafka.Brokers {
-		if !strings.Contains(b, ":") {
+		if !hostPort(b) {
 			bad(fmt.Sprintf("kafka.brokers[%d]", i), "%q is not host:port", b)
 		}
 	}
@@ -437,7 +437,7 @@ func (c *Config) validateForward(bad func(string, string, ...any)) {
 		switch t.Type {
 		case "kafka":
 			for j, b := range t.Brokers {
-				if !strings.Contains(b, ":") {
+				if !hostPort(b) {
 					bad(fmt.Sprintf("%s.brokers[%d]", field, j), "%q is not host:port", b)
 				}
 			}
@@ -524,6 +524,17 @@ func checkAllow(field string, list []string, bad func(string, string, ...any)) {
 			bad(fmt.Sprintf("%s[%d]", field, i), "%q: %v", s, err)
 		}
 	}
+}
+
+// hostPort reports whether a is host:port with a port from 1 to 65535 (a
+// Kafka broker address).
+func hostPort(a string) bool {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil || host == "" {
+		return false
+	}
+	p, err := strconv.Atoi(port)
+	return err == nil && p >= 1 && p <= 65535
 }
 
 // rocketmqGroup is what the RocketMQ target accepts as a producer group.

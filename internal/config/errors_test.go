@@ -58,6 +58,7 @@ func TestFileErrorsNameTheYAMLPath(t *testing.T) {
 		{"lease below a biz timeout", "checkback:\n  biz:\n    - biz_id: a\n      timeout: 1m\n", []string{"checkback.lease", "checkback.biz[0].timeout"}},
 		{"dlq topic is the control topic", "kafka:\n  dlq_topic: eventcenter.control\n", []string{"kafka.dlq_topic"}},
 		{"target name", "forward:\n  default_target: k\n  targets:\n    - name: k\n      type: kafka\n    - type: kafka\n", []string{"forward.targets[1].name"}},
+		{"broker port", "kafka:\n  brokers: [\"k:9092\", \"k:x\", \"a:b:c\", \":9092\"]\n", []string{"kafka.brokers[1]", "kafka.brokers[2]", "kafka.brokers[3]"}},
 		{"target broker", "forward:\n  targets:\n    - name: kafka\n      type: kafka\n      brokers: [\"nohost\"]\n", []string{"forward.targets[0].brokers[0]"}},
 		{"rocketmq name server not an ip", "forward:\n  targets:\n    - name: kafka\n      type: kafka\n    - name: r\n      type: rocketmq\n      name_servers: [\"ns.local:9876\"]\n", []string{"forward.targets[1].name_servers[0]", "IP literal"}},
 		{"rocketmq group", "forward:\n  targets:\n    - name: kafka\n      type: kafka\n    - name: r\n      type: rocketmq\n      group: \"a b\"\n      name_servers: [\"10.0.0.1:9876\"]\n", []string{"forward.targets[1].group"}},
