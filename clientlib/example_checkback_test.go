@@ -32,7 +32,7 @@ func ExampleNewCheckbackHandler() {
 	}
 	// http://producer:8080/checkback
 	show(httptest.NewRequest(http.MethodGet, "/checkback?bizID=1001&messageKey=order-42", nil))
-	// tri://producer:8080/com.example.TxChecker/verifyMessage?bizid=int
+	// tri://producer:8080/com.example.TxChecker/verifyMessage (a numeric bizID comes as a number)
 	r := httptest.NewRequest(http.MethodPost, "/com.example.TxChecker/verifyMessage", strings.NewReader(`[1001,"order-43"]`))
 	r.Header.Set("Content-Type", "application/json")
 	show(r)

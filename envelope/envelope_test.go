@@ -75,6 +75,8 @@ func TestVerifyEndpointsAccepted(t *testing.T) {
 		"http://[::1]:8080/check", "http://[fe80::1]/", "http://10.0.0.5?a=b",
 		"tri://h:50051/com.shop.Verify/verifyMessage?version=1.0.0&group=g&bizid=int", "tris://h/a.B/m",
 		"jsonrpc://h:8080/com.shop.Verify?method=verifyMessage", "jsonrpcs://h/",
+		// Schemes are case-insensitive, as in the verifier.
+		"HTTP://h/check", "Https://h", "Tri://h:1/a.B/m", "TRIS://h/a.B/m", "JSONRPC://h/p", "JsonRpcS://h/p",
 	} {
 		e := prepare()
 		e.Verify = v
@@ -154,7 +156,7 @@ func TestDecodeValidationErrors(t *testing.T) {
 		{"verify bad ipv6", native("b:k", "", with("ec-verify", "http://[::1/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
 		{"verify ipv6 junk", native("b:k", "", with("ec-verify", "http://[::1]x/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
 		{"verify ipv6 empty port", native("b:k", "", with("ec-verify", "http://[::1]:/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
-		{"verify upper scheme", native("b:k", "", with("ec-verify", "HTTP://h/")...), envelope.Decoder{}, "ec-verify", "scheme must be", envelope.ErrInvalid},
+		{"verify upper scheme, tri no method", native("b:k", "", with("ec-verify", "TRI://h:1/com.x.Verify")...), envelope.Decoder{}, "ec-verify", "<interface>/<method>", envelope.ErrInvalid},
 		{"verify too long", native("b:k", "", with("ec-verify", "http://h/"+long(2048))...), envelope.Decoder{}, "ec-verify", "at most 2048", envelope.ErrInvalid},
 		{"check-after negative", native("b:k", "", with("ec-check-after", "-1")...), envelope.Decoder{}, "ec-check-after", "non-negative integer", envelope.ErrInvalid},
 		{"check-after text", native("b:k", "", with("ec-check-after", "1s")...), envelope.Decoder{}, "ec-check-after", "non-negative integer", envelope.ErrInvalid},

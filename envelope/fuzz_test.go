@@ -108,6 +108,7 @@ func FuzzVerifyEndpoint(f *testing.F) {
 	for _, s := range []string{
 		"http://h", "https://h:443/a?b=c", "http://[::1]:8080/x", "tri://h:1/a.B/m?version=1",
 		"jsonrpc://h/p?method=m", "http://h/%41", "http://h:x/", "http://u@h/", "tri://h/a",
+		"HTTP://h/x", "Tri://h:1/a.B/m", "JSONRPC://h/p", "TRIS://h/a",
 	} {
 		f.Add(s)
 	}
@@ -120,6 +121,11 @@ func FuzzVerifyEndpoint(f *testing.F) {
 		u, err := url.Parse(s)
 		if err != nil {
 			t.Fatalf("accepted %q, url.Parse fails: %v", s, err)
+		}
+		switch u.Scheme { // url.Parse lowers the scheme, as the verifier does
+		case "http", "https", "tri", "tris", "jsonrpc", "jsonrpcs":
+		default:
+			t.Fatalf("accepted %q, url.Parse sees scheme %q", s, u.Scheme)
 		}
 		if u.Host == "" || u.User != nil || u.Fragment != "" {
 			t.Fatalf("accepted %q, url.Parse sees host %q user %v fragment %q", s, u.Host, u.User, u.Fragment)

@@ -197,7 +197,8 @@ func checkTarget(s string) *problem {
 	return nil
 }
 
-// checkVerify accepts an absolute endpoint URL with a known scheme, a host
+// checkVerify accepts an absolute endpoint URL with a known scheme (in any
+// case, as the verifier's parser and net/url), a host
 // and an optional port, and a path and query of printable ASCII with valid
 // %-escapes; no credentials, no fragment. It does not allocate (it runs on
 // every PREPARE); whatever it accepts, net/url parses.
@@ -211,7 +212,7 @@ func checkVerify(field, s string) *problem {
 	scheme, rest, ok := strings.Cut(s, "://")
 	known := false
 	for _, sc := range verifySchemes {
-		if ok && scheme == sc {
+		if ok && strings.EqualFold(scheme, sc) {
 			known = true
 			break
 		}
@@ -247,7 +248,7 @@ func checkVerify(field, s string) *problem {
 			}
 		}
 	}
-	if scheme == "tri" || scheme == "tris" {
+	if strings.EqualFold(scheme, "tri") || strings.EqualFold(scheme, "tris") {
 		path, _, _ := strings.Cut(pathQuery, "?")
 		iface, method, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
 		if !ok || iface == "" || method == "" || strings.IndexByte(method, '/') >= 0 {

@@ -95,7 +95,7 @@ func (c *caller) do(ctx context.Context, cl call) answer {
 		u.RawQuery = q.Encode()
 		req.SetHeader("Accept", "application/json")
 	case ProtoTriple:
-		body, _ = json.Marshal([]any{bizParam(cl.bizID, cl.ep.BizIDInt), cl.key}) // plain values: cannot fail
+		body, _ = json.Marshal([]any{bizParam(cl.bizID, cl.ep.BizID), cl.key}) // plain values: cannot fail
 		ms := strconv.FormatInt(cl.timeout.Milliseconds(), 10)
 		req.SetHeader("Content-Type", "application/json").
 			SetHeader("tri-service-timeout", ms).
@@ -111,7 +111,7 @@ func (c *caller) do(ctx context.Context, cl call) answer {
 		body, _ = json.Marshal(map[string]any{ // plain values: cannot fail
 			"jsonrpc": "2.0",
 			"method":  cl.ep.Method,
-			"params":  []any{bizParam(cl.bizID, cl.ep.BizIDInt), cl.key},
+			"params":  []any{bizParam(cl.bizID, cl.ep.BizID), cl.key},
 			"id":      id,
 		})
 		req.SetHeader("Content-Type", "application/json")
@@ -158,15 +158,35 @@ func callError(ctx context.Context, cl call, err error) error {
 	return fmt.Errorf("call failed: %w", err)
 }
 
-// bizParam is the bizID argument: a JSON number when the endpoint says
-// bizid=int and it parses as one, else a string.
-func bizParam(bizID string, asInt bool) any {
-	if asInt {
-		if n, err := strconv.ParseInt(bizID, 10, 64); err == nil {
-			return n
+// bizParam is the bizID argument of a Triple or JSON-RPC call: a JSON
+// number or a string, as the endpoint's BizIDEncoding says.
+func bizParam(bizID string, enc BizIDEncoding) any {
+	if enc == BizIDString {
+		return bizID
+	}
+	if enc == BizIDAuto && !numericBizID(bizID) {
+		return bizID
+	}
+	n, err := strconv.ParseInt(bizID, 10, 64)
+	if err != nil {
+		return bizID
+	}
+	return n
+}
+
+// numericBizID reports whether s is all digits without a leading zero
+// ("0" itself is numeric): the bizIDs sent as numbers by default. Whether
+// it fits an int64 is left to strconv.
+func numericBizID(s string) bool {
+	if s == "" || (s[0] == '0' && len(s) > 1) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
 		}
 	}
-	return bizID
+	return true
 }
 
 // restyLogger sends resty's own messages to slog at debug level.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -133,7 +134,71 @@ func TestCallerRequests(t *testing.T) {
 	require.Equal(t, []any{float64(1001), "k"}, body["params"])
 	require.NotNil(t, body["id"])
 	require.Contains(t, rr[1].Body, `"method":"VerifyMessage"`)
-	require.Contains(t, rr[1].Body, `"params":["1001","k"]`)
+	require.Contains(t, rr[1].Body, `"params":[1001,"k"]`, "a numeric bizID is a number without bizid=int")
+}
+
+// A numeric bizID goes out as a JSON number on Triple and JSON-RPC unless
+// the endpoint says bizid=string; bizid=int still works.
+func TestCallerBizIDEncoding(t *testing.T) {
+	t.Parallel()
+	p := newProducer(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/rpc") {
+			var req struct {
+				ID json.RawMessage `json:"id"`
+			}
+			b, _ := io.ReadAll(r.Body)
+			_ = json.Unmarshal(b, &req)
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":2}`)
+			return
+		}
+		_, _ = io.WriteString(w, "2")
+	})
+	c := testCaller(t, time.Now)
+	for i, tc := range []struct {
+		query, bizID, want string
+	}{
+		{"", "1001", `1001`},
+		{"", "0", `0`},
+		{"", "9223372036854775807", `9223372036854775807`},
+		{"", "9223372036854775808", `"9223372036854775808"`}, // beyond int64
+		{"", "007", `"007"`}, // a number would lose the zeros
+		{"", "-5", `"-5"`},
+		{"", "+5", `"+5"`},
+		{"", "b-7", `"b-7"`},
+		{"?bizid=int", "1001", `1001`},
+		{"?bizid=int", "007", `7`},
+		{"?bizid=int", "-5", `-5`},
+		{"?bizid=int", "b-7", `"b-7"`},
+		{"?bizid=string", "1001", `"1001"`},
+		{"?bizid=string", "b-7", `"b-7"`},
+	} {
+		// Each case has a path of its own to find its request by.
+		method := "m" + strconv.Itoa(i)
+		t.Run("tri"+tc.query+"/"+tc.bizID, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, answer{Decision: DecisionCommit}, doCall(t, c, p.endpoint("tri", "/tri.Svc/"+method+tc.query), tc.bizID, "k", nil))
+			require.Equal(t, "["+tc.want+`,"k"]`, bodyFor(t, p, "/tri.Svc/"+method))
+		})
+		t.Run("jsonrpc"+tc.query+"/"+tc.bizID, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, answer{Decision: DecisionCommit}, doCall(t, c, p.endpoint("jsonrpc", "/rpc/"+method+tc.query), tc.bizID, "k", nil))
+			require.Contains(t, bodyFor(t, p, "/rpc/"+method), `"params":[`+tc.want+`,"k"]`)
+		})
+	}
+}
+
+// bodyFor returns the body of the request p got for target, which must be
+// exactly one.
+func bodyFor(t *testing.T, p *producer, target string) string {
+	t.Helper()
+	var bodies []string
+	for _, r := range p.requests() {
+		if r.Target == target {
+			bodies = append(bodies, r.Body)
+		}
+	}
+	require.Len(t, bodies, 1, target)
+	return bodies[0]
 }
 
 // Garbage answers are unknown and errors, never commit, in every protocol.

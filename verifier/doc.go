@@ -16,8 +16,12 @@
 //
 // Triple calls carry Content-Type application/json, tri-service-version and
 // tri-service-group when the endpoint names them, and the call timeout in
-// milliseconds in tri-service-timeout and Triple-Timeout-Ms. With bizid=int
-// the bizID is sent as a JSON number when it parses as one.
+// milliseconds in tri-service-timeout and Triple-Timeout-Ms. Triple and
+// JSON-RPC send a numeric bizID (only digits, no leading zero, fitting an
+// int64) as a JSON number, as Java Integer/Long and dubbo-go providers
+// expect, and any other bizID as a string; bizid=string always sends a
+// string, bizid=int sends every bizID that parses as an int64 as a number.
+// Schemes are case-insensitive (HTTP://, Tri://).
 //
 // Reading answers is fail-closed. Commit is only: 2, {"decision":"commit"},
 // {"status":"SUCCESS","data":{"messageStatus":2}} (data.messageKey, when

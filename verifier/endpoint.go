@@ -60,12 +60,30 @@ type Endpoint struct {
 	// Version and Group are Triple's tri-service-version/-group headers.
 	Version string
 	Group   string
-	// BizIDInt sends the bizID as a JSON number (Triple and JSON-RPC, from
-	// bizid=int) when it parses as one.
-	BizIDInt bool
+	// BizID is how Triple and JSON-RPC calls send the bizID (the bizid
+	// query parameter); HTTP calls always send it in the query string.
+	BizID BizIDEncoding
 	// Raw is the endpoint as written.
 	Raw string
 }
+
+// BizIDEncoding says how the bizID argument of a Triple or JSON-RPC call
+// is written.
+type BizIDEncoding uint8
+
+const (
+	// BizIDAuto (no bizid parameter) sends a numeric bizID (only digits,
+	// no leading zero, fits an int64, so the number reads back as the same
+	// bizID) as a JSON number and any other as a string, as the TrustMessage
+	// format does for a numeric bizID: Java Integer/Long and dubbo-go
+	// providers take the number.
+	BizIDAuto BizIDEncoding = iota
+	// BizIDInt (bizid=int) sends every bizID that parses as an int64 as a
+	// JSON number ("007" as 7), others as a string.
+	BizIDInt
+	// BizIDString (bizid=string) always sends a JSON string.
+	BizIDString
+)
 
 // DefaultJSONRPCMethod is the JSON-RPC method when the endpoint names none:
 // TrustMessage's verifyMessage.
@@ -82,6 +100,10 @@ var defaultPorts = map[string]string{
 //	http://host:port/path[?query]            https://...
 //	tri://host:port/<interface>/<method>?version=&group=&bizid=int|string   tris://...
 //	jsonrpc://host:port/<path>?method=verifyMessage&bizid=int|string      jsonrpcs://...
+//
+// The scheme is case-insensitive (HTTP://, Tri://). Without bizid, a bizID
+// that is all digits (fitting an int64) is sent as a JSON number
+// (BizIDAuto); bizid=string keeps it a string.
 //
 // An endpoint without a direct host (a registry-only Dubbo address) is an
 // error until registry lookup exists.
@@ -154,9 +176,11 @@ func ParseEndpoint(raw string) (Endpoint, error) {
 	}
 	if e.Protocol != ProtoHTTP {
 		switch b := q.Get("bizid"); b {
-		case "", "string":
+		case "":
 		case "int":
-			e.BizIDInt = true
+			e.BizID = BizIDInt
+		case "string":
+			e.BizID = BizIDString
 		default:
 			return fail("bizid=%q (want int or string)", b)
 		}
@@ -229,6 +253,14 @@ func (e Endpoint) requestURL() *url.URL {
 		u.Path = e.Path
 	}
 	return u
+}
+
+// CheckAllowEntry reports whether s is a valid allow-list entry (Config.Allow,
+// BizConfig.Allow): an origin such as http://10.0.0.1:8080 or a URL prefix
+// such as http://10.0.0.1:8080/cb/. The error says what is wrong with it.
+func CheckAllowEntry(s string) error {
+	_, err := parseAllowRule(s)
+	return err
 }
 
 // allowRule is one parsed entry of an allow list.

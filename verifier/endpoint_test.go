@@ -1,9 +1,12 @@
 package verifier
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 func TestParseEndpoint(t *testing.T) {
@@ -17,12 +20,14 @@ func TestParseEndpoint(t *testing.T) {
 		{"http://h/cb?x=1", Endpoint{Protocol: ProtoHTTP, Scheme: "http", Host: "h:80", Path: "/cb"}},
 		{"tri://svc:50052/com.example.TxChecker/verifyMessage?version=1.0.0&group=order&bizid=int",
 			Endpoint{Protocol: ProtoTriple, Scheme: "tri", Host: "svc:50052", Path: "/com.example.TxChecker/verifyMessage",
-				Interface: "com.example.TxChecker", Method: "verifyMessage", Version: "1.0.0", Group: "order", BizIDInt: true}},
+				Interface: "com.example.TxChecker", Method: "verifyMessage", Version: "1.0.0", Group: "order", BizID: BizIDInt}},
 		{"tris://svc/a.B/m", Endpoint{Protocol: ProtoTriple, Scheme: "tris", TLS: true, Host: "svc:50051", Path: "/a.B/m", Interface: "a.B", Method: "m"}},
 		{"jsonrpc://svc:8080/com.example.TxChecker?method=VerifyMessage&bizid=string",
-			Endpoint{Protocol: ProtoJSONRPC, Scheme: "jsonrpc", Host: "svc:8080", Path: "/com.example.TxChecker", Method: "VerifyMessage"}},
+			Endpoint{Protocol: ProtoJSONRPC, Scheme: "jsonrpc", Host: "svc:8080", Path: "/com.example.TxChecker", Method: "VerifyMessage", BizID: BizIDString}},
 		{"jsonrpcs://svc/x", Endpoint{Protocol: ProtoJSONRPC, Scheme: "jsonrpcs", TLS: true, Host: "svc:443", Path: "/x", Method: "verifyMessage"}},
 		{"http://[::1]:9/x", Endpoint{Protocol: ProtoHTTP, Scheme: "http", Host: "[::1]:9", Path: "/x"}},
+		{"Tri://svc/a.B/m", Endpoint{Protocol: ProtoTriple, Scheme: "tri", Host: "svc:50051", Path: "/a.B/m", Interface: "a.B", Method: "m"}},
+		{"JSONRPC://svc/x", Endpoint{Protocol: ProtoJSONRPC, Scheme: "jsonrpc", Host: "svc:80", Path: "/x", Method: "verifyMessage"}},
 	} {
 		t.Run(tc.raw, func(t *testing.T) {
 			t.Parallel()
@@ -100,5 +105,24 @@ func TestAllowRules(t *testing.T) {
 	for _, bad := range []string{"10.0.0.1:8080", "http://h/x?q=1", "http://u@h", "gopher://h", "http://"} {
 		_, err := parseAllowRule(bad)
 		require.Error(t, err, bad)
+	}
+}
+
+// The scheme is case-insensitive in both places an endpoint is checked:
+// envelope validation (ec-verify on ingest) and this parser (the call).
+func TestSchemeCaseAgreesWithEnvelope(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		"HTTP://h:1/check", "Https://h", "Tri://h:1/a.B/m", "TRIS://h/a.B/m?bizid=string",
+		"JSONRPC://h/p", "JsonRpcS://h:2/p?method=m",
+	} {
+		t.Run(raw, func(t *testing.T) {
+			t.Parallel()
+			e := envelope.Envelope{Type: envelope.Prepare, BizID: "b", MessageKey: "k", ForwardTopic: "t", Verify: raw}
+			require.NoError(t, e.Validate())
+			ep, err := ParseEndpoint(raw)
+			require.NoError(t, err)
+			require.Equal(t, strings.ToLower(raw[:strings.Index(raw, ":")]), ep.Scheme)
+		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/admin/adminapi"
 	"github.com/eventcenter/eventcenter/admin/client"
+	"github.com/eventcenter/eventcenter/internal/cliflags"
 )
 
 // Environment variables read when the flags are not given.
@@ -54,6 +55,10 @@ the audit log with the token's name.
 The server is --server, else $` + EnvServer + `, else ` + DefaultServer + `;
 the token is --token, else $` + EnvToken + `.`,
 		SilenceUsage: true,
+		// --limit -1 or --timeout -5s is an error naming the flag.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return cliflags.Check(cmd.Flags(), cliflags.Rules{})
+		},
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&o.server, "server", "", "admin API address (default $"+EnvServer+" or "+DefaultServer+")")

@@ -272,3 +272,35 @@ func TestOrphans(t *testing.T) {
 	require.Equal(t, "replayed 2/5 to the control topic (audited on orders:o-1)\n", out, "the fake's record names orders:o-1, which exists")
 	require.Equal(t, []admin.ReplayFix{{Topic: "orders.events"}}, dlq.fixes)
 }
+
+// Negative counts and durations are refused before any request, naming the
+// flag (the server here is unreachable: a request would fail otherwise).
+func TestNegativeFlagsAreErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"list", "--limit", "-1"}, "--limit: must not be negative, got -1"},
+		{[]string{"list", "--older-than", "-15m"}, "--older-than: must not be negative, got -15m0s"},
+		{[]string{"dlq", "list", "--limit", "-5"}, "--limit: must not be negative, got -5"},
+		{[]string{"get", "orders:k1", "--timeout", "-1s"}, "--timeout: must not be negative, got -1s"},
+		{[]string{"counts", "--timeout=-3s"}, "--timeout: must not be negative, got -3s"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			cmd := newCommand(func(k string) string {
+				if k == EnvServer {
+					return "http://127.0.0.1:1"
+				}
+				return ""
+			})
+			var out bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetErr(&out)
+			cmd.SetArgs(tc.args)
+			err := cmd.ExecuteContext(t.Context())
+			require.EqualError(t, err, tc.msg)
+		})
+	}
+}

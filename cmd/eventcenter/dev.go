@@ -106,10 +106,10 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--kafka-addr: port %q: %w", portText, err)
 	}
-	// Every check runs before the broker starts or the store is opened:
-	// the brokers are the configured address until the broker says which
-	// addresses it listens on.
-	cfg, err := devConfig(f, []string{f.kafkaAddr})
+	// The whole configuration is checked before the broker starts and the
+	// SQLite file is created or migrated, with a stand-in for the broker's
+	// address, known once it listens (--kafka-addr may say port 0).
+	cfg, err := devConfig(f, []string{"127.0.0.1:9092"})
 	if err != nil {
 		return err
 	}

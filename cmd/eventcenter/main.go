@@ -16,6 +16,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/admin/cli"
 	"github.com/eventcenter/eventcenter/internal/center"
+	"github.com/eventcenter/eventcenter/internal/cliflags"
 	"github.com/eventcenter/eventcenter/internal/config"
 	"github.com/eventcenter/eventcenter/internal/version"
 )
@@ -41,8 +42,24 @@ Configuration precedence, lowest first: built-in defaults, the YAML file
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// Every command but admin's (which checks its own) refuses negative
+	// counts and durations before it runs, naming the flag.
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		return cliflags.Check(cmd.Flags(), flagRules)
+	}
 	root.AddCommand(newServe(), newDev(), newMigrate(), newVersion(), newHealthcheck(), cli.NewCommand(), newBench(), newSoak())
 	return root
+}
+
+// flagRules are the numeric flags that need more than "not negative": the
+// counts that must be at least 1 (dev, bench and soak), and soak's --seed,
+// which may be negative.
+var flagRules = cliflags.Rules{
+	Min: map[string]float64{
+		"partitions": 1, "producers": 1, "centers": 1, "concurrency": 1,
+		"checkback-concurrency": 1, "checkback-workers": 1, "store-max-conns": 1,
+	},
+	Negative: []string{"seed"},
 }
 
 // flags shared by serve and dev that override the configuration.

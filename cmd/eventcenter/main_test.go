@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,4 +121,70 @@ func TestDevCreatesTopics(t *testing.T) {
 	cfg, err = devConfig(f, []string{"127.0.0.1:9092"})
 	require.NoError(t, err)
 	require.False(t, cfg.Kafka.CreateTopics, "the environment beats the dev default")
+}
+
+// Negative counts and durations are refused, naming the flag, before the
+// command does anything (dev would start a broker, bench and soak a run).
+func TestNegativeFlagsAreErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"dev", "--data-dir", dir, "--partitions", "-3"}, "--partitions: must be at least 1, got -3"},
+		{[]string{"dev", "--data-dir", dir, "--partitions", "0"}, "--partitions: must be at least 1, got 0"},
+		{[]string{"bench", "--messages", "-1"}, "--messages: must not be negative, got -1"},
+		{[]string{"bench", "--duration", "-1m"}, "--duration: must not be negative, got -1m0s"},
+		{[]string{"bench", "--rate", "-5"}, "--rate: must not be negative, got -5"},
+		{[]string{"bench", "--producers", "0"}, "--producers: must be at least 1, got 0"},
+		{[]string{"bench", "--checkback-first-delay", "-1s"}, "--checkback-first-delay: must not be negative, got -1s"},
+		{[]string{"soak", "--partitions", "-3"}, "--partitions: must be at least 1, got -3"},
+		{[]string{"soak", "--centers", "-1"}, "--centers: must be at least 1, got -1"},
+		{[]string{"soak", "--fault-every", "-4s"}, "--fault-every: must not be negative, got -4s"},
+		{[]string{"admin", "list", "--limit", "-1"}, "--limit: must not be negative, got -1"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			// Bounded: without the check, dev would run until cancelled.
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			root := newRoot(io.Discard, io.Discard)
+			root.SetArgs(tc.args)
+			require.EqualError(t, root.ExecuteContext(ctx), tc.msg)
+		})
+	}
+	// soak's seed may be negative: the run gets past the flag check (and
+	// fails on its own configuration).
+	_, err := run(t, "soak", "--seed", "-7", "--duration", "0s")
+	require.ErrorContains(t, err, "Duration")
+}
+
+// serve, migrate and dev check the whole configuration before they touch
+// the database or Kafka: the error names the YAML path, not a failed
+// connection, and dev leaves no broker data or SQLite file behind.
+func TestConfigCheckedBeforeStoreAndKafka(t *testing.T) {
+	dir := t.TempDir()
+	bad := "checkback:\n  allow: [\"ftp://h\"]\n"
+	pgBad := filepath.Join(dir, "pg.yaml")
+	require.NoError(t, os.WriteFile(pgBad, []byte(bad+"store:\n  driver: postgres\n  dsn: postgres://nobody@127.0.0.1:1/x?connect_timeout=1\n  auto_migrate: true\n"), 0o600))
+	devBad := filepath.Join(dir, "dev.yaml")
+	require.NoError(t, os.WriteFile(devBad, []byte(bad), 0o600))
+	data := filepath.Join(dir, "data")
+	for _, args := range [][]string{
+		{"serve", "--config", pgBad},
+		{"migrate", "--config", pgBad},
+		{"dev", "--config", devBad, "--data-dir", data, "--kafka-addr", "127.0.0.1:0"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			root := newRoot(io.Discard, io.Discard)
+			root.SetArgs(args)
+			err := root.ExecuteContext(ctx)
+			require.ErrorContains(t, err, `checkback.allow[0]: "ftp://h"`)
+			require.NotContains(t, err.Error(), "connect")
+		})
+	}
+	entries, err := os.ReadDir(data)
+	require.NoError(t, err)
+	require.Empty(t, entries, "dev started nothing")
 }

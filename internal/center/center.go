@@ -105,6 +105,11 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	buildInfo.WithLabelValues(version.Version, version.Commit, version.GoVersion()).Set(1)
 	reg.MustRegister(buildInfo)
 
+	// The verifier's own checks (config.Validate covers them by YAML path)
+	// also run before the store is opened or migrated.
+	if err := verifierConfig(cfg, opt).Validate(); err != nil {
+		return nil, fmt.Errorf("config: checkback: %w", err)
+	}
 	if c.Store, c.pool, err = OpenStore(ctx, cfg.Store, opt.Now, opt.Logger); err != nil {
 		return nil, err
 	}

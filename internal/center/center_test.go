@@ -116,3 +116,31 @@ func TestConfigSizesMatchIngestAndTargets(t *testing.T) {
 	require.Equal(t, kafka.DefaultMaxMessageBytes, d.MessageBytes(d.Forward.Targets[0]))
 	require.Equal(t, rocketmq.DefaultMaxMessageBytes, d.MessageBytes(config.Target{Type: "rocketmq"}))
 }
+
+// A bad configuration is reported by YAML path before the store is opened
+// (the DSN points at nothing: a connection attempt would fail instead),
+// including what only the components' own checks used to catch.
+func TestNewChecksConfigBeforeTheStore(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ yaml, want string }{
+		{"checkback:\n  allow: [\"ftp://h\"]\n", "checkback.allow[0]"},
+		{"checkback:\n  biz:\n    - biz_id: a\n      endpoint: tri://h:1/only-interface\n", "checkback.biz[0].endpoint"},
+		{"checkback:\n  biz:\n    - biz_id: a\n      force_endpoint: true\n", "checkback.biz[0].force_endpoint"},
+		{"checkback:\n  workers: 2\n  endpoint_concurrency: 4\n", "checkback.endpoint_concurrency"},
+		{"checkback:\n  biz:\n    - biz_id: a\n      timeout: 5m\n", "checkback.lease"},
+		{"kafka:\n  dlq_topic: eventcenter.control\n", "kafka.dlq_topic"},
+		{"forward:\n  targets:\n    - name: kafka\n      type: kafka\n    - name: r\n      type: rocketmq\n      name_servers: [\"ns:9876\"]\n", "forward.targets[1].name_servers[0]"},
+		{"forward:\n  default_target: nope\n", "forward.default_target"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig(t, []string{"127.0.0.1:1"})
+			require.NoError(t, config.Parse([]byte(tc.yaml), &cfg))
+			cfg.Store = config.Store{Driver: "postgres", DSN: "postgres://nobody@127.0.0.1:1/x?connect_timeout=1", MaxConns: 1, AutoMigrate: true}
+			_, err := New(t.Context(), cfg, Options{Logger: quiet()})
+			require.ErrorContains(t, err, tc.want)
+			require.NotContains(t, err.Error(), "postgres", "the store was not tried")
+			require.NotRegexp(t, `Config|\b(Allow|BizIDs|Endpoint|ForceEndpoint|EndpointConcurrency|Lease|DLQTopic|NameServers)\b`, err.Error())
+		})
+	}
+}

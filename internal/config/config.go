@@ -2,16 +2,22 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
 	"gopkg.in/yaml.v3"
+
+	"github.com/eventcenter/eventcenter/verifier"
 )
 
 // Config is the whole configuration file.
@@ -288,6 +294,15 @@ func Parse(data []byte, cfg *Config) error {
 			Targets []Target `yaml:"targets"`
 		} `yaml:"forward"`
 	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("parse yaml: %w", err)
+	}
+	// Unknown keys and values of the wrong kind, named by YAML path (the
+	// decoder's own messages name Go types).
+	if err := checkYAML(&doc); err != nil {
+		return err
+	}
 	_ = yaml.Unmarshal(data, &probe)
 	if probe.Forward.Targets != nil {
 		cfg.Forward.Targets = nil
@@ -302,8 +317,24 @@ func Parse(data []byte, cfg *Config) error {
 
 // ApplyEnv overrides cfg with the EVENTCENTER_* variables that are set.
 func ApplyEnv(cfg *Config) error {
-	if err := env.Parse(cfg); err != nil {
+	// One variable at a time, so an error names the variable (the
+	// library's own errors name the Go field and type).
+	params, err := env.GetFieldParams(&Config{})
+	if err != nil {
 		return fmt.Errorf("environment: %w", err)
+	}
+	var errs []error
+	for _, p := range params {
+		v, ok := os.LookupEnv(p.Key)
+		if !ok || v == "" {
+			continue
+		}
+		if err := env.ParseWithOptions(cfg, env.Options{Environment: map[string]string{p.Key: v}}); err != nil {
+			errs = append(errs, fmt.Errorf("environment: %s: %s", p.Key, envProblem(err, v)))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	if cfg.Admin.TokensEnv != "" {
 		for _, part := range strings.Split(cfg.Admin.TokensEnv, ",") {
@@ -316,6 +347,16 @@ func ApplyEnv(cfg *Config) error {
 		}
 	}
 	return nil
+}
+
+// envProblem says what is wrong with the value v of a variable, in terms
+// of what it should be.
+func envProblem(err error, v string) string {
+	var pe env.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("want %s, got %q", want(pe.Type), v)
+	}
+	return fmt.Sprintf("cannot use %q", v)
 }
 
 // DLQ returns the dead-letter topic.
@@ -336,12 +377,15 @@ func (c *Config) Validate() error {
 		bad("kafka.brokers", "at least one broker address is required")
 	}
 	for i, b := range c.Kafka.Brokers {
-		if !strings.Contains(b, ":") {
+		if !hostPort(b) {
 			bad(fmt.Sprintf("kafka.brokers[%d]", i), "%q is not host:port", b)
 		}
 	}
 	if c.Kafka.ControlTopic == "" {
 		bad("kafka.control_topic", "is required")
+	}
+	if c.Kafka.DLQTopic != "" && c.Kafka.DLQTopic == c.Kafka.ControlTopic {
+		bad("kafka.dlq_topic", "must differ from kafka.control_topic %q", c.Kafka.ControlTopic)
 	}
 	if c.Kafka.Group == "" {
 		bad("kafka.group", "is required")
@@ -373,14 +417,23 @@ func (c *Config) Validate() error {
 	if c.HTTP.Listen == "" {
 		bad("http.listen", "is required (host:port)")
 	}
+	tokenNames, secrets := map[string]bool{}, map[string]bool{}
 	for i, t := range c.Admin.Tokens {
 		f := fmt.Sprintf("admin.tokens[%d]", i)
-		if t.Name == "" {
+		switch {
+		case strings.TrimSpace(t.Name) == "":
 			bad(f+".name", "is required")
+		case tokenNames[t.Name]:
+			bad(f+".name", "%q is used by another token", t.Name)
 		}
-		if len(t.Token) < 16 {
+		tokenNames[t.Name] = true
+		switch {
+		case len(t.Token) < 16:
 			bad(f+".token", "must be at least 16 characters")
+		case secrets[t.Token]:
+			bad(f+".token", "same secret as another token")
 		}
+		secrets[t.Token] = true
 		if t.Scope != "read" && t.Scope != "admin" {
 			bad(f+".scope", "want read or admin, got %q", t.Scope)
 		}
@@ -451,9 +504,22 @@ func (c *Config) validateForward(bad func(string, string, ...any)) {
 		names[t.Name] = true
 		switch t.Type {
 		case "kafka":
+			for j, b := range t.Brokers {
+				if !hostPort(b) {
+					bad(fmt.Sprintf("%s.brokers[%d]", field, j), "%q is not host:port", b)
+				}
+			}
 		case "rocketmq":
 			if len(t.NameServers) == 0 {
 				bad(field+".name_servers", "at least one ip:port is required for a rocketmq target")
+			}
+			for j, a := range t.NameServers {
+				if err := checkNameServer(a); err != nil {
+					bad(fmt.Sprintf("%s.name_servers[%d]", field, j), "%v", err)
+				}
+			}
+			if t.Group != "" && (len(t.Group) > 255 || !rocketmqGroup.MatchString(t.Group)) {
+				bad(field+".group", "%q must be 1 to 255 characters of letters, digits, %%, |, _ and -", t.Group)
 			}
 		default:
 			bad(field+".type", "want kafka or rocketmq, got %q", t.Type)
@@ -495,12 +561,26 @@ func (c *Config) validateCheckback(bad func(string, string, ...any)) {
 	if cb.Workers < 1 {
 		bad("checkback.workers", "must be at least 1")
 	}
-	if cb.Lease < 3*cb.Timeout {
-		bad("checkback.lease", "must be at least 3 × checkback.timeout (%s)", 3*cb.Timeout)
+	if cb.BackoffCap < cb.BackoffBase {
+		bad("checkback.backoff_cap", "must not be below checkback.backoff_base (%s)", cb.BackoffBase)
+	}
+	// The lease covers the longest timeout of any bizID.
+	timeout, timeoutField := cb.Timeout, "checkback.timeout"
+	for i, b := range cb.Biz {
+		if b.Timeout > timeout {
+			timeout, timeoutField = b.Timeout, fmt.Sprintf("checkback.biz[%d].timeout", i)
+		}
+	}
+	if cb.Lease < 3*timeout {
+		bad("checkback.lease", "must be at least 3 × %s (%s)", timeoutField, 3*timeout)
 	}
 	if cb.EndpointConcurrency < 1 {
 		bad("checkback.endpoint_concurrency", "must be at least 1")
 	}
+	if cb.Workers >= 1 && cb.EndpointConcurrency > cb.Workers {
+		bad("checkback.endpoint_concurrency", "%d exceeds checkback.workers (%d)", cb.EndpointConcurrency, cb.Workers)
+	}
+	checkAllow("checkback.allow", cb.Allow, bad)
 	if cb.Breaker.Failures < 1 || cb.Breaker.Cooldown <= 0 {
 		bad("checkback.breaker", "failures must be at least 1 and cooldown positive")
 	}
@@ -515,7 +595,58 @@ func (c *Config) validateCheckback(bad func(string, string, ...any)) {
 		}
 		seen[b.BizID] = true
 		validatePolicy(field, b.Policy, true, bad)
+		base, capped := cmp.Or(b.BackoffBase, cb.BackoffBase), cmp.Or(b.BackoffCap, cb.BackoffCap)
+		if (b.BackoffBase != 0 || b.BackoffCap != 0) && capped < base {
+			bad(field+".backoff_cap", "%s is below the bizID's backoff_base %s (unset values inherit checkback's)", capped, base)
+		}
+		checkAllow(field+".allow", b.Allow, bad)
+		if b.Endpoint != "" {
+			if _, err := verifier.ParseEndpoint(b.Endpoint); err != nil {
+				bad(field+".endpoint", "%v", err)
+			}
+		} else if b.ForceEndpoint {
+			bad(field+".force_endpoint", "is set without an endpoint")
+		}
 	}
+}
+
+// checkAllow checks the entries of a check-back allow list.
+func checkAllow(field string, list []string, bad func(string, string, ...any)) {
+	for i, s := range list {
+		if err := verifier.CheckAllowEntry(s); err != nil {
+			bad(fmt.Sprintf("%s[%d]", field, i), "%q: %v", s, err)
+		}
+	}
+}
+
+// hostPort reports whether a is host:port with a port from 1 to 65535 (a
+// Kafka broker address).
+func hostPort(a string) bool {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil || host == "" {
+		return false
+	}
+	p, err := strconv.Atoi(port)
+	return err == nil && p >= 1 && p <= 65535
+}
+
+// rocketmqGroup is what the RocketMQ target accepts as a producer group.
+var rocketmqGroup = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
+
+// checkNameServer accepts "ip:port" with an IP literal (IPv6 in
+// brackets), as the RocketMQ target does.
+func checkNameServer(a string) error {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return fmt.Errorf("%q is not ip:port", a)
+	}
+	if net.ParseIP(host) == nil {
+		return fmt.Errorf("%q: host %q must be an IP literal (the RocketMQ client does not resolve names)", a, host)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("%q: port %q must be 1-65535", a, port)
+	}
+	return nil
 }
 
 func validatePolicy(field string, p Policy, partial bool, bad func(string, string, ...any)) {

@@ -4,5 +4,11 @@
 // variables, command-line flags (applied by cmd/eventcenter).
 //
 // Unknown YAML keys are errors, so a typo never silently falls back to a
-// default. Validation errors name the field by its YAML path.
+// default. Every error names the setting as the operator wrote it: the
+// YAML path and line (checkback.allow[0], forward.targets[1].name) or the
+// environment variable (EVENTCENTER_CHECKBACK_FIRST_DELAY), never a Go type
+// or field. Validate also makes the checks the components (verifier,
+// ingest, forward targets, admin) would make later, so a bad setting is
+// reported before the store is opened or migrated and before Kafka is
+// dialled.
 package config
