@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
@@ -66,11 +69,36 @@ func Consume(t testing.TB, nameServer, topic, group string) <-chan *primitive.Me
 	}
 	t.Cleanup(func() {
 		close(done)
+		waitRebalances()
 		if err := c.Shutdown(); err != nil {
 			t.Errorf("rmqtest: shut down push consumer for %s: %v", topic, err)
 		}
 	})
 	return out
+}
+
+// waitRebalances waits (at most 10 s) until no rebalance of the client is
+// running. rocketmq-client-go v2.1.2 races with itself otherwise: Shutdown
+// sets the client's close flag while the rebalance that Start runs in its own
+// goroutine reads it (internal/client.go:555 vs :576), which the race
+// detector reports when a test ends while a queue's offset is still being
+// fetched. The client exposes no way to wait for it, so the goroutines are
+// looked for by name.
+func waitRebalances() {
+	deadline := time.Now().Add(10 * time.Second)
+	buf := make([]byte, 1<<20)
+	for time.Now().Before(deadline) {
+		n := runtime.Stack(buf, true)
+		if n == len(buf) {
+			buf = make([]byte, 2*len(buf))
+			continue
+		}
+		stacks := string(buf[:n])
+		if !strings.Contains(stacks, "(*rmqClient).RebalanceImmediately") && !strings.Contains(stacks, "(*rmqClient).RebalanceIfNotPaused") {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // LeakOptions are the goleak options for goroutines the rocketmq client
