@@ -16,6 +16,8 @@ import (
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/forwarder/internal/memstore"
 	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/internal/startstop"
+	"github.com/eventcenter/eventcenter/internal/startstop/startstoptest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -431,13 +433,24 @@ func TestHandoffWithoutWaitDropsWhenTheQueueIsFull(t *testing.T) {
 func TestStartTwiceAndStopBeforeStart(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	require.ErrorContains(t, h.f.Start(t.Context()), "already started")
+	require.NoError(t, h.f.Start(t.Context()), "Start while started is a no-op (internal/startstop)")
 
 	f, err := forwarder.New(forwarder.Config{Targets: map[string]forwarder.Target{"x": &fakeTarget{}}},
 		memstore.New(nil), ownership.New())
 	require.NoError(t, err)
 	require.NoError(t, f.Stop(t.Context()))
-	require.ErrorContains(t, f.Start(t.Context()), "stopped")
+	require.ErrorIs(t, f.Start(t.Context()), startstop.ErrStopped)
+}
+
+// The forwarder follows the shared start/stop semantics.
+func TestForwarderStartStop(t *testing.T) {
+	t.Parallel()
+	startstoptest.Exercise(t, func(t *testing.T) startstoptest.Service {
+		f, err := forwarder.New(forwarder.Config{Targets: map[string]forwarder.Target{"x": &fakeTarget{}}},
+			memstore.New(nil), ownership.New())
+		require.NoError(t, err)
+		return f
+	})
 }
 
 func TestMetricsRegistration(t *testing.T) {

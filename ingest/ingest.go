@@ -14,6 +14,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/internal/startstop"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -40,10 +41,11 @@ type Ingester struct {
 	met   *metrics
 	dec   envelope.Decoder
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	r       *run
+	// Base gives Stop and the shared start/stop semantics.
+	startstop.Base
+
+	mu sync.Mutex
+	r  *run // the started run, set by Start
 
 	// joined is set by each assignment from the group, empty ones
 	// included, and cleared when the assignment is lost or the consumer
@@ -94,16 +96,11 @@ type run struct {
 
 	// pollCtx ends when the ingester is asked to stop (Stop, or the
 	// context given to Start ends): no more polls, no more retries.
-	pollCtx  context.Context
-	stopPoll context.CancelFunc
+	pollCtx context.Context
 	// workCtx carries store applies, dead-letter produces and commits; it
 	// ends when Stop's context does (abandon the batch in hand) or when
 	// the consumer is gone.
 	workCtx context.Context
-	abort   context.CancelFunc
-
-	done chan struct{}
-	err  error // set before done is closed
 
 	mu sync.Mutex
 	// applied are the next offsets to commit for partitions whose records
@@ -139,22 +136,40 @@ func (r *run) rebalanceWanted() {
 // Start joins the consumer group and starts consuming in a goroutine; it
 // returns at once. When ctx ends, the ingester stops as if Stop were called
 // (Stop must still be called to wait for it).
+//
+// Stop (startstop.Base's) stops polling, finishes the batch in hand
+// (applies it and commits its offsets), leaves the group and waits until
+// the consumer is gone. If Stop's ctx ends first, the batch in hand is
+// abandoned uncommitted (it is replayed by the partition's next owner) and
+// Stop returns ctx's error after the consumer is gone.
 func (in *Ingester) Start(ctx context.Context) error {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.started {
-		return errors.New("ingest: already started")
-	}
-	if in.stopped {
-		return errors.New("ingest: stopped")
-	}
+	return in.StartFunc(ctx, func(sr startstop.Run) (func() error, error) {
+		r, err := in.newRun(sr)
+		if err != nil {
+			return nil, err
+		}
+		in.mu.Lock()
+		in.r = r
+		in.mu.Unlock()
+		in.log.Info("ingest started", "brokers", in.cfg.Brokers)
+		return func() error {
+			err := in.loop(r)
+			if r.workCtx.Err() != nil {
+				return fmt.Errorf("ingest: stop: %w", context.Cause(r.workCtx))
+			}
+			return err
+		}, nil
+	})
+}
+
+// newRun creates the run's Kafka clients.
+func (in *Ingester) newRun(sr startstop.Run) (*run, error) {
 	r := &run{
-		done:     make(chan struct{}),
+		pollCtx:  sr.Ctx,
+		workCtx:  sr.Work,
 		applied:  map[int32]kgo.EpochOffset{},
 		assigned: map[int32]bool{},
 	}
-	r.pollCtx, r.stopPoll = context.WithCancel(ctx)
-	r.workCtx, r.abort = context.WithCancel(context.WithoutCancel(ctx))
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(in.cfg.Brokers...),
 		kgo.ConsumerGroup(in.cfg.Group),
@@ -183,9 +198,7 @@ func (in *Ingester) Start(ctx context.Context) error {
 	opts = append(opts, in.cfg.ClientOptions...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		r.stopPoll()
-		r.abort()
-		return fmt.Errorf("ingest: create kafka client: %w", err)
+		return nil, fmt.Errorf("ingest: create kafka client: %w", err)
 	}
 	r.cl = cl
 	if in.cfg.dlqBatchMax() > defaultBatchMax {
@@ -197,57 +210,15 @@ func (in *Ingester) Start(ctx context.Context) error {
 		big, err := kgo.NewClient(bopts...)
 		if err != nil {
 			cl.Close()
-			r.stopPoll()
-			r.abort()
-			return fmt.Errorf("ingest: create kafka client for large dead letters: %w", err)
+			return nil, fmt.Errorf("ingest: create kafka client for large dead letters: %w", err)
 		}
 		r.big = big
 	}
-	in.started = true
-	in.r = r
-	go in.loop(r)
-	in.log.Info("ingest started", "brokers", in.cfg.Brokers)
-	return nil
-}
-
-// Stop stops polling, finishes the batch in hand (applies it and commits its
-// offsets), leaves the group and waits until the consumer is gone. If ctx
-// ends first, the batch in hand is abandoned uncommitted (it is replayed by
-// the partition's next owner) and Stop returns ctx's error after the
-// consumer is gone.
-func (in *Ingester) Stop(ctx context.Context) error {
-	in.mu.Lock()
-	r := in.r
-	already := in.stopped
-	in.stopped = true
-	in.mu.Unlock()
-	if r == nil {
-		return nil
-	}
-	if already {
-		// A concurrent or repeated Stop waits as long as its ctx allows.
-		select {
-		case <-r.done:
-			return nil
-		case <-ctx.Done():
-			return fmt.Errorf("ingest: stop: %w", ctx.Err())
-		}
-	}
-	r.stopPoll()
-	select {
-	case <-r.done:
-		return r.err
-	case <-ctx.Done():
-		r.abort()
-		<-r.done
-		return fmt.Errorf("ingest: stop: %w", ctx.Err())
-	}
+	return r, nil
 }
 
 // loop is the consumer: poll, apply per partition, commit, allow rebalance.
-func (in *Ingester) loop(r *run) {
-	defer close(r.done)
-	defer r.abort()
+func (in *Ingester) loop(r *run) error {
 	in.checkDLQAtStart(r.pollCtx, r.cl)
 	for r.pollCtx.Err() == nil {
 		wanted := r.renewWanted()
@@ -272,7 +243,7 @@ func (in *Ingester) loop(r *run) {
 		}
 		r.cl.AllowRebalance()
 	}
-	r.err = in.shutdown(r)
+	return in.shutdown(r)
 }
 
 // shutdown commits what was applied, leaves the group (the final revoke

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/eventcenter/eventcenter/internal/startstop"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -50,11 +51,8 @@ type Verifier struct {
 	freed   chan struct{} // a call finished
 	results chan result
 
-	mu          sync.Mutex
-	started     bool
-	cancel      context.CancelFunc
-	applyCancel context.CancelFunc
-	done        chan struct{}
+	// Base gives Stop and the shared start/stop semantics.
+	startstop.Base
 }
 
 // result is one change for the applier, with what it needs to report.
@@ -103,44 +101,24 @@ func New(cfg Config, st Store, owned Owned, fwd Handoff) (*Verifier, error) {
 func (v *Verifier) Config() *Config { return &v.cfg }
 
 // Start runs the verifier until Stop or until ctx ends; it returns at once.
+// Stop (startstop.Base's) stops claiming, cancels the calls in flight
+// (their attempts stay counted, as the producer may have seen them; they
+// are checked again after their backoff), gives the claimed messages not
+// called yet back (due at once, no attempt burned), writes the answers
+// already received and waits for every goroutine. When Stop's ctx ends
+// first, pending writes are abandoned (those messages are checked again
+// when their lease runs out) and Stop returns ctx's error once the
+// goroutines are gone.
 func (v *Verifier) Start(ctx context.Context) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.started {
-		return errors.New("verifier: already started")
-	}
-	v.started = true
-	runCtx, cancel := context.WithCancel(ctx)
-	applyCtx, applyCancel := context.WithCancel(context.WithoutCancel(ctx))
-	v.cancel, v.applyCancel = cancel, applyCancel
-	v.done = make(chan struct{})
-	go v.run(runCtx, applyCtx)
-	return nil
-}
-
-// Stop stops claiming, cancels the calls in flight (their attempts stay
-// counted, as the producer may have seen them; they are checked again after
-// their backoff), gives the claimed messages not called yet back (due at
-// once, no attempt burned), writes the answers already received and waits
-// for every goroutine. When ctx ends first, pending writes are abandoned
-// (those messages are checked again when their lease runs out) and Stop
-// returns ctx's error once the goroutines are gone.
-func (v *Verifier) Stop(ctx context.Context) error {
-	v.mu.Lock()
-	started, done := v.started, v.done
-	v.mu.Unlock()
-	if !started {
-		return nil
-	}
-	v.cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		v.applyCancel()
-		<-done
-		return fmt.Errorf("stop verifier: %w", ctx.Err())
-	}
+	return v.StartFunc(ctx, func(r startstop.Run) (func() error, error) {
+		return func() error {
+			v.run(r.Ctx, r.Work)
+			if r.Work.Err() != nil {
+				return fmt.Errorf("stop verifier: %w", context.Cause(r.Work))
+			}
+			return nil
+		}, nil
+	})
 }
 
 // claimed is what a claim brought back to the run loop.
@@ -173,8 +151,6 @@ type loop struct {
 }
 
 func (v *Verifier) run(ctx, applyCtx context.Context) {
-	defer close(v.done)
-	defer v.applyCancel()
 	applied := v.startAppliers(applyCtx)
 	l := &loop{ctx: ctx, claimed: make(chan claimed, 1), due: true, changed: v.owned.Changed()}
 	// After a wake-up by a call that ended, claims are at least this far
