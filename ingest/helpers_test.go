@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/eventcenter/eventcenter/forwarder"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -98,10 +99,18 @@ func (e *env) config() Config {
 	}
 }
 
-// start builds and starts an ingester; it is stopped at cleanup.
-func (e *env) start(cfg Config, st Store, fwd Handoff, owned *ownership.Set) *Ingester {
+// testSendLease is the send lease of the fast path in these tests (the
+// forwarder's default Lease).
+const testSendLease = 30 * time.Second
+
+// start builds and starts an ingester; it is stopped at cleanup. With fwd
+// set, st is wrapped in the forwarder's fast path handing over to fwd.
+func (e *env) start(cfg Config, st Store, fwd forwarder.Handoff, owned *ownership.Set) *Ingester {
 	e.t.Helper()
-	in, err := New(cfg, st, fwd, owned)
+	if fwd != nil {
+		st = forwarder.NewApplier(st, fwd, testSendLease)
+	}
+	in, err := New(cfg, st, owned)
 	require.NoError(e.t, err)
 	require.NoError(e.t, in.Start(e.t.Context()))
 	e.t.Cleanup(func() {

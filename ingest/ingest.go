@@ -15,27 +15,22 @@ import (
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/internal/startstop"
-	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
 
-// Store is what the ingester needs from the database.
+// Store is what the ingester needs from the database: the forwarder's
+// fast path (forwarder.Applier) over the store, so that messages a batch
+// makes sendable are leased and handed over for sending at once. Its Apply
+// is called on the consumer's path and must not block for long after the
+// commit.
 type Store interface {
 	Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error)
-}
-
-// Handoff takes messages that became sendable (leased for SendLease) for
-// immediate forwarding. It must not block for long: it is called on the
-// consumer's path.
-type Handoff interface {
-	Handoff(msgs []state.Message)
 }
 
 // Ingester consumes the control topic and applies it to the store.
 type Ingester struct {
 	cfg   Config
 	st    Store
-	fwd   Handoff
 	owned *ownership.Set
 	log   *slog.Logger
 	met   *metrics
@@ -61,9 +56,9 @@ type Ingester struct {
 func (in *Ingester) Joined() bool { return in.joined.Load() }
 
 // New checks the configuration and builds an Ingester; it connects nothing
-// (Start does). fwd may be nil when nothing takes sendable messages (the
-// forwarder's scan then finds them once their lease runs out).
-func New(cfg Config, st Store, fwd Handoff, owned *ownership.Set) (*Ingester, error) {
+// (Start does). A plain store (no forwarder.Applier) leaves sendable
+// messages to the forwarder's scan.
+func New(cfg Config, st Store, owned *ownership.Set) (*Ingester, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -79,7 +74,7 @@ func New(cfg Config, st Store, fwd Handoff, owned *ownership.Set) (*Ingester, er
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	return &Ingester{
-		cfg: cfg, st: st, fwd: fwd, owned: owned,
+		cfg: cfg, st: st, owned: owned,
 		log: cfg.Logger.With("topic", cfg.ControlTopic, "group", cfg.Group),
 		met: met,
 		dec: envelope.Decoder{MaxPayload: cfg.MaxPayload},

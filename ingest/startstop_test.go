@@ -14,7 +14,7 @@ func TestIngesterStartStop(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1)
 	startstoptest.Exercise(t, func(t *testing.T) startstoptest.Service {
-		in, err := New(e.config(), newMemStore(), nil, ownership.New())
+		in, err := New(e.config(), newMemStore(), ownership.New())
 		require.NoError(t, err)
 		return in
 	})

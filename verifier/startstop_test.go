@@ -18,7 +18,7 @@ func TestVerifierStartStop(t *testing.T) {
 	startstoptest.Exercise(t, func(t *testing.T) startstoptest.Service {
 		clk := newClock()
 		v, err := New(Config{Now: clk.Now, Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)},
-			newMemStore(clk.Now), ownership.New(), nil)
+			newMemStore(clk.Now), ownership.New())
 		require.NoError(t, err)
 		return v
 	})

@@ -15,7 +15,11 @@ import (
 	"github.com/eventcenter/eventcenter/store"
 )
 
-// Store is what the verifier needs from the store.
+// Store is what the verifier needs from the store. Its Apply should be the
+// forwarder's fast path (forwarder.Applier, forwarder.FastPath) so that
+// messages a commit answer makes sendable are leased and forwarded at once;
+// it is called from the verifier's applier goroutines, possibly several at
+// once (Config.Appliers), and must not block for long after the commit.
 type Store interface {
 	ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Message, error)
 	Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error)
@@ -27,21 +31,12 @@ type Owned interface {
 	Changed() <-chan struct{}
 }
 
-// Handoff takes messages that a commit answer made sendable, leased: the
-// forwarder's fast path. It is called from the verifier's applier
-// goroutines, possibly several at once (Config.Appliers), and must not
-// block for long.
-type Handoff interface {
-	Handoff(msgs []state.Message)
-}
-
 // Verifier checks back stale PREPAREs in the owned partitions.
 type Verifier struct {
 	cfg    Config
 	biz    map[string]*resolved
 	st     Store
 	owned  Owned
-	fwd    Handoff
 	caller *caller
 	gates  *gates
 	m      *metrics
@@ -61,9 +56,9 @@ type result struct {
 	proto  Protocol
 }
 
-// New builds a Verifier. fwd may be nil (committed messages are then left
-// due for the forwarder's scan).
-func New(cfg Config, st Store, owned Owned, fwd Handoff) (*Verifier, error) {
+// New builds a Verifier. With a plain store (no fast path) committed
+// messages are left due for the forwarder's scan.
+func New(cfg Config, st Store, owned Owned) (*Verifier, error) {
 	if st == nil {
 		return nil, errors.New("verifier: nil Store")
 	}
@@ -84,7 +79,7 @@ func New(cfg Config, st Store, owned Owned, fwd Handoff) (*Verifier, error) {
 		rt = newTransport(cfg.EndpointConcurrency)
 	}
 	v := &Verifier{
-		cfg: cfg, biz: biz, st: st, owned: owned, fwd: fwd,
+		cfg: cfg, biz: biz, st: st, owned: owned,
 		caller: newCaller(rt, cfg.Now, cfg.Logger),
 		gates: &gates{m: map[string]*gate{}, cap: cfg.EndpointConcurrency, queueCap: cfg.EndpointQueue, failures: cfg.BreakerFailures,
 			coolDown: cfg.BreakerCoolDown, metrics: m, log: cfg.Logger},
@@ -571,7 +566,7 @@ func (v *Verifier) apply(ctx context.Context, batch []result) {
 	for i, r := range batch {
 		changes[i] = r.change
 	}
-	res, err := v.st.Apply(ctx, store.ApplyRequest{Changes: changes, SendLease: v.cfg.SendLease})
+	res, err := v.st.Apply(ctx, store.ApplyRequest{Changes: changes})
 	if err != nil {
 		v.m.applyErrors.Inc()
 		v.log.Error("apply check-back results; the messages are checked again after their lease",
@@ -600,8 +595,5 @@ func (v *Verifier) apply(ctx context.Context, batch []result) {
 			v.log.Warn("check-back answer contradicts the recorded decision; kept the first",
 				"biz_id", c.BizID, "key", c.Key, "answer", c.Event.Kind.String())
 		}
-	}
-	if len(res.Sendable) > 0 && v.fwd != nil {
-		v.fwd.Handoff(res.Sendable)
 	}
 }
