@@ -15,10 +15,10 @@ import (
 
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
-	"github.com/eventcenter/eventcenter/forwarder/internal/memstore"
 	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/memstore"
 )
 
 // clock is a settable clock shared by the store and the forwarder.
@@ -130,7 +130,7 @@ func (ft *fakeTarget) sentIDs() map[string]int {
 
 type harness struct {
 	clock   *clock
-	st      *memstore.Store
+	st      memStore
 	owned   *ownership.Set
 	targets map[string]*fakeTarget
 	reg     *prometheus.Registry
@@ -152,7 +152,7 @@ func newHarness(t *testing.T, mod func(*forwarder.Config)) *harness {
 		targets: map[string]*fakeTarget{"main": {}, "other": {}},
 		reg:     prometheus.NewRegistry(),
 	}
-	h.st = memstore.New(h.clock.Now)
+	h.st = memStore{memstore.New(h.clock.Now)}
 	h.owned.Assign(0)
 	h.cfg = forwarder.Config{
 		Targets:       map[string]forwarder.Target{"main": h.targets["main"], "other": h.targets["other"]},
@@ -299,4 +299,22 @@ func (h *harness) gauge(t *testing.T, name string, labels ...string) float64 {
 		}
 	}
 	return 0
+}
+
+// memStore is the in-memory store with the count the tests read.
+type memStore struct{ *memstore.Store }
+
+// Count returns how many committed messages have the send status.
+func (s memStore) Count(st state.SendStatus) int {
+	cs, err := s.Counts(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	n := 0
+	for _, c := range cs {
+		if c.Status == state.Committed && c.SendStatus == st {
+			n += int(c.N)
+		}
+	}
+	return n
 }
