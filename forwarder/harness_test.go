@@ -16,30 +16,16 @@ import (
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/internal/testclock"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/store/memstore"
 )
 
-// clock is a settable clock shared by the store and the forwarder.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// clock is the settable clock shared by the store and the forwarder.
+type clock = testclock.Clock
 
-func newClock() *clock { return &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+func newClock() *clock { return testclock.At(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
 // fakeTarget records what it is sent; fail decides per record.
 type fakeTarget struct {

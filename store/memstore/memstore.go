@@ -178,16 +178,25 @@ func (s *Store) claim(c store.Claim, due func(*state.Message) time.Time, ok func
 		return nil, nil
 	}
 	now := codec.Time(s.now())
-	var ms []*state.Message
-	for _, m := range s.rows {
-		if ok(m) && slices.Contains(c.Partitions, m.Partition) && !due(m).After(now) {
-			ms = append(ms, m)
-		}
-	}
-	slices.SortFunc(ms, func(a, b *state.Message) int {
+	order := func(a, b *state.Message) int {
 		return cmp.Or(due(a).Compare(due(b)), cmp.Compare(a.ID, b.ID))
-	})
-	ms = ms[:min(len(ms), c.Limit)]
+	}
+	// The Limit earliest, kept sorted in a small slice: a scan, not a sort
+	// of everything due (a database uses its index).
+	ms := make([]*state.Message, 0, min(c.Limit, 1024))
+	for _, m := range s.rows {
+		if !ok(m) || !slices.Contains(c.Partitions, m.Partition) || due(m).After(now) {
+			continue
+		}
+		if len(ms) == c.Limit && order(m, ms[len(ms)-1]) >= 0 {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(ms, m, order)
+		if len(ms) == c.Limit {
+			ms = ms[:len(ms)-1]
+		}
+		ms = slices.Insert(ms, i, m)
+	}
 	token := codec.LeaseToken()
 	out := make([]state.Message, len(ms))
 	for i, m := range ms {
