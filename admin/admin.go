@@ -30,18 +30,9 @@ type Store interface {
 // store.Store has everything the handler needs.
 var _ Store = store.Store(nil)
 
-// Handoff receives messages an operator action made sendable (leased for
-// Config.SendLease) so that they are forwarded at once. It must not block
-// for long.
-type Handoff interface {
-	Handoff(msgs []state.Message)
-}
-
-// HandoffFunc adapts a function to Handoff.
-type HandoffFunc func([]state.Message)
-
-// Handoff calls f.
-func (f HandoffFunc) Handoff(msgs []state.Message) { f(msgs) }
+// handsOff is what a store whose Apply is the forwarder's fast path
+// (forwarder.FastPath) tells: sendable messages were handed over.
+type handsOff interface{ HandsOff() bool }
 
 type handler struct {
 	cfg     Config

@@ -374,9 +374,6 @@ func (h *handler) act(r *http.Request, p principal, bizID, key string, kind stat
 		Event: state.Event{Kind: kind, At: h.now()},
 		Audit: &store.Actor{Who: p.Name, Reason: reason},
 	}}}
-	if h.cfg.Handoff != nil {
-		req.SendLease = h.cfg.SendLease
-	}
 	out, err := h.st.Apply(r.Context(), req)
 	if err != nil {
 		return res, fmt.Errorf("apply %s to %s: %w", kind, envelopeKey(bizID, key), err)
@@ -389,9 +386,8 @@ func (h *handler) act(r *http.Request, p principal, bizID, key string, kind stat
 	}
 	res.Action = kind.String()
 	res.Effect = out.Outcomes[0].Effect.String()
-	if len(out.Sendable) > 0 && h.cfg.Handoff != nil {
-		h.cfg.Handoff.Handoff(out.Sendable)
-		res.HandedOff = true
+	if fast, ok := h.st.(handsOff); ok && len(out.Sendable) > 0 && fast.HandsOff() {
+		res.HandedOff = true // the store's Apply is the forwarder's fast path
 	}
 	h.log.Info("operator action", "action", kind.String(), "id", envelopeKey(bizID, key),
 		"who", p.Name, "reason", reason, "effect", res.Effect, "handed_off", res.HandedOff)

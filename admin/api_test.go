@@ -508,7 +508,6 @@ func TestConfigValidate(t *testing.T) {
 			{Name: "a", Token: "0123456789abcdeX", Scope: "read"}}}, "Tokens[1].Name"},
 		"dup token": {admin.Config{Tokens: []admin.Token{{Name: "a", Token: "0123456789abcdef", Scope: "read"},
 			{Name: "b", Token: "0123456789abcdef", Scope: "admin"}}}, "Tokens[1].Token"},
-		"lease":  {admin.Config{SendLease: -1}, "SendLease"},
 		"limits": {admin.Config{DefaultLimit: 10, MaxLimit: 5}, "DefaultLimit"},
 	} {
 		require.ErrorContains(t, c.cfg.Validate(), c.want, name)

@@ -40,13 +40,6 @@ type Config struct {
 	// InsecureUser is "who" for actions in insecure mode (default "anonymous").
 	InsecureUser string
 
-	// Handoff, when set, receives messages an action made sendable, leased
-	// for SendLease, so they are forwarded at once. Without it they are left
-	// due now for the forwarder's periodic scan.
-	Handoff Handoff
-	// SendLease is the lease of handed-off messages (default 30s).
-	SendLease time.Duration
-
 	// StuckAfter is the age from which a PREPARED message is listed as stuck
 	// on the console (default 5m).
 	StuckAfter time.Duration
@@ -68,9 +61,6 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.InsecureUser == "" {
 		c.InsecureUser = "anonymous"
-	}
-	if c.SendLease == 0 {
-		c.SendLease = 30 * time.Second
 	}
 	if c.StuckAfter == 0 {
 		c.StuckAfter = 5 * time.Minute
@@ -115,9 +105,6 @@ func (c *Config) Validate() error {
 		if t.Scope != ScopeRead && t.Scope != ScopeAdmin {
 			errs = append(errs, fmt.Errorf("Tokens[%d].Scope (%s): %q, want %q or %q", i, t.Name, t.Scope, ScopeRead, ScopeAdmin))
 		}
-	}
-	if c.SendLease < 0 {
-		errs = append(errs, errors.New("SendLease: negative"))
 	}
 	if c.StuckAfter < 0 {
 		errs = append(errs, errors.New("StuckAfter: negative"))

@@ -6,8 +6,8 @@
 // now, bulk retry of a bizID) goes through the store's Apply with the
 // matching operator event, so the state machine decides what is allowed, and
 // is written with an audit record naming who did it and why. Messages an
-// action makes sendable are handed to the forwarder at once through the
-// optional Handoff.
+// action makes sendable are handed to the forwarder at once when the store
+// given to NewHandler is the forwarder's fast path (forwarder.FastPath).
 //
 // Authentication uses bearer tokens from Config.Tokens, each with a scope:
 // "read" may look, "admin" may also act. The console accepts the same

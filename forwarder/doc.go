@@ -4,6 +4,15 @@
 // retries). Sent marks are batched; failures back off with jitter and end DEAD
 // after the configured attempts.
 //
+// # Fast path
+//
+// Every part that changes messages (ingest, the verifier's check-back
+// answers, operator actions) applies through an Applier (Forwarder.Applier,
+// or Forwarder.FastPath for a whole store): it sets the send lease (Lease,
+// the one lease setting: forward.lease) on the Apply request and, after the
+// store committed, hands the messages that became sendable to Handoff. If
+// the process dies first, the scan claims them once the lease runs out.
+//
 // # Flow
 //
 //	Handoff ─┐                    ┌─ worker ─┐

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/eventcenter/eventcenter/internal/startstop"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -39,21 +40,19 @@ type Forwarder struct {
 	// results carries send outcomes from the workers to the recorder.
 	results chan batchResult
 
-	closed  atomic.Bool // Handoff drops once stopping
 	running atomic.Bool // started: workers drain the queues, so a handoff may wait
 
-	mu       sync.Mutex
-	started  bool
-	stopReq  chan struct{} // closed by Stop
-	stopOnce sync.Once
-	stopCtx  context.Context // Stop's context, for the final flush
+	// Base gives Stop and the shared start/stop semantics; Handoff drops
+	// once it is Stopping.
+	startstop.Base
 
-	hardCtx    context.Context // cancelled to abort in-flight sends
-	cancelHard context.CancelFunc
-	draining   chan struct{} // closed: workers finish their queues and exit
-	recStop    chan struct{} // closed: the recorder flushes and exits
-	done       chan struct{} // closed when every goroutine is gone
-	stopErr    error         // set by the recorder before done
+	// hardCtx is the run's Work context: it ends when Stop's context ends
+	// (abort in-flight sends; the final flush gives up) or after the run.
+	hardCtx  context.Context
+	stopReq  <-chan struct{} // closed by Stop; set by Start
+	draining chan struct{}   // closed: workers finish their queues and exit
+	recStop  chan struct{}   // closed: the recorder flushes and exits
+	stopErr  error           // set by the recorder before it exits
 }
 
 // lane is one target: its queue and its workers.
@@ -98,10 +97,8 @@ func New(cfg Config, st Store, owned Owned) (*Forwarder, error) {
 		met:      met,
 		lanes:    make(map[string]*lane, len(cfg.Targets)),
 		results:  make(chan batchResult, 2*cfg.Concurrency*len(cfg.Targets)+16),
-		stopReq:  make(chan struct{}),
 		draining: make(chan struct{}),
 		recStop:  make(chan struct{}),
-		done:     make(chan struct{}),
 	}
 	for name, t := range cfg.Targets {
 		f.lanes[name] = f.newLane(name, t)
@@ -139,78 +136,49 @@ func (f *Forwarder) newLane(name string, t Target) *lane {
 // but handed-over messages are still sent, and their marks written, until
 // Stop: the caller stops ingest first, and what ingest hands over while it
 // stops must not be abandoned. Stop must be called to end the forwarder.
+//
+// Stop (startstop.Base's) stops scanning, lets the workers finish the
+// sends in flight and the messages already queued, writes the pending sent
+// marks and failures, and waits for every goroutine. When Stop's ctx ends
+// first, in-flight sends are cancelled (their messages come back after the
+// lease) and marks that could not be written are reported in the error:
+// those messages will be sent again (at least once). Stop before Start
+// refuses a later Start.
 func (f *Forwarder) Start(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.started {
-		return errors.New("forwarder: already started")
-	}
-	if f.closed.Load() {
-		return errors.New("forwarder: stopped")
-	}
-	f.started = true
-	f.running.Store(true)
-	// Sends and store writes outlive ctx; Stop's context bounds them.
-	f.hardCtx, f.cancelHard = context.WithCancel(context.WithoutCancel(ctx))
-	scanCtx, cancelScan := context.WithCancel(ctx)
-
-	var scanDone = make(chan struct{})
-	go func() {
-		defer close(scanDone)
-		f.scanLoop(scanCtx)
-	}()
-	var workers sync.WaitGroup
-	for _, name := range slices.Sorted(maps.Keys(f.lanes)) {
-		l := f.lanes[name]
-		for _, ch := range l.shards {
-			workers.Go(func() { f.work(l, ch) })
+	return f.StartFunc(ctx, func(r startstop.Run) (func() error, error) {
+		f.stopReq = r.Stopping // before running: route reads it once running
+		f.running.Store(true)
+		// Sends and store writes outlive ctx; Stop's context bounds them.
+		f.hardCtx = r.Work
+		scanDone := make(chan struct{})
+		go func() {
+			defer close(scanDone)
+			f.scanLoop(r.Ctx)
+		}()
+		var workers sync.WaitGroup
+		for _, name := range slices.Sorted(maps.Keys(f.lanes)) {
+			l := f.lanes[name]
+			for _, ch := range l.shards {
+				workers.Go(func() { f.work(l, ch) })
+			}
 		}
-	}
-	recDone := make(chan struct{})
-	go func() {
-		defer close(recDone)
-		f.record()
-	}()
-
-	// The owner of the shutdown order: scan first, then the workers drain
-	// their queues, then the recorder writes what is pending.
-	go func() {
-		defer close(f.done)
-		<-f.stopReq
-		f.closed.Store(true)
-		cancelScan()
-		<-scanDone
-		close(f.draining)
-		workers.Wait()
-		close(f.recStop)
-		<-recDone
-		f.cancelHard()
-	}()
-	return nil
-}
-
-// Stop stops scanning, lets the workers finish the sends in flight and the
-// messages already queued, writes the pending sent marks and failures, and
-// waits for every goroutine. When ctx ends first, in-flight sends are
-// cancelled (their messages come back after the lease) and marks that could
-// not be written are reported in the error: those messages will be sent
-// again (at least once). Stop before Start only prevents a later Start.
-func (f *Forwarder) Stop(ctx context.Context) error {
-	f.mu.Lock()
-	if !f.started {
-		f.mu.Unlock()
-		f.closed.Store(true)
-		return nil
-	}
-	f.stopOnce.Do(func() {
-		f.stopCtx = ctx
-		close(f.stopReq)
+		recDone := make(chan struct{})
+		go func() {
+			defer close(recDone)
+			f.record()
+		}()
+		// The shutdown order: scan first, then the workers drain their
+		// queues, then the recorder writes what is pending.
+		return func() error {
+			<-r.Stopping
+			<-scanDone // the scan's context ended with Stop
+			close(f.draining)
+			workers.Wait()
+			close(f.recStop)
+			<-recDone
+			return f.stopErr
+		}, nil
 	})
-	f.mu.Unlock()
-	stopAbort := context.AfterFunc(ctx, f.cancelHard)
-	defer stopAbort()
-	<-f.done
-	return f.stopErr
 }
 
 // Handoff queues messages for sending at once: the fast path used by ingest
@@ -223,7 +191,7 @@ func (f *Forwarder) Stop(ctx context.Context) error {
 // counted; the scan picks it up when its lease runs out. The slice may be
 // reused after Handoff returns.
 func (f *Forwarder) Handoff(msgs []state.Message) {
-	if f.closed.Load() {
+	if f.Stopping() {
 		f.met.dropped.Add(float64(len(msgs)))
 		return
 	}

@@ -14,10 +14,12 @@ import (
 
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
-	"github.com/eventcenter/eventcenter/forwarder/internal/memstore"
 	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/internal/startstop"
+	"github.com/eventcenter/eventcenter/internal/startstop/startstoptest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/memstore"
 )
 
 func TestFastPathSendsAtOnceAndBatchesMarks(t *testing.T) {
@@ -38,7 +40,7 @@ func TestFastPathSendsAtOnceAndBatchesMarks(t *testing.T) {
 	t.Logf("first record reached the target %s after Handoff", firstAfter)
 	require.Less(t, firstAfter, time.Second)
 
-	marks, _, _ := h.st.Calls()
+	marks := h.st.Calls().MarkSent
 	t.Logf("300 messages marked sent in %d MarkSent calls", marks)
 	require.LessOrEqual(t, marks, 30, "sent marks are not batched")
 	require.Len(t, h.targets["main"].sentIDs(), 300)
@@ -96,8 +98,8 @@ func TestScanPicksUpDueAndExpiredLeases(t *testing.T) {
 	for _, m := range due {
 		h.waitStatus(t, m, state.SendSent)
 	}
-	_, _, claims := h.st.Calls()
-	require.Eventually(t, func() bool { _, _, c := h.st.Calls(); return c >= claims+3 }, 5*time.Second, time.Millisecond)
+	claims := h.st.Calls().ClaimSends
+	require.Eventually(t, func() bool { c := h.st.Calls().ClaimSends; return c >= claims+3 }, 5*time.Second, time.Millisecond)
 	for _, m := range leased {
 		require.Equal(t, state.SendPending, h.get(t, m).SendStatus, "sent before its lease ran out")
 	}
@@ -111,7 +113,7 @@ func TestScanPicksUpDueAndExpiredLeases(t *testing.T) {
 func TestClaimErrorsAreRetriedAtTheNextScan(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.st.FailClaim(errors.New("db down"), errors.New("db down"), errors.New("db down"))
+	h.st.FailClaimSends(errors.New("db down"), errors.New("db down"), errors.New("db down"))
 	due := h.commit(t, 2, 0, "", 0)
 	for _, m := range due {
 		h.waitStatus(t, m, state.SendSent)
@@ -221,7 +223,7 @@ func TestStoreOutageDoesNotLoseMarks(t *testing.T) {
 	msgs := h.commit(t, 50, 0, "", testLease)
 	h.f.Handoff(msgs)
 	require.Eventually(t, func() bool { return h.st.Count(state.SendSent) == 50 }, 10*time.Second, time.Millisecond)
-	marks, _, _ := h.st.Calls()
+	marks := h.st.Calls().MarkSent
 	require.GreaterOrEqual(t, marks, 5)
 	for id, n := range h.targets["main"].sentIDs() {
 		require.Equal(t, 1, n, "%s sent %d times", id, n)
@@ -238,7 +240,7 @@ func TestStoreOutageDoesNotLoseFailures(t *testing.T) {
 	h.f.Handoff(msgs)
 	got := h.waitStatus(t, msgs[0], state.SendDead)
 	require.Equal(t, "rejected", got.LastError)
-	_, applies, _ := h.st.Calls()
+	applies := h.st.Calls().Apply
 	require.GreaterOrEqual(t, applies, 1+4) // the commit, three failed writes, the one that worked
 }
 
@@ -254,7 +256,7 @@ func TestStopFlushesPendingMarks(t *testing.T) {
 	require.Equal(t, 0, h.st.Count(state.SendSent), "marks written before the batch filled or the ticker fired")
 	require.NoError(t, h.f.Stop(t.Context()))
 	require.Equal(t, 20, h.st.Count(state.SendSent))
-	marks, _, _ := h.st.Calls()
+	marks := h.st.Calls().MarkSent
 	require.Equal(t, 1, marks)
 }
 
@@ -360,8 +362,8 @@ func TestRevokedPartitionsAreNotSent(t *testing.T) {
 	for _, m := range owned {
 		h.waitStatus(t, m, state.SendSent)
 	}
-	_, _, claims := h.st.Calls()
-	require.Eventually(t, func() bool { _, _, c := h.st.Calls(); return c >= claims+3 }, 5*time.Second, time.Millisecond)
+	claims := h.st.Calls().ClaimSends
+	require.Eventually(t, func() bool { c := h.st.Calls().ClaimSends; return c >= claims+3 }, 5*time.Second, time.Millisecond)
 	require.Len(t, h.targets["main"].sentIDs(), 2)
 	for _, m := range append(notOwned, dueNotOwned...) {
 		require.Equal(t, state.SendPending, h.get(t, m).SendStatus)
@@ -396,7 +398,7 @@ func TestOwnershipChangeScansAtOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *forwarder.Config) { c.ScanInterval = time.Hour })
 	due := h.commit(t, 2, 3, "", 0)
-	require.Eventually(t, func() bool { _, _, c := h.st.Calls(); return c >= 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { c := h.st.Calls().ClaimSends; return c >= 1 }, 5*time.Second, time.Millisecond)
 	h.owned.Assign(3)
 	for _, m := range due {
 		h.waitStatus(t, m, state.SendSent)
@@ -431,13 +433,24 @@ func TestHandoffWithoutWaitDropsWhenTheQueueIsFull(t *testing.T) {
 func TestStartTwiceAndStopBeforeStart(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	require.ErrorContains(t, h.f.Start(t.Context()), "already started")
+	require.NoError(t, h.f.Start(t.Context()), "Start while started is a no-op (internal/startstop)")
 
 	f, err := forwarder.New(forwarder.Config{Targets: map[string]forwarder.Target{"x": &fakeTarget{}}},
 		memstore.New(nil), ownership.New())
 	require.NoError(t, err)
 	require.NoError(t, f.Stop(t.Context()))
-	require.ErrorContains(t, f.Start(t.Context()), "stopped")
+	require.ErrorIs(t, f.Start(t.Context()), startstop.ErrStopped)
+}
+
+// The forwarder follows the shared start/stop semantics.
+func TestForwarderStartStop(t *testing.T) {
+	t.Parallel()
+	startstoptest.Exercise(t, func(t *testing.T) startstoptest.Service {
+		f, err := forwarder.New(forwarder.Config{Targets: map[string]forwarder.Target{"x": &fakeTarget{}}},
+			memstore.New(nil), ownership.New())
+		require.NoError(t, err)
+		return f
+	})
 }
 
 func TestMetricsRegistration(t *testing.T) {
@@ -722,10 +735,10 @@ func TestReclaimedWhileInFlightRecordsWithTheNewLease(t *testing.T) {
 	h.f.Handoff(msgs)
 	<-inSend
 	// The send outlives the lease; the scan claims the message again.
-	_, _, claims := h.st.Calls()
+	claims := h.st.Calls().ClaimSends
 	h.clock.Advance(testLease)
 	require.Eventually(t, func() bool { return h.get(t, msgs[0]).LeaseToken != msgs[0].LeaseToken }, 5*time.Second, time.Millisecond)
-	require.Eventually(t, func() bool { _, _, c := h.st.Calls(); return c >= claims+2 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { c := h.st.Calls().ClaimSends; return c >= claims+2 }, 5*time.Second, time.Millisecond)
 	close(gate)
 	got := h.get(t, msgs[0])
 	require.Eventually(t, func() bool { got = h.get(t, msgs[0]); return got.SendAttempts == 1 }, 5*time.Second, time.Millisecond,

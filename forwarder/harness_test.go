@@ -15,31 +15,17 @@ import (
 
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
-	"github.com/eventcenter/eventcenter/forwarder/internal/memstore"
 	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/internal/testclock"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/memstore"
 )
 
-// clock is a settable clock shared by the store and the forwarder.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// clock is the settable clock shared by the store and the forwarder.
+type clock = testclock.Clock
 
-func newClock() *clock { return &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+func newClock() *clock { return testclock.At(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
 // fakeTarget records what it is sent; fail decides per record.
 type fakeTarget struct {
@@ -130,7 +116,7 @@ func (ft *fakeTarget) sentIDs() map[string]int {
 
 type harness struct {
 	clock   *clock
-	st      *memstore.Store
+	st      memStore
 	owned   *ownership.Set
 	targets map[string]*fakeTarget
 	reg     *prometheus.Registry
@@ -152,7 +138,7 @@ func newHarness(t *testing.T, mod func(*forwarder.Config)) *harness {
 		targets: map[string]*fakeTarget{"main": {}, "other": {}},
 		reg:     prometheus.NewRegistry(),
 	}
-	h.st = memstore.New(h.clock.Now)
+	h.st = memStore{memstore.New(h.clock.Now)}
 	h.owned.Assign(0)
 	h.cfg = forwarder.Config{
 		Targets:       map[string]forwarder.Target{"main": h.targets["main"], "other": h.targets["other"]},
@@ -299,4 +285,22 @@ func (h *harness) gauge(t *testing.T, name string, labels ...string) float64 {
 		}
 	}
 	return 0
+}
+
+// memStore is the in-memory store with the count the tests read.
+type memStore struct{ *memstore.Store }
+
+// Count returns how many committed messages have the send status.
+func (s memStore) Count(st state.SendStatus) int {
+	cs, err := s.Counts(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	n := 0
+	for _, c := range cs {
+		if c.Status == state.Committed && c.SendStatus == st {
+			n += int(c.N)
+		}
+	}
+	return n
 }

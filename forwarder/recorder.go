@@ -118,9 +118,7 @@ func (r *recorder) final() {
 	if r.pending() == 0 {
 		return
 	}
-	f.mu.Lock()
-	ctx := f.stopCtx // set before the recorder is told to stop
-	f.mu.Unlock()
+	ctx := f.hardCtx // ends when Stop's context does
 	var prev error
 	for attempt := 0; ; attempt++ {
 		err := r.flush(ctx)

@@ -18,7 +18,6 @@ const (
 	DefaultGroup          = "eventcenter"
 	DefaultMaxPayload     = envelope.DefaultMaxPayload
 	DefaultCheckAfter     = 30 * time.Second
-	DefaultSendLease      = 30 * time.Second
 	DefaultMaxPollRecords = 5000
 	DefaultParallelism    = 4
 	DefaultMinApply       = 500
@@ -60,9 +59,6 @@ type Config struct {
 	// envelope carries none (the verifier's configuration); nil, or a
 	// result <= 0, means DefaultCheckAfter.
 	CheckAfter func(bizID string) time.Duration
-	// SendLease is how long a message handed to the forwarder stays leased
-	// before the forwarder's scan may pick it up again.
-	SendLease time.Duration
 	// MaxPollRecords bounds the records taken per poll (over all
 	// partitions).
 	MaxPollRecords int
@@ -108,9 +104,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxPayload == 0 {
 		c.MaxPayload = DefaultMaxPayload
-	}
-	if c.SendLease == 0 {
-		c.SendLease = DefaultSendLease
 	}
 	if c.MaxPollRecords == 0 {
 		c.MaxPollRecords = DefaultMaxPollRecords
@@ -164,9 +157,6 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPayload < 1 || c.MaxPayload > MaxMaxPayload {
 		bad("MaxPayload", "must be 1 to %d, got %d", MaxMaxPayload, c.MaxPayload)
-	}
-	if c.SendLease < 0 {
-		bad("SendLease", "must not be negative, got %v", c.SendLease)
 	}
 	if c.MaxPollRecords < 1 {
 		bad("MaxPollRecords", "must be positive, got %d", c.MaxPollRecords)

@@ -206,7 +206,7 @@ func TestPrepareTooLargeToForwardGoesToDLQ(t *testing.T) {
 
 func TestStrippedCopyBoundsKeyAndHeaders(t *testing.T) {
 	t.Parallel()
-	in, err := New(Config{Brokers: []string{"127.0.0.1:1"}}, newMemStore(), nil, ownership.New())
+	in, err := New(Config{Brokers: []string{"127.0.0.1:1"}}, newMemStore(), ownership.New())
 	require.NoError(t, err)
 	src := &kgo.Record{Topic: "c", Partition: 2, Offset: 7, Key: bytes.Repeat([]byte("k"), strippedKeyMax+1), Value: []byte("v")}
 	for i := range 3 {
@@ -253,7 +253,7 @@ func TestCheckDLQTopic(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1)
 	cfg := e.config()
-	in, err := New(cfg, newMemStore(), nil, ownership.New())
+	in, err := New(cfg, newMemStore(), ownership.New())
 	require.NoError(t, err)
 	require.NoError(t, in.CheckDLQTopic(t.Context()), "not started: a client of its own")
 

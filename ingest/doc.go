@@ -12,7 +12,8 @@
 // parallel. Per-transaction cost, not per-record cost, is what a small
 // batch pays for, so this keeps the store's work per message low at every
 // rate (measured in docs/performance.md). Messages that became sendable are
-// handed to the forwarder at once (the fast path). Offsets are committed
+// handed to the forwarder at once by the store New is given (the
+// forwarder's fast path, forwarder.Applier). Offsets are committed
 // only after the store committed, so a crash replays the batch, and replays
 // are no-ops.
 //

@@ -184,11 +184,11 @@ func TestStartContextEndStopsConsumer(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 2)
 	owned := ownership.New()
-	in, err := New(e.config(), newMemStore(), nil, owned)
+	in, err := New(e.config(), newMemStore(), owned)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	require.NoError(t, in.Start(ctx))
-	require.Error(t, in.Start(ctx), "second Start")
+	require.NoError(t, in.Start(ctx), "second Start is a no-op (internal/startstop)")
 	require.Eventually(t, func() bool { return len(owned.Partitions()) == 2 }, waitFor, tick)
 	cancel()
 	require.Eventually(t, func() bool { return len(owned.Partitions()) == 0 }, waitFor, tick)
@@ -198,7 +198,7 @@ func TestStartContextEndStopsConsumer(t *testing.T) {
 
 func TestStopBeforeStart(t *testing.T) {
 	t.Parallel()
-	in, err := New(Config{Brokers: []string{"127.0.0.1:1"}}, newMemStore(), nil, ownership.New())
+	in, err := New(Config{Brokers: []string{"127.0.0.1:1"}}, newMemStore(), ownership.New())
 	require.NoError(t, err)
 	require.NoError(t, in.Stop(t.Context()))
 	require.ErrorContains(t, in.Start(t.Context()), "stopped")
@@ -212,7 +212,6 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		"Brokers[1]":     func(c *Config) { c.Brokers = append(c.Brokers, "") },
 		"DLQTopic":       func(c *Config) { c.DLQTopic = DefaultControlTopic },
 		"MaxPayload":     func(c *Config) { c.MaxPayload = -1 },
-		"SendLease":      func(c *Config) { c.SendLease = -time.Second },
 		"MaxPollRecords": func(c *Config) { c.MaxPollRecords = -1 },
 		"Parallelism":    func(c *Config) { c.Parallelism = -2 },
 		"RetryMin":       func(c *Config) { c.RetryMin = -time.Second },
@@ -220,13 +219,13 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 	} {
 		c := ok()
 		mut(&c)
-		_, err := New(c, newMemStore(), nil, ownership.New())
+		_, err := New(c, newMemStore(), ownership.New())
 		require.ErrorContains(t, err, field+":", field)
 	}
 
-	_, err := New(ok(), nil, nil, ownership.New())
+	_, err := New(ok(), nil, ownership.New())
 	require.ErrorContains(t, err, "store")
-	_, err = New(ok(), newMemStore(), nil, nil)
+	_, err = New(ok(), newMemStore(), nil)
 	require.ErrorContains(t, err, "ownership")
 
 	c := ok()
@@ -236,16 +235,15 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 	require.Equal(t, "eventcenter.control.dlq", c.DLQTopic)
 	require.Equal(t, "eventcenter", c.Group)
 	require.Equal(t, 1<<20, c.MaxPayload)
-	require.Equal(t, 30*time.Second, c.SendLease)
 }
 
 func TestMetricsRegisterOnceOnARegistry(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	c := Config{Brokers: []string{"b:9092"}, Registerer: reg}
-	_, err := New(c, newMemStore(), nil, ownership.New())
+	_, err := New(c, newMemStore(), ownership.New())
 	require.NoError(t, err)
-	_, err = New(c, newMemStore(), nil, ownership.New())
+	_, err = New(c, newMemStore(), ownership.New())
 	var are prometheus.AlreadyRegisteredError
 	require.True(t, errors.As(err, &are), "%v", err)
 	n, err := reg.Gather()

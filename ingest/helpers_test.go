@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/eventcenter/eventcenter/forwarder"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/memstore"
 )
 
 const (
@@ -98,10 +100,18 @@ func (e *env) config() Config {
 	}
 }
 
-// start builds and starts an ingester; it is stopped at cleanup.
-func (e *env) start(cfg Config, st Store, fwd Handoff, owned *ownership.Set) *Ingester {
+// testSendLease is the send lease of the fast path in these tests (the
+// forwarder's default Lease).
+const testSendLease = 30 * time.Second
+
+// start builds and starts an ingester; it is stopped at cleanup. With fwd
+// set, st is wrapped in the forwarder's fast path handing over to fwd.
+func (e *env) start(cfg Config, st Store, fwd forwarder.Handoff, owned *ownership.Set) *Ingester {
 	e.t.Helper()
-	in, err := New(cfg, st, fwd, owned)
+	if fwd != nil {
+		st = forwarder.NewApplier(st, fwd, testSendLease)
+	}
+	in, err := New(cfg, st, owned)
 	require.NoError(e.t, err)
 	require.NoError(e.t, in.Start(e.t.Context()))
 	e.t.Cleanup(func() {
@@ -197,12 +207,10 @@ func decisionRec(biz, key, typ string) *kgo.Record {
 	}}
 }
 
-// memStore is an in-memory store on store.Fold, with failure injection.
+// memStore is the in-memory store (store/memstore) with the failure
+// injection, gate and records these tests use.
 type memStore struct {
-	mu     sync.Mutex
-	rows   map[store.MessageRef]*state.Message
-	nextID int64
-	now    func() time.Time
+	*memstore.Store
 
 	// failures left to inject; negative: fail until set to 0.
 	failures atomic.Int64
@@ -211,6 +219,7 @@ type memStore struct {
 	gate    chan struct{}
 	entered chan struct{}
 
+	mu       sync.Mutex
 	applies  []store.ApplyRequest
 	outcomes []store.ChangeOutcome
 }
@@ -218,7 +227,7 @@ type memStore struct {
 var errStoreDown = errors.New("store down")
 
 func newMemStore() *memStore {
-	return &memStore{rows: map[store.MessageRef]*state.Message{}, now: time.Now}
+	return &memStore{Store: memstore.New(nil)}
 }
 
 func (s *memStore) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
@@ -245,62 +254,39 @@ func (s *memStore) Apply(ctx context.Context, req store.ApplyRequest) (store.App
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	loaded := map[store.MessageRef]*state.Message{}
-	for _, r := range store.Refs(req.Changes) {
-		if m := s.rows[r]; m != nil {
-			cp := *m
-			loaded[r] = &cp
-		}
+	res, err := s.Store.Apply(ctx, req)
+	if err != nil {
+		return res, err
 	}
-	f := store.Fold(loaded, req.Changes)
-	for _, m := range f.Inserts {
-		s.nextID++
-		m.ID = s.nextID
-	}
-	now := s.now()
-	var res store.ApplyResult
-	for _, m := range f.Sendable {
-		if req.SendLease > 0 {
-			m.LeaseToken = now.UnixNano()
-			m.SendNextAt = now.Add(req.SendLease)
-		}
-	}
-	for _, ms := range [][]*state.Message{f.Inserts, f.Updates} {
-		for _, m := range ms {
-			cp := *m
-			s.rows[store.MessageRef{BizID: m.BizID, Key: m.Key}] = &cp
-		}
-	}
-	for _, m := range f.Sendable {
-		res.Sendable = append(res.Sendable, *m)
-	}
-	res.Outcomes = f.Outcomes
 	s.applies = append(s.applies, req)
-	s.outcomes = append(s.outcomes, f.Outcomes...)
+	s.outcomes = append(s.outcomes, res.Outcomes...)
 	return res, nil
 }
 
 func (s *memStore) get(biz, key string) (state.Message, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.rows[store.MessageRef{BizID: biz, Key: key}]
-	if m == nil {
-		return state.Message{}, false
-	}
-	return *m, true
+	m, err := s.Get(context.Background(), biz, key)
+	return m, err == nil
 }
 
 // countStatus counts rows with a status (and a body when body is set).
 func (s *memStore) countStatus(st state.Status, body bool) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	n := 0
-	for _, m := range s.rows {
-		if m.Status == st && (!body || m.HasBody) {
-			n++
+	f := store.Filter{Status: st, Limit: 1000}
+	for {
+		p, err := s.List(context.Background(), f)
+		if err != nil {
+			panic(err)
 		}
+		for _, m := range p.Messages {
+			if !body || m.HasBody {
+				n++
+			}
+		}
+		if p.Next == "" {
+			return n
+		}
+		f.Cursor = p.Next
 	}
-	return n
 }
 
 func (s *memStore) applyCount() int {

@@ -14,36 +14,33 @@ import (
 
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/internal/ownership"
-	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/internal/startstop"
 	"github.com/eventcenter/eventcenter/store"
 )
 
-// Store is what the ingester needs from the database.
+// Store is what the ingester needs from the database: the forwarder's
+// fast path (forwarder.Applier) over the store, so that messages a batch
+// makes sendable are leased and handed over for sending at once. Its Apply
+// is called on the consumer's path and must not block for long after the
+// commit.
 type Store interface {
 	Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error)
-}
-
-// Handoff takes messages that became sendable (leased for SendLease) for
-// immediate forwarding. It must not block for long: it is called on the
-// consumer's path.
-type Handoff interface {
-	Handoff(msgs []state.Message)
 }
 
 // Ingester consumes the control topic and applies it to the store.
 type Ingester struct {
 	cfg   Config
 	st    Store
-	fwd   Handoff
 	owned *ownership.Set
 	log   *slog.Logger
 	met   *metrics
 	dec   envelope.Decoder
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	r       *run
+	// Base gives Stop and the shared start/stop semantics.
+	startstop.Base
+
+	mu sync.Mutex
+	r  *run // the started run, set by Start
 
 	// joined is set by each assignment from the group, empty ones
 	// included, and cleared when the assignment is lost or the consumer
@@ -59,9 +56,9 @@ type Ingester struct {
 func (in *Ingester) Joined() bool { return in.joined.Load() }
 
 // New checks the configuration and builds an Ingester; it connects nothing
-// (Start does). fwd may be nil when nothing takes sendable messages (the
-// forwarder's scan then finds them once their lease runs out).
-func New(cfg Config, st Store, fwd Handoff, owned *ownership.Set) (*Ingester, error) {
+// (Start does). A plain store (no forwarder.Applier) leaves sendable
+// messages to the forwarder's scan.
+func New(cfg Config, st Store, owned *ownership.Set) (*Ingester, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -77,7 +74,7 @@ func New(cfg Config, st Store, fwd Handoff, owned *ownership.Set) (*Ingester, er
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	return &Ingester{
-		cfg: cfg, st: st, fwd: fwd, owned: owned,
+		cfg: cfg, st: st, owned: owned,
 		log: cfg.Logger.With("topic", cfg.ControlTopic, "group", cfg.Group),
 		met: met,
 		dec: envelope.Decoder{MaxPayload: cfg.MaxPayload},
@@ -94,16 +91,11 @@ type run struct {
 
 	// pollCtx ends when the ingester is asked to stop (Stop, or the
 	// context given to Start ends): no more polls, no more retries.
-	pollCtx  context.Context
-	stopPoll context.CancelFunc
+	pollCtx context.Context
 	// workCtx carries store applies, dead-letter produces and commits; it
 	// ends when Stop's context does (abandon the batch in hand) or when
 	// the consumer is gone.
 	workCtx context.Context
-	abort   context.CancelFunc
-
-	done chan struct{}
-	err  error // set before done is closed
 
 	mu sync.Mutex
 	// applied are the next offsets to commit for partitions whose records
@@ -139,22 +131,40 @@ func (r *run) rebalanceWanted() {
 // Start joins the consumer group and starts consuming in a goroutine; it
 // returns at once. When ctx ends, the ingester stops as if Stop were called
 // (Stop must still be called to wait for it).
+//
+// Stop (startstop.Base's) stops polling, finishes the batch in hand
+// (applies it and commits its offsets), leaves the group and waits until
+// the consumer is gone. If Stop's ctx ends first, the batch in hand is
+// abandoned uncommitted (it is replayed by the partition's next owner) and
+// Stop returns ctx's error after the consumer is gone.
 func (in *Ingester) Start(ctx context.Context) error {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.started {
-		return errors.New("ingest: already started")
-	}
-	if in.stopped {
-		return errors.New("ingest: stopped")
-	}
+	return in.StartFunc(ctx, func(sr startstop.Run) (func() error, error) {
+		r, err := in.newRun(sr)
+		if err != nil {
+			return nil, err
+		}
+		in.mu.Lock()
+		in.r = r
+		in.mu.Unlock()
+		in.log.Info("ingest started", "brokers", in.cfg.Brokers)
+		return func() error {
+			err := in.loop(r)
+			if r.workCtx.Err() != nil {
+				return fmt.Errorf("ingest: stop: %w", context.Cause(r.workCtx))
+			}
+			return err
+		}, nil
+	})
+}
+
+// newRun creates the run's Kafka clients.
+func (in *Ingester) newRun(sr startstop.Run) (*run, error) {
 	r := &run{
-		done:     make(chan struct{}),
+		pollCtx:  sr.Ctx,
+		workCtx:  sr.Work,
 		applied:  map[int32]kgo.EpochOffset{},
 		assigned: map[int32]bool{},
 	}
-	r.pollCtx, r.stopPoll = context.WithCancel(ctx)
-	r.workCtx, r.abort = context.WithCancel(context.WithoutCancel(ctx))
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(in.cfg.Brokers...),
 		kgo.ConsumerGroup(in.cfg.Group),
@@ -183,9 +193,7 @@ func (in *Ingester) Start(ctx context.Context) error {
 	opts = append(opts, in.cfg.ClientOptions...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		r.stopPoll()
-		r.abort()
-		return fmt.Errorf("ingest: create kafka client: %w", err)
+		return nil, fmt.Errorf("ingest: create kafka client: %w", err)
 	}
 	r.cl = cl
 	if in.cfg.dlqBatchMax() > defaultBatchMax {
@@ -197,57 +205,15 @@ func (in *Ingester) Start(ctx context.Context) error {
 		big, err := kgo.NewClient(bopts...)
 		if err != nil {
 			cl.Close()
-			r.stopPoll()
-			r.abort()
-			return fmt.Errorf("ingest: create kafka client for large dead letters: %w", err)
+			return nil, fmt.Errorf("ingest: create kafka client for large dead letters: %w", err)
 		}
 		r.big = big
 	}
-	in.started = true
-	in.r = r
-	go in.loop(r)
-	in.log.Info("ingest started", "brokers", in.cfg.Brokers)
-	return nil
-}
-
-// Stop stops polling, finishes the batch in hand (applies it and commits its
-// offsets), leaves the group and waits until the consumer is gone. If ctx
-// ends first, the batch in hand is abandoned uncommitted (it is replayed by
-// the partition's next owner) and Stop returns ctx's error after the
-// consumer is gone.
-func (in *Ingester) Stop(ctx context.Context) error {
-	in.mu.Lock()
-	r := in.r
-	already := in.stopped
-	in.stopped = true
-	in.mu.Unlock()
-	if r == nil {
-		return nil
-	}
-	if already {
-		// A concurrent or repeated Stop waits as long as its ctx allows.
-		select {
-		case <-r.done:
-			return nil
-		case <-ctx.Done():
-			return fmt.Errorf("ingest: stop: %w", ctx.Err())
-		}
-	}
-	r.stopPoll()
-	select {
-	case <-r.done:
-		return r.err
-	case <-ctx.Done():
-		r.abort()
-		<-r.done
-		return fmt.Errorf("ingest: stop: %w", ctx.Err())
-	}
+	return r, nil
 }
 
 // loop is the consumer: poll, apply per partition, commit, allow rebalance.
-func (in *Ingester) loop(r *run) {
-	defer close(r.done)
-	defer r.abort()
+func (in *Ingester) loop(r *run) error {
 	in.checkDLQAtStart(r.pollCtx, r.cl)
 	for r.pollCtx.Err() == nil {
 		wanted := r.renewWanted()
@@ -272,7 +238,7 @@ func (in *Ingester) loop(r *run) {
 		}
 		r.cl.AllowRebalance()
 	}
-	r.err = in.shutdown(r)
+	return in.shutdown(r)
 }
 
 // shutdown commits what was applied, leaves the group (the final revoke

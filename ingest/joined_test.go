@@ -24,7 +24,7 @@ func TestJoinedEvenWithAnEmptyAssignment(t *testing.T) {
 	cfg := e.config()
 	cfg.Registerer = prometheus.NewRegistry()
 	spareOwned := ownership.New()
-	spare, err := New(cfg, newMemStore(), nil, spareOwned)
+	spare, err := New(cfg, newMemStore(), spareOwned)
 	require.NoError(t, err)
 	require.False(t, spare.Joined(), "not before Start")
 	require.NoError(t, spare.Start(t.Context()))

@@ -164,7 +164,7 @@ func (in *Ingester) processGroup(r *run, g *group, wanted <-chan struct{}) bool 
 		err := in.retry(r, wanted, "apply batch", parts, in.met.storeErrs, time.Time{}, func(ctx context.Context) error {
 			start := time.Now()
 			var err error
-			res, err = in.st.Apply(ctx, store.ApplyRequest{Changes: changes, SendLease: in.cfg.SendLease})
+			res, err = in.st.Apply(ctx, store.ApplyRequest{Changes: changes})
 			if err == nil {
 				in.met.applyDur.Observe(time.Since(start).Seconds())
 			}
@@ -172,9 +172,6 @@ func (in *Ingester) processGroup(r *run, g *group, wanted <-chan struct{}) bool 
 		})
 		if err != nil {
 			return false
-		}
-		if len(res.Sendable) > 0 && in.fwd != nil {
-			in.fwd.Handoff(res.Sendable)
 		}
 		in.account(changes, types, origin, res.Outcomes)
 	}

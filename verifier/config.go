@@ -148,9 +148,6 @@ type Config struct {
 	// Each answer is in one batch only, and the stores lock rows in id
 	// order, so concurrent batches are safe. Default 4.
 	Appliers int
-	// SendLease is the lease of committed messages handed to the forwarder
-	// (store.ApplyRequest.SendLease). Default 1m.
-	SendLease time.Duration
 
 	// Transport carries the calls; nil builds one with limits suited to
 	// EndpointConcurrency (tests pass httptest transports; set TLS here).
@@ -196,7 +193,6 @@ func (c *Config) setDefaults() {
 	def(&c.ApplyBatch, 256)
 	def(&c.ApplyInterval, 20*time.Millisecond)
 	def(&c.Appliers, 4)
-	def(&c.SendLease, time.Minute)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -288,7 +284,7 @@ func (c *Config) resolve() (map[string]*resolved, error) {
 		v    time.Duration
 	}{
 		{"PollInterval", c.PollInterval}, {"BusyDelay", c.BusyDelay}, {"MaxPutOff", c.MaxPutOff}, {"BreakerCoolDown", c.BreakerCoolDown},
-		{"ApplyInterval", c.ApplyInterval}, {"SendLease", c.SendLease},
+		{"ApplyInterval", c.ApplyInterval},
 	} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("%s: %s is negative", f.name, f.v))

@@ -75,7 +75,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Parallel()
 			err := tc.c.Validate()
 			require.ErrorContains(t, err, tc.msg)
-			_, err = New(tc.c, nopStore{}, nopOwned{}, nil)
+			_, err = New(tc.c, nopStore{}, nopOwned{})
 			require.ErrorContains(t, err, tc.msg)
 		})
 	}

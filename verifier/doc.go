@@ -122,9 +122,10 @@
 //
 // # Loop
 //
-// New builds a Verifier over a Store (ClaimCheckbacks and Apply), the owned
-// partitions and an optional Handoff (the forwarder's fast path, given the
-// messages a commit answer made sendable). Start returns at once. The
+// New builds a Verifier over a Store (ClaimCheckbacks and Apply, the latter
+// normally the forwarder's fast path, which leases and hands over the
+// messages a commit answer made sendable) and the owned partitions. Start
+// returns at once. The
 // verifier is a pipeline of three stages, each kept busy while the others
 // wait on the database or a producer:
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
@@ -32,6 +33,20 @@ func openSQLite(t *testing.T, clk *clock) testStore {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
 	return st
+}
+
+// testSendLease is the send lease of the fast path in these tests.
+const testSendLease = time.Minute
+
+// fastPath is a Store whose Apply is the forwarder's fast path, as the
+// center wires it.
+type fastPath struct {
+	Store
+	fast *forwarder.Applier
+}
+
+func (s fastPath) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
+	return s.fast.Apply(ctx, req)
 }
 
 // harness is a running verifier over a store, owning partition 0.
@@ -70,7 +85,7 @@ func startVerifier(t *testing.T, clk *clock, st testStore, cfg Config) *harness 
 	if cfg.ApplyInterval == 0 {
 		cfg.ApplyInterval = 2 * time.Millisecond
 	}
-	v, err := New(cfg, st, h.owned, h.fwd)
+	v, err := New(cfg, fastPath{Store: st, fast: forwarder.NewApplier(st, h.fwd, testSendLease)}, h.owned)
 	require.NoError(t, err)
 	h.v = v
 	require.NoError(t, v.Start(t.Context()))

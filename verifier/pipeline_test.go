@@ -167,13 +167,13 @@ func TestConcurrentAppliersFlushOnStop(t *testing.T) {
 	require.Equal(t, int32(appliers), st.maxRunning.Load(), "the appliers wrote at once")
 	require.Zero(t, st.running.Load(), "no write runs after Stop")
 	committed := 0
-	mem.mu.Lock()
-	for _, m := range mem.rows {
-		if m.Status == state.Committed {
-			committed++
+	counts, err := mem.Counts(context.Background())
+	require.NoError(t, err)
+	for _, c := range counts {
+		if c.Status == state.Committed {
+			committed += int(c.N)
 		}
 	}
-	mem.mu.Unlock()
 	require.Equal(t, answered, committed)
 	require.Equal(t, answered, h.fwd.count(), "and handed to the forwarder")
 }

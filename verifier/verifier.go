@@ -10,11 +10,16 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/eventcenter/eventcenter/internal/startstop"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
 
-// Store is what the verifier needs from the store.
+// Store is what the verifier needs from the store. Its Apply should be the
+// forwarder's fast path (forwarder.Applier, forwarder.FastPath) so that
+// messages a commit answer makes sendable are leased and forwarded at once;
+// it is called from the verifier's applier goroutines, possibly several at
+// once (Config.Appliers), and must not block for long after the commit.
 type Store interface {
 	ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Message, error)
 	Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error)
@@ -26,21 +31,12 @@ type Owned interface {
 	Changed() <-chan struct{}
 }
 
-// Handoff takes messages that a commit answer made sendable, leased: the
-// forwarder's fast path. It is called from the verifier's applier
-// goroutines, possibly several at once (Config.Appliers), and must not
-// block for long.
-type Handoff interface {
-	Handoff(msgs []state.Message)
-}
-
 // Verifier checks back stale PREPAREs in the owned partitions.
 type Verifier struct {
 	cfg    Config
 	biz    map[string]*resolved
 	st     Store
 	owned  Owned
-	fwd    Handoff
 	caller *caller
 	gates  *gates
 	m      *metrics
@@ -50,11 +46,8 @@ type Verifier struct {
 	freed   chan struct{} // a call finished
 	results chan result
 
-	mu          sync.Mutex
-	started     bool
-	cancel      context.CancelFunc
-	applyCancel context.CancelFunc
-	done        chan struct{}
+	// Base gives Stop and the shared start/stop semantics.
+	startstop.Base
 }
 
 // result is one change for the applier, with what it needs to report.
@@ -63,9 +56,9 @@ type result struct {
 	proto  Protocol
 }
 
-// New builds a Verifier. fwd may be nil (committed messages are then left
-// due for the forwarder's scan).
-func New(cfg Config, st Store, owned Owned, fwd Handoff) (*Verifier, error) {
+// New builds a Verifier. With a plain store (no fast path) committed
+// messages are left due for the forwarder's scan.
+func New(cfg Config, st Store, owned Owned) (*Verifier, error) {
 	if st == nil {
 		return nil, errors.New("verifier: nil Store")
 	}
@@ -86,7 +79,7 @@ func New(cfg Config, st Store, owned Owned, fwd Handoff) (*Verifier, error) {
 		rt = newTransport(cfg.EndpointConcurrency)
 	}
 	v := &Verifier{
-		cfg: cfg, biz: biz, st: st, owned: owned, fwd: fwd,
+		cfg: cfg, biz: biz, st: st, owned: owned,
 		caller: newCaller(rt, cfg.Now, cfg.Logger),
 		gates: &gates{m: map[string]*gate{}, cap: cfg.EndpointConcurrency, queueCap: cfg.EndpointQueue, failures: cfg.BreakerFailures,
 			coolDown: cfg.BreakerCoolDown, metrics: m, log: cfg.Logger},
@@ -103,44 +96,24 @@ func New(cfg Config, st Store, owned Owned, fwd Handoff) (*Verifier, error) {
 func (v *Verifier) Config() *Config { return &v.cfg }
 
 // Start runs the verifier until Stop or until ctx ends; it returns at once.
+// Stop (startstop.Base's) stops claiming, cancels the calls in flight
+// (their attempts stay counted, as the producer may have seen them; they
+// are checked again after their backoff), gives the claimed messages not
+// called yet back (due at once, no attempt burned), writes the answers
+// already received and waits for every goroutine. When Stop's ctx ends
+// first, pending writes are abandoned (those messages are checked again
+// when their lease runs out) and Stop returns ctx's error once the
+// goroutines are gone.
 func (v *Verifier) Start(ctx context.Context) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.started {
-		return errors.New("verifier: already started")
-	}
-	v.started = true
-	runCtx, cancel := context.WithCancel(ctx)
-	applyCtx, applyCancel := context.WithCancel(context.WithoutCancel(ctx))
-	v.cancel, v.applyCancel = cancel, applyCancel
-	v.done = make(chan struct{})
-	go v.run(runCtx, applyCtx)
-	return nil
-}
-
-// Stop stops claiming, cancels the calls in flight (their attempts stay
-// counted, as the producer may have seen them; they are checked again after
-// their backoff), gives the claimed messages not called yet back (due at
-// once, no attempt burned), writes the answers already received and waits
-// for every goroutine. When ctx ends first, pending writes are abandoned
-// (those messages are checked again when their lease runs out) and Stop
-// returns ctx's error once the goroutines are gone.
-func (v *Verifier) Stop(ctx context.Context) error {
-	v.mu.Lock()
-	started, done := v.started, v.done
-	v.mu.Unlock()
-	if !started {
-		return nil
-	}
-	v.cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		v.applyCancel()
-		<-done
-		return fmt.Errorf("stop verifier: %w", ctx.Err())
-	}
+	return v.StartFunc(ctx, func(r startstop.Run) (func() error, error) {
+		return func() error {
+			v.run(r.Ctx, r.Work)
+			if r.Work.Err() != nil {
+				return fmt.Errorf("stop verifier: %w", context.Cause(r.Work))
+			}
+			return nil
+		}, nil
+	})
 }
 
 // claimed is what a claim brought back to the run loop.
@@ -173,8 +146,6 @@ type loop struct {
 }
 
 func (v *Verifier) run(ctx, applyCtx context.Context) {
-	defer close(v.done)
-	defer v.applyCancel()
 	applied := v.startAppliers(applyCtx)
 	l := &loop{ctx: ctx, claimed: make(chan claimed, 1), due: true, changed: v.owned.Changed()}
 	// After a wake-up by a call that ended, claims are at least this far
@@ -595,7 +566,7 @@ func (v *Verifier) apply(ctx context.Context, batch []result) {
 	for i, r := range batch {
 		changes[i] = r.change
 	}
-	res, err := v.st.Apply(ctx, store.ApplyRequest{Changes: changes, SendLease: v.cfg.SendLease})
+	res, err := v.st.Apply(ctx, store.ApplyRequest{Changes: changes})
 	if err != nil {
 		v.m.applyErrors.Inc()
 		v.log.Error("apply check-back results; the messages are checked again after their lease",
@@ -624,8 +595,5 @@ func (v *Verifier) apply(ctx context.Context, batch []result) {
 			v.log.Warn("check-back answer contradicts the recorded decision; kept the first",
 				"biz_id", c.BizID, "key", c.Key, "answer", c.Event.Kind.String())
 		}
-	}
-	if len(res.Sendable) > 0 && v.fwd != nil {
-		v.fwd.Handoff(res.Sendable)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,27 +16,13 @@ import (
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/forwarder/kafka"
 	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/internal/testclock"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/store/sqlite"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+type clock = testclock.Clock
 
 // pipeline is a forwarder with a Kafka target on kfake and the SQLite
 // store, owning partition 0.
@@ -55,7 +40,7 @@ func newPipeline(t *testing.T, clusterOpts []kfake.Opt, mod func(*forwarder.Conf
 	t.Helper()
 	p := &pipeline{
 		c:     newCluster(t, clusterOpts...),
-		clock: &clock{t: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)},
+		clock: testclock.At(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)),
 	}
 	tg := newTarget(t, p.c, func(cfg *kafka.Config) { cfg.AutoCreateTopics = true })
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "ec.db"), sqlite.Options{Now: p.clock.Now, Logger: quiet})

@@ -131,9 +131,17 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	if err != nil {
 		return nil, fmt.Errorf("forwarder: %w", err)
 	}
+	// The fast path: ingest, check-back answers and operator actions apply
+	// through the forwarder, which leases (forward.lease) and sends at once
+	// what they make sendable.
+	fast := c.Forwarder.FastPath(c.Store)
+	if l := cfg.Ingest.SendLease; l != config.Default().Ingest.SendLease && l != cfg.Forward.Lease {
+		opt.Logger.Warn("ingest.send_lease is deprecated and ignored: handed-over messages are leased for forward.lease",
+			"ingest.send_lease", l, "forward.lease", cfg.Forward.Lease)
+	}
 	vcfg := verifierConfig(cfg, opt)
 	vcfg.Registerer = reg
-	c.Verifier, err = verifier.New(vcfg, c.Store, c.Owned, c.Forwarder)
+	c.Verifier, err = verifier.New(vcfg, fast, c.Owned)
 	if err != nil {
 		return nil, fmt.Errorf("verifier: %w", err)
 	}
@@ -155,7 +163,6 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		Group:           cfg.Kafka.Group,
 		MaxPayload:      cfg.Ingest.MaxPayloadBytes,
 		CheckAfter:      vcfg.FirstDelay,
-		SendLease:       cfg.Ingest.SendLease,
 		Parallelism:     cfg.Ingest.Parallelism,
 		MinApplyRecords: cfg.Ingest.MinApplyRecords,
 		DLQRetryBudget:  cfg.Ingest.DLQRetryBudget,
@@ -163,7 +170,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		Now:             opt.Now,
 		Logger:          opt.Logger.With("component", "ingest"),
 		Registerer:      reg,
-	}, c.Store, c.Forwarder, c.Owned)
+	}, fast, c.Owned)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
@@ -220,7 +227,6 @@ func verifierConfig(cfg config.Config, opt Options) verifier.Config {
 		Lease:               cb.Lease,
 		BreakerFailures:     cb.Breaker.Failures,
 		BreakerCoolDown:     cb.Breaker.Cooldown,
-		SendLease:           cfg.Ingest.SendLease,
 		Transport:           opt.CheckbackTransport,
 		Logger:              opt.Logger.With("component", "verifier"),
 		Now:                 opt.Now,
@@ -250,12 +256,10 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 	api, err := admin.NewHandler(admin.Config{
 		Tokens:     tokens,
 		Insecure:   cfg.Admin.Insecure,
-		Handoff:    c.Forwarder,
-		SendLease:  cfg.Ingest.SendLease,
 		Now:        opt.Now,
 		Logger:     opt.Logger.With("component", "admin"),
 		Registerer: c.registry,
-	}, c.Store, admin.NewKafkaDLQ(dlqClient, cfg.Kafka.DLQ(), cfg.Kafka.ControlTopic))
+	}, c.Forwarder.FastPath(c.Store), admin.NewKafkaDLQ(dlqClient, cfg.Kafka.DLQ(), cfg.Kafka.ControlTopic))
 	if err != nil {
 		return nil, fmt.Errorf("admin: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/internal/startstop"
 )
 
 const (
@@ -47,8 +48,7 @@ type topicWatch struct {
 	kind    string // of the problem last logged
 	logged  time.Time
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	startstop.Base
 }
 
 func newTopicWatch(cfg config.Kafka, adm topicAdmin, interval time.Duration, now func() time.Time, log *slog.Logger) *topicWatch {
@@ -72,30 +72,15 @@ func (w *topicWatch) Problem() string {
 	return w.problem
 }
 
-// Start checks in a goroutine until the topic exists; it returns at once.
+// Start checks in a goroutine until the topic exists; it returns at once
+// (see startstop.Base; Stop is Base's).
 func (w *topicWatch) Start(ctx context.Context) error {
-	ctx, w.cancel = context.WithCancel(ctx)
-	w.done = make(chan struct{})
-	go w.run(ctx)
-	return nil
-}
-
-// Stop ends the checks and waits for them.
-func (w *topicWatch) Stop(ctx context.Context) error {
-	if w.done == nil {
-		return nil
-	}
-	w.cancel()
-	select {
-	case <-w.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("control topic check: %w", ctx.Err())
-	}
+	return w.StartFunc(ctx, func(r startstop.Run) (func() error, error) {
+		return func() error { w.run(r.Ctx); return nil }, nil
+	})
 }
 
 func (w *topicWatch) run(ctx context.Context) {
-	defer close(w.done)
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {

@@ -1,23 +1,20 @@
 // Package lifecycle has the one background-loop shape the center's small
-// periodic components share: Start returns at once, Stop waits until the
-// goroutine is gone, and the work runs every interval until stopped.
+// periodic components share: the work runs every interval until stopped,
+// with the start/stop semantics of internal/startstop.
 package lifecycle
 
 import (
 	"context"
-	"errors"
-	"sync"
 	"time"
+
+	"github.com/eventcenter/eventcenter/internal/startstop"
 )
 
 // Loop runs a function periodically in one owned goroutine.
 type Loop struct {
+	startstop.Base
 	interval time.Duration
 	run      func(ctx context.Context)
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
 }
 
 // NewLoop returns a loop that calls run every interval (and once at start).
@@ -25,44 +22,20 @@ func NewLoop(interval time.Duration, run func(ctx context.Context)) *Loop {
 	return &Loop{interval: interval, run: run}
 }
 
-// Start starts the goroutine; it returns at once.
+// Start starts the goroutine; it returns at once (see startstop.Base).
 func (l *Loop) Start(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done != nil {
-		return errors.New("loop already started")
-	}
-	ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	l.done = make(chan struct{})
-	go func() {
-		defer close(l.done)
-		t := time.NewTicker(l.interval)
-		defer t.Stop()
-		for {
-			l.run(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
+	return l.StartFunc(ctx, func(r startstop.Run) (func() error, error) {
+		return func() error {
+			t := time.NewTicker(l.interval)
+			defer t.Stop()
+			for {
+				l.run(r.Ctx)
+				select {
+				case <-r.Ctx.Done():
+					return nil
+				case <-t.C:
+				}
 			}
-		}
-	}()
-	return nil
-}
-
-// Stop cancels the loop and waits for it (or for ctx).
-func (l *Loop) Stop(ctx context.Context) error {
-	l.mu.Lock()
-	cancel, done := l.cancel, l.done
-	l.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+		}, nil
+	})
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/eventcenter/eventcenter/internal/startstop"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -68,6 +70,7 @@ func TestStartStop(t *testing.T) {
 	st := &fakeStore{}
 	p := New(Config{Period: time.Hour, Interval: time.Hour}, st)
 	require.NoError(t, p.Start(t.Context()))
-	require.Error(t, p.Start(t.Context()), "double start")
+	require.NoError(t, p.Start(t.Context()), "Start while started is a no-op (internal/startstop)")
 	require.NoError(t, p.Stop(t.Context()))
+	require.ErrorIs(t, p.Start(t.Context()), startstop.ErrStopped)
 }

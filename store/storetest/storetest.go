@@ -2,39 +2,21 @@ package storetest
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/internal/testclock"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
 
-// Clock is a controllable clock for tests: it stands still until advanced.
-// Its times are UTC with microsecond precision, as the stores keep them.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// Clock is the tests' clock (internal/testclock): it stands still until
+// advanced. Its times are UTC with microsecond precision, as the stores keep
+// them.
+type Clock = testclock.Clock
 
 // NewClock returns a clock standing at a fixed instant.
-func NewClock() *Clock {
-	return &Clock{t: time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)}
-}
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+func NewClock() *Clock { return testclock.New() }
 
 // Prepare returns a PREPARE change with a body.
 func Prepare(biz, key string, partition int32, at time.Time) store.Change {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/admin"
 	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/internal/pgtest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
@@ -110,6 +111,9 @@ func NewPostgres(t *testing.T, dlq admin.DLQ, opts ...func(*admin.Config)) *Env 
 	return NewOn(t, st, clock, dlq, opts...)
 }
 
+// SendLease is the fast path's send lease in these tests.
+const SendLease = 30 * time.Second
+
 // NewOn seeds st and serves an admin handler over it.
 func NewOn(t *testing.T, st store.Store, clock *storetest.Clock, dlq admin.DLQ, opts ...func(*admin.Config)) *Env {
 	t.Helper()
@@ -120,14 +124,15 @@ func NewOn(t *testing.T, st store.Store, clock *storetest.Clock, dlq admin.DLQ, 
 			{Name: ReadName, Token: ReadToken, Scope: admin.ScopeRead},
 			{Name: AdminName, Token: AdminToken, Scope: admin.ScopeAdmin},
 		},
-		Handoff: rec,
-		Now:     clock.Now,
-		Logger:  Quiet,
+		Now:    clock.Now,
+		Logger: Quiet,
 	}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	h, err := admin.NewHandler(cfg, st, dlq)
+	// Actions go through the forwarder's fast path into the recorder, as
+	// the center wires them.
+	h, err := admin.NewHandler(cfg, forwarder.WithApplier(st, forwarder.NewApplier(st, rec, SendLease)), dlq)
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -1,0 +1,91 @@
+package forwarder
+
+import (
+	"context"
+	"time"
+
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// ApplyStore is the store an Applier wraps.
+type ApplyStore interface {
+	Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error)
+}
+
+// Handoff takes messages that just became sendable, leased (the
+// Forwarder). It must not block for long.
+type Handoff interface {
+	Handoff(msgs []state.Message)
+}
+
+// Applier is the fast path, the one place that knows it: every part that
+// changes messages (ingest, the verifier's check-back answers, operator
+// actions) applies through it. Apply sets the send lease on the request and,
+// after the store committed, hands the messages that became sendable to the
+// forwarder. If the process dies before they are sent, the forwarder's scan
+// claims them once the lease runs out. Safe for concurrent use.
+type Applier struct {
+	st    ApplyStore
+	to    Handoff
+	lease time.Duration
+}
+
+// NewApplier returns an Applier over st that hands sendable messages to
+// to, leased for lease. With a nil to, nothing is leased or handed off:
+// sendable messages are left due for the forwarder's next scan.
+func NewApplier(st ApplyStore, to Handoff, lease time.Duration) *Applier {
+	if to == nil {
+		lease = 0
+	}
+	return &Applier{st: st, to: to, lease: lease}
+}
+
+// Applier returns the fast path into f over st, with f's Lease (the one
+// lease setting, forward.lease).
+func (f *Forwarder) Applier(st ApplyStore) *Applier {
+	return NewApplier(st, f, f.cfg.Lease)
+}
+
+// Apply applies req with the send lease set and, once the store committed,
+// hands the sendable messages over. The result is the store's: Sendable
+// lists what was handed over (when HandsOff).
+func (a *Applier) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
+	req.SendLease = a.lease
+	res, err := a.st.Apply(ctx, req)
+	if err != nil {
+		return res, err
+	}
+	if len(res.Sendable) > 0 && a.to != nil {
+		a.to.Handoff(res.Sendable)
+	}
+	return res, nil
+}
+
+// HandsOff tells whether sendable messages are handed to a forwarder (else
+// they wait for its scan).
+func (a *Applier) HandsOff() bool { return a.to != nil }
+
+// FastPath returns st with Apply going through the fast path into f: the
+// store the center gives ingest, the verifier and the admin API.
+func (f *Forwarder) FastPath(st store.Store) store.Store {
+	return WithApplier(st, f.Applier(st))
+}
+
+// WithApplier returns st with its Apply replaced by a's (a wraps st).
+func WithApplier(st store.Store, a *Applier) store.Store {
+	return fastStore{Store: st, a: a}
+}
+
+// fastStore is a store whose Apply is an Applier's.
+type fastStore struct {
+	store.Store
+	a *Applier
+}
+
+func (s fastStore) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
+	return s.a.Apply(ctx, req)
+}
+
+// HandsOff tells whether sendable messages are handed to a forwarder.
+func (s fastStore) HandsOff() bool { return s.a.HandsOff() }

@@ -1,0 +1,440 @@
+// Package memstore is the one in-memory store.Store, for tests. It folds
+// changes through store.Fold and leases like the SQL drivers (it shares
+// their codec), and it passes the store/storetest conformance suite, so
+// tests on it see the real state machine. Fault injection (FailApply,
+// FailClaimSends, FailClaimCheckbacks, FailMarkSent) and call counts (Calls)
+// are built in; tests that need more (a gate in Apply, a record of the
+// requests) wrap it.
+package memstore
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/internal/codec"
+)
+
+// Store keeps messages and audit records in memory. Safe for concurrent
+// use; every method runs as one transaction.
+type Store struct {
+	mu     sync.Mutex
+	now    func() time.Time
+	rows   map[store.MessageRef]*state.Message
+	byID   map[int64]store.MessageRef
+	audits []store.AuditEntry
+	ids    int64
+
+	calls Calls
+	fail  struct{ apply, claimSends, claimCheckbacks, markSent []error }
+}
+
+// Calls counts the calls of the methods that take part in the hot paths.
+type Calls struct {
+	Apply, ClaimSends, ClaimCheckbacks, MarkSent int
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns an empty store reading time from now (nil means time.Now).
+func New(now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{now: now, rows: map[store.MessageRef]*state.Message{}, byID: map[int64]store.MessageRef{}}
+}
+
+// FailApply makes the next Apply calls fail with errs, in order.
+func (s *Store) FailApply(errs ...error) { s.inject(&s.fail.apply, errs) }
+
+// FailClaimSends makes the next ClaimSends calls fail with errs, in order.
+func (s *Store) FailClaimSends(errs ...error) { s.inject(&s.fail.claimSends, errs) }
+
+// FailClaimCheckbacks makes the next ClaimCheckbacks calls fail with errs,
+// in order.
+func (s *Store) FailClaimCheckbacks(errs ...error) { s.inject(&s.fail.claimCheckbacks, errs) }
+
+// FailMarkSent makes the next MarkSent calls fail with errs, in order.
+func (s *Store) FailMarkSent(errs ...error) { s.inject(&s.fail.markSent, errs) }
+
+func (s *Store) inject(to *[]error, errs []error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	*to = append(*to, errs...)
+}
+
+// Calls returns how many times each hot-path method was called.
+func (s *Store) Calls() Calls {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+// begin counts a call and returns the error it must fail with: ctx's, or
+// an injected one. s.mu must be held.
+func (s *Store) begin(ctx context.Context, n *int, errs *[]error) error {
+	*n++
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(*errs) > 0 {
+		err := (*errs)[0]
+		*errs = (*errs)[1:]
+		return err
+	}
+	return nil
+}
+
+// clone copies a message and the slices it owns.
+func clone(m *state.Message) *state.Message {
+	cp := *m
+	cp.Payload = bytes.Clone(m.Payload)
+	if m.Headers != nil {
+		cp.Headers = make([]envelope.Header, len(m.Headers))
+		for i, h := range m.Headers {
+			cp.Headers[i] = envelope.Header{Key: h.Key, Value: bytes.Clone(h.Value)}
+		}
+	}
+	return &cp
+}
+
+// Apply implements store.Store.
+func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin(ctx, &s.calls.Apply, &s.fail.apply); err != nil {
+		return store.ApplyResult{}, err
+	}
+	if len(req.Changes) == 0 {
+		return store.ApplyResult{}, nil
+	}
+	loaded := map[store.MessageRef]*state.Message{}
+	for _, r := range store.Refs(req.Changes) {
+		if m := s.rows[r]; m != nil {
+			loaded[r] = clone(m)
+		}
+	}
+	f := store.Fold(loaded, req.Changes)
+	codec.Prepare(&f, s.now(), req.SendLease)
+	s.write(&f)
+	return codec.Result(&f), nil
+}
+
+// write stores a prepared Fold result. s.mu must be held.
+func (s *Store) write(f *store.Folded) {
+	for _, m := range f.Inserts {
+		s.ids++
+		m.ID = s.ids
+	}
+	for _, m := range slices.Concat(f.Inserts, f.Updates) {
+		r := store.MessageRef{BizID: m.BizID, Key: m.Key}
+		s.rows[r] = clone(m)
+		s.byID[m.ID] = r
+	}
+	s.audits = append(s.audits, f.Audits...)
+}
+
+// ClaimSends implements store.Store.
+func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin(ctx, &s.calls.ClaimSends, &s.fail.claimSends); err != nil {
+		return nil, err
+	}
+	return s.claim(c, func(m *state.Message) time.Time { return m.SendNextAt },
+		func(m *state.Message) bool { return m.Sendable() },
+		func(m *state.Message, until time.Time) { m.SendNextAt = until })
+}
+
+// ClaimCheckbacks implements store.Store.
+func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin(ctx, &s.calls.ClaimCheckbacks, &s.fail.claimCheckbacks); err != nil {
+		return nil, err
+	}
+	return s.claim(c, func(m *state.Message) time.Time { return m.VerifyNextAt },
+		func(m *state.Message) bool { return m.Status == state.Prepared },
+		func(m *state.Message, until time.Time) { *m = state.ClaimCheckback(*m, until) })
+}
+
+// claim leases the Limit earliest due rows (by due time, then id). s.mu
+// must be held.
+func (s *Store) claim(c store.Claim, due func(*state.Message) time.Time, ok func(*state.Message) bool,
+	lease func(*state.Message, time.Time)) ([]state.Message, error) {
+	if err := codec.CheckClaim(c); err != nil {
+		return nil, err
+	}
+	if len(c.Partitions) == 0 {
+		return nil, nil
+	}
+	now := codec.Time(s.now())
+	order := func(a, b *state.Message) int {
+		return cmp.Or(due(a).Compare(due(b)), cmp.Compare(a.ID, b.ID))
+	}
+	// The Limit earliest, kept sorted in a small slice: a scan, not a sort
+	// of everything due (a database uses its index).
+	ms := make([]*state.Message, 0, min(c.Limit, 1024))
+	for _, m := range s.rows {
+		if !ok(m) || !slices.Contains(c.Partitions, m.Partition) || due(m).After(now) {
+			continue
+		}
+		if len(ms) == c.Limit && order(m, ms[len(ms)-1]) >= 0 {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(ms, m, order)
+		if len(ms) == c.Limit {
+			ms = ms[:len(ms)-1]
+		}
+		ms = slices.Insert(ms, i, m)
+	}
+	token := codec.LeaseToken()
+	out := make([]state.Message, len(ms))
+	for i, m := range ms {
+		lease(m, now.Add(c.Lease))
+		m.LeaseToken = token
+		out[i] = *clone(m)
+	}
+	return out, nil
+}
+
+// MarkSent implements store.Store.
+func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin(ctx, &s.calls.MarkSent, &s.fail.markSent); err != nil {
+		return err
+	}
+	now := codec.Time(s.now())
+	for _, x := range sent {
+		r, ok := s.byID[x.ID]
+		if !ok {
+			continue
+		}
+		if m := s.rows[r]; m.Sendable() {
+			m.SendStatus = state.SendSent
+			m.SentAt = now
+			m.SendRef = x.Ref
+			m.UpdatedAt = now
+		}
+	}
+	return nil
+}
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, bizID, key string) (state.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return state.Message{}, fmt.Errorf("get %s:%s: %w", bizID, key, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.rows[store.MessageRef{BizID: bizID, Key: key}]
+	if m == nil {
+		return state.Message{}, fmt.Errorf("get %s:%s: %w", bizID, key, store.ErrNotFound)
+	}
+	return *clone(m), nil
+}
+
+// sorted returns the rows matching keep, by id ascending. s.mu must be
+// held.
+func (s *Store) sorted(keep func(*state.Message) bool) []*state.Message {
+	var ms []*state.Message
+	for _, m := range s.rows {
+		if keep(m) {
+			ms = append(ms, m)
+		}
+	}
+	slices.SortFunc(ms, func(a, b *state.Message) int { return cmp.Compare(a.ID, b.ID) })
+	return ms
+}
+
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
+	after, err := codec.DecodeCursor(f.Cursor)
+	if err != nil {
+		return store.Page{}, fmt.Errorf("list: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return store.Page{}, fmt.Errorf("list: %w", err)
+	}
+	limit := codec.Limit(f.Limit, 100, 1000)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ms := s.sorted(func(m *state.Message) bool {
+		return (after <= 0 || m.ID < after) &&
+			(f.BizID == "" || m.BizID == f.BizID) &&
+			(f.Status == state.None || m.Status == f.Status) &&
+			(f.SendStatus == nil || m.SendStatus == *f.SendStatus) &&
+			(f.KeyContains == "" || strings.Contains(m.Key, f.KeyContains)) &&
+			(f.CreatedBefore.IsZero() || m.CreatedAt.Before(f.CreatedBefore)) &&
+			(!f.Orphan || m.Status == state.Committed && !m.HasBody)
+	})
+	slices.Reverse(ms)
+	var p store.Page
+	if len(ms) > limit {
+		ms = ms[:limit]
+		p.Next = codec.EncodeCursor(ms[limit-1].ID)
+	}
+	for _, m := range ms {
+		p.Messages = append(p.Messages, *clone(m))
+	}
+	return p, nil
+}
+
+// Counts implements store.Store.
+func (s *Store) Counts(ctx context.Context) ([]store.Count, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("counts: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := map[store.Count]int64{}
+	for _, m := range s.rows {
+		n[store.Count{BizID: m.BizID, Status: m.Status, SendStatus: m.SendStatus}]++
+	}
+	var cs []store.Count
+	for c, k := range n {
+		c.N = k
+		cs = append(cs, c)
+	}
+	slices.SortFunc(cs, func(a, b store.Count) int {
+		return cmp.Or(cmp.Compare(a.BizID, b.BizID), cmp.Compare(a.Status, b.Status), cmp.Compare(a.SendStatus, b.SendStatus))
+	})
+	return cs, nil
+}
+
+// OldestPrepared implements store.Store.
+func (s *Store) OldestPrepared(ctx context.Context) (map[string]time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("oldest prepared: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]time.Time{}
+	for _, m := range s.rows {
+		if m.Status != state.Prepared {
+			continue
+		}
+		if t, ok := out[m.BizID]; !ok || m.CreatedAt.Before(t) {
+			out[m.BizID] = m.CreatedAt
+		}
+	}
+	return out, nil
+}
+
+// OrphanCommits implements store.Store.
+func (s *Store) OrphanCommits(ctx context.Context) (map[string]store.OrphanStat, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("orphan commits: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]store.OrphanStat{}
+	for _, m := range s.rows {
+		if m.Status != state.Committed || m.HasBody {
+			continue
+		}
+		o, ok := out[m.BizID]
+		if !ok || m.CreatedAt.Before(o.Oldest) {
+			o.Oldest = m.CreatedAt
+		}
+		o.N++
+		out[m.BizID] = o
+	}
+	return out, nil
+}
+
+// Audit implements store.Store.
+func (s *Store) Audit(ctx context.Context, bizID, key string) ([]store.AuditEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.AuditEntry
+	for _, a := range s.audits {
+		if a.BizID == bizID && a.Key == key {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// AddAudit implements store.Store.
+func (s *Store) AddAudit(ctx context.Context, e store.AuditEntry) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("add audit for %s:%s: %w", e.BizID, e.Key, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.At = codec.Time(e.At)
+	s.audits = append(s.audits, e)
+	return nil
+}
+
+// RetryNowBizID implements store.Store.
+func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("retry now %s: %w", bizID, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ms := s.sorted(func(m *state.Message) bool {
+		return m.BizID == bizID && (m.Status == state.Prepared || m.Status == state.VerifyFailed ||
+			m.Status == state.Committed && m.HasBody && (m.SendStatus == state.SendPending || m.SendStatus == state.SendDead))
+	})
+	now := codec.Time(s.now())
+	loaded := make(map[store.MessageRef]*state.Message, len(ms))
+	changes := make([]store.Change, len(ms))
+	for i, m := range ms {
+		loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}] = clone(m)
+		a := who
+		changes[i] = store.Change{BizID: m.BizID, Key: m.Key, Partition: m.Partition,
+			Event: state.Event{Kind: state.KindRetryNow, At: now}, Audit: &a}
+	}
+	f := store.Fold(loaded, changes)
+	codec.Prepare(&f, s.now(), 0)
+	s.write(&f)
+	return len(f.Updates), nil
+}
+
+// Purge implements store.Store.
+func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, errors.New("purge: limit must be positive")
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("purge: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gone := map[store.MessageRef]bool{}
+	for _, m := range s.sorted(func(m *state.Message) bool {
+		return m.Status == state.RolledBack && m.DecidedAt.Before(before) ||
+			m.Status == state.Committed && m.SendStatus == state.SendSent && m.SentAt.Before(before)
+	}) {
+		if len(gone) == limit {
+			break
+		}
+		r := store.MessageRef{BizID: m.BizID, Key: m.Key}
+		gone[r] = true
+		delete(s.rows, r)
+		delete(s.byID, m.ID)
+	}
+	s.audits = slices.DeleteFunc(s.audits, func(a store.AuditEntry) bool {
+		return gone[store.MessageRef{BizID: a.BizID, Key: a.Key}]
+	})
+	return len(gone), nil
+}
+
+// Close implements store.Store; it does nothing.
+func (s *Store) Close() error { return nil }

@@ -1,0 +1,20 @@
+package memstore_test
+
+import (
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/memstore"
+	"github.com/eventcenter/eventcenter/store/storetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The in-memory store passes the conformance suite the SQL drivers pass.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Exercise(t, func(_ *testing.T, now func() time.Time) store.Store { return memstore.New(now) })
+}
