@@ -113,3 +113,11 @@ require (
 	modernc.org/sqlite v1.40.0 // indirect
 	stathat.com/c/consistent v1.0.0 // indirect
 )
+
+// clientlib (with the envelope and checkback packages) is its own module so
+// that producers do not pull the center's dependencies. In this repository
+// go.work and this replace point at the working copy; a release tags
+// clientlib/vX.Y.Z and requires that version here.
+require github.com/eventcenter/eventcenter/clientlib v0.0.0-00010101000000-000000000000
+
+replace github.com/eventcenter/eventcenter/clientlib => ./clientlib

@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/eventcenter/eventcenter/admin/adminapi"
-	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/clientlib/envelope"
 )
 
 // DLQ reads the dead-letter topic and replays records from it.

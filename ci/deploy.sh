@@ -8,7 +8,7 @@
 #     (default $HOME/go/bin). The first build on a machine takes minutes
 #     (about 10 on 2 cores); later runs reuse the binary. Set PROMTOOL to
 #     use another promtool.
-#  2. cd deploy/validate && go test ./...  (compose through compose-go,
+#  2. cd deploy/validate && GOWORK=off go test ./...  (compose through compose-go,
 #     strict Kubernetes decoding, PromQL of alerts and dashboard, Dockerfile)
 #  3. deploy/docker/build.sh: the image's build command, run here to prove
 #     it builds the binary (and the example producer) with the version
@@ -18,6 +18,9 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 root=$(pwd)
+# deploy/validate is a module of its own, outside the repository's go.work
+# (which ties the center and clientlib): run its go commands without it.
+validate_go() { (cd deploy/validate && GOWORK=off go "$@"); }
 t0=$(date +%s)
 step() { echo "--- deploy: $*"; }
 elapsed() { echo "$(( $(date +%s) - $1 ))s"; }
@@ -31,13 +34,13 @@ ts=$(date +%s)
 if [ -n "${PROMTOOL:-}" ]; then
 	promtool=$PROMTOOL
 else
-	version=$(cd deploy/validate && go list -m -f '{{.Version}}' github.com/prometheus/prometheus)
+	version=$(validate_go list -m -f '{{.Version}}' github.com/prometheus/prometheus)
 	cache=${PROMTOOL_CACHE:-$HOME/go/bin}
 	promtool=$cache/promtool-$version
 	if [ ! -x "$promtool" ]; then
 		echo "building promtool $version into $cache (cached for later runs; slow the first time)"
 		mkdir -p "$cache"
-		(cd deploy/validate && go build -o "$promtool.tmp" github.com/prometheus/prometheus/cmd/promtool)
+		validate_go build -o "$promtool.tmp" github.com/prometheus/prometheus/cmd/promtool
 		mv "$promtool.tmp" "$promtool"
 	fi
 fi
@@ -47,7 +50,7 @@ echo "promtool step: $(elapsed "$ts")"
 # 2. the validate module -----------------------------------------------------
 step "deploy/validate: go test ./..."
 ts=$(date +%s)
-(cd deploy/validate && go vet ./... && go test -count=1 ./...)
+validate_go vet ./... && validate_go test -count=1 ./...
 echo "validate step: $(elapsed "$ts")"
 
 # 3. the image's build command -----------------------------------------------

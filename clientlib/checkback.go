@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,46 +12,25 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
 )
 
-// Decision is a producer's answer to a check-back.
-type Decision int
+// Decision is a producer's answer to a check-back; it is
+// checkback.Decision, named here so that a producer needs one import.
+type Decision = checkback.Decision
 
+// The decisions a CheckbackFunc returns.
 const (
 	// DecisionUnknown: the local transaction is not decided yet (or its
 	// outcome cannot be told); the center asks again later. It is the zero
 	// value, so a forgotten return never commits.
-	DecisionUnknown Decision = iota
+	DecisionUnknown = checkback.DecisionUnknown
 	// DecisionCommit: the local transaction committed; the message is sent.
-	DecisionCommit
+	DecisionCommit = checkback.DecisionCommit
 	// DecisionRollback: it rolled back; the message is dropped.
-	DecisionRollback
+	DecisionRollback = checkback.DecisionRollback
 )
-
-// String returns commit, rollback or unknown.
-func (d Decision) String() string {
-	switch d {
-	case DecisionCommit:
-		return "commit"
-	case DecisionRollback:
-		return "rollback"
-	default:
-		return "unknown"
-	}
-}
-
-// messageStatus is TrustMessage's number for d: 2 commit, 3 rollback,
-// 1 unknown (still prepared).
-func (d Decision) messageStatus() int {
-	switch d {
-	case DecisionCommit:
-		return 2
-	case DecisionRollback:
-		return 3
-	default:
-		return 1
-	}
-}
 
 // CheckbackFunc looks up whether the local transaction of a message
 // committed. Return DecisionUnknown while it may still be running; an error
@@ -158,7 +136,7 @@ func (h *checkbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if target == "" {
 			target = r.URL.RequestURI()
 		}
-		if err := verifySignature(h.cfg.secrets, r.Header.Get(signatureHeader), h.cfg.now(), h.cfg.maxSkew,
+		if err := checkback.Verify(h.cfg.secrets, r.Header.Get(checkback.SignatureHeader), h.cfg.now(), h.cfg.maxSkew,
 			r.Method, target, body); err != nil {
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"status": "FAIL", "message": err.Error()})
 			return
@@ -212,14 +190,7 @@ func (h *checkbackHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"status": "FAIL", "message": "check-back handler failed"})
 		return
 	}
-	type data struct {
-		MessageKey    string `json:"messageKey"`
-		MessageStatus int    `json:"messageStatus"`
-	}
-	writeJSON(w, http.StatusOK, struct {
-		Status string `json:"status"`
-		Data   data   `json:"data"`
-	}{"SUCCESS", data{key, d.messageStatus()}})
+	writeRaw(w, http.StatusOK, checkback.HTTPAnswer(key, d))
 }
 
 // serveTriple answers Dubbo Triple JSON: POST, body [bizID, messageKey].
@@ -238,7 +209,7 @@ func (h *checkbackHandler) serveTriple(w http.ResponseWriter, r *http.Request, b
 		writeJSON(w, http.StatusBadRequest, tripleError{"invalid_argument", "body must be a JSON array [bizID, messageKey]"})
 		return
 	}
-	bizID, key, err := checkbackArgs(args)
+	bizID, key, err := checkback.ParseArgs(args)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, tripleError{"invalid_argument", err.Error()})
 		return
@@ -248,33 +219,12 @@ func (h *checkbackHandler) serveTriple(w http.ResponseWriter, r *http.Request, b
 		writeJSON(w, http.StatusInternalServerError, tripleError{"internal", "check-back handler failed"})
 		return
 	}
-	writeJSON(w, http.StatusOK, d.messageStatus())
+	writeRaw(w, http.StatusOK, checkback.TripleAnswer(d))
 }
 
 type tripleError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-}
-
-// JSON-RPC 2.0 error codes.
-const (
-	rpcParseError     = -32700
-	rpcInvalidRequest = -32600
-	rpcMethodNotFound = -32601
-	rpcInvalidParams  = -32602
-	rpcInternalError  = -32603
-)
-
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-type rpcResponse struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Result  *int            `json:"result,omitempty"`
-	Error   *rpcError       `json:"error,omitempty"`
 }
 
 // serveJSONRPC answers JSON-RPC 2.0 verifyMessage.
@@ -284,13 +234,10 @@ func (h *checkbackHandler) serveJSONRPC(w http.ResponseWriter, r *http.Request, 
 		return
 	}
 	fail := func(id json.RawMessage, code int, msg string) {
-		if len(id) == 0 {
-			id = json.RawMessage("null")
-		}
-		writeJSON(w, http.StatusOK, rpcResponse{JSONRPC: "2.0", ID: id, Error: &rpcError{code, msg}})
+		writeRaw(w, http.StatusOK, checkback.JSONRPCError(id, code, msg))
 	}
 	if !json.Valid(body) {
-		fail(nil, rpcParseError, "parse error")
+		fail(nil, checkback.RPCParseError, "parse error")
 		return
 	}
 	var req struct {
@@ -300,61 +247,28 @@ func (h *checkbackHandler) serveJSONRPC(w http.ResponseWriter, r *http.Request, 
 		ID      json.RawMessage   `json:"id"`
 	}
 	if b := bytes.TrimSpace(body); len(b) == 0 || b[0] != '{' || json.Unmarshal(b, &req) != nil {
-		fail(nil, rpcInvalidRequest, "invalid request: want one JSON-RPC 2.0 request object")
+		fail(nil, checkback.RPCInvalidRequest, "invalid request: want one JSON-RPC 2.0 request object")
 		return
 	}
 	if req.JSONRPC != "2.0" {
-		fail(req.ID, rpcInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`)
+		fail(req.ID, checkback.RPCInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`)
 		return
 	}
 	if !strings.EqualFold(req.Method, h.cfg.tripleMethod) {
-		fail(req.ID, rpcMethodNotFound, fmt.Sprintf("method %q not found", req.Method))
+		fail(req.ID, checkback.RPCMethodNotFound, fmt.Sprintf("method %q not found", req.Method))
 		return
 	}
-	bizID, key, err := checkbackArgs(req.Params)
+	bizID, key, err := checkback.ParseArgs(req.Params)
 	if err != nil {
-		fail(req.ID, rpcInvalidParams, "invalid params: "+err.Error())
+		fail(req.ID, checkback.RPCInvalidParams, "invalid params: "+err.Error())
 		return
 	}
 	d, ok := h.decide(r.Context(), bizID, key)
 	if !ok {
-		fail(req.ID, rpcInternalError, "check-back handler failed")
+		fail(req.ID, checkback.RPCInternalError, "check-back handler failed")
 		return
 	}
-	n := d.messageStatus()
-	id := req.ID
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	writeJSON(w, http.StatusOK, rpcResponse{JSONRPC: "2.0", ID: id, Result: &n})
-}
-
-// checkbackArgs reads [bizID, messageKey]; bizID may be a number or a string.
-func checkbackArgs(args []json.RawMessage) (bizID, key string, err error) {
-	if len(args) != 2 {
-		return "", "", fmt.Errorf("want 2 arguments [bizID, messageKey], got %d", len(args))
-	}
-	d := json.NewDecoder(bytes.NewReader(args[0]))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return "", "", errors.New("bizID is not a JSON value")
-	}
-	switch t := v.(type) {
-	case json.Number:
-		bizID = t.String()
-	case string:
-		bizID = t
-	default:
-		return "", "", errors.New("bizID must be a number or a string")
-	}
-	if err := json.Unmarshal(args[1], &key); err != nil {
-		return "", "", errors.New("messageKey must be a string")
-	}
-	if bizID == "" || key == "" {
-		return "", "", errors.New("bizID and messageKey must not be empty")
-	}
-	return bizID, key, nil
+	writeRaw(w, http.StatusOK, checkback.JSONRPCAnswer(req.ID, d))
 }
 
 func isJSON(ct string) bool {
@@ -368,6 +282,11 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 		http.Error(w, "encode answer", http.StatusInternalServerError)
 		return
 	}
+	writeRaw(w, code, b)
+}
+
+// writeRaw writes an encoded JSON answer.
+func writeRaw(w http.ResponseWriter, code int, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_, _ = w.Write(b)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
 )
 
 // checkbackDecisions answers by key: c… commit, r… rollback, e… error,
@@ -237,5 +239,71 @@ func TestDecisionString(t *testing.T) {
 	require.Equal(t, "rollback", DecisionRollback.String())
 	require.Equal(t, "unknown", DecisionUnknown.String())
 	require.Equal(t, "unknown", Decision(9).String())
-	require.Equal(t, 1, Decision(9).messageStatus(), "anything unexpected answers unknown")
+	require.Equal(t, 1, Decision(9).Status(), "anything unexpected answers unknown")
+}
+
+// The handler answers exactly what the center's strict decoder accepts, in
+// every protocol and for every decision, signed requests included: the
+// request is built by checkback (as the verifier builds it), served by the
+// handler and read back by checkback.DecodeAnswer.
+func TestCheckbackHandlerRoundTrip(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	h := newTestCheckbackHandler(WithSecret("s3cret"), WithCheckbackClock(func() time.Time { return now }))
+	for _, raw := range []string{
+		"http://producer:8090/checkback?tenant=a",
+		"http://producer:8090/x/verifyMessage",
+		"tri://producer:8090/com.example.TxChecker/verifyMessage?version=1.0.0&group=order",
+		"tri://producer:8090/com.example.TxChecker/verifyMessage?bizid=string",
+		"jsonrpc://producer:8090/com.example.TxChecker",
+		"jsonrpc://producer:8090/com.example.TxChecker?method=VerifyMessage&bizid=int",
+	} {
+		ep, err := checkback.ParseEndpoint(raw)
+		require.NoError(t, err)
+		for _, tc := range []struct {
+			key  string
+			want Decision
+		}{{"c-1 /x", DecisionCommit}, {"r-1", DecisionRollback}, {"u-1", DecisionUnknown}} {
+			for _, bizID := range []string{"1001", "shop"} {
+				t.Run(raw+"/"+tc.key+"/"+bizID, func(t *testing.T) {
+					t.Parallel()
+					q := checkback.Question{BizID: bizID, MessageKey: tc.key, Attempt: 2, ID: 77, Timeout: time.Second}
+					r := ep.Request(q)
+					req := httptest.NewRequest(r.Method, r.Target(), strings.NewReader(string(r.Body)))
+					req.Header = r.Header.Clone()
+					req.Header.Set(checkback.SignatureHeader, checkback.Sign([]byte("s3cret"), now, r.Method, r.Target(), r.Body))
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, req)
+					require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+					d, err := checkback.DecodeAnswer(ep.Protocol, q, w.Header().Get("Content-Type"), w.Body.Bytes())
+					require.NoError(t, err, w.Body.String())
+					require.Equal(t, tc.want, d)
+				})
+			}
+		}
+	}
+}
+
+// A failing CheckbackFunc is never read as a decision by the center.
+func TestCheckbackHandlerErrorsReadAsUnknown(t *testing.T) {
+	t.Parallel()
+	h := newTestCheckbackHandler()
+	for _, raw := range []string{
+		"http://p/cb", "tri://p/a.B/verifyMessage", "jsonrpc://p/a.B",
+	} {
+		ep, err := checkback.ParseEndpoint(raw)
+		require.NoError(t, err)
+		q := checkback.Question{BizID: "1", MessageKey: "e-1", ID: 1}
+		r := ep.Request(q)
+		req := httptest.NewRequest(r.Method, r.Target(), strings.NewReader(string(r.Body)))
+		req.Header = r.Header.Clone()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			continue // non-2xx: the center reads unknown without looking at the body
+		}
+		d, err := checkback.DecodeAnswer(ep.Protocol, q, w.Header().Get("Content-Type"), w.Body.Bytes())
+		require.Equal(t, DecisionUnknown, d, raw)
+		require.Error(t, err, raw)
+	}
 }

@@ -16,6 +16,11 @@
 // Forwarded messages carry the header ec-id = "bizID:messageKey"; a consumer
 // drops redeliveries with a Deduper.
 //
-// The package imports only the envelope package of eventcenter and franz-go:
-// no database driver, no RocketMQ client.
+// clientlib is its own Go module, github.com/eventcenter/eventcenter/clientlib,
+// whose only dependency is franz-go: no database driver, no RocketMQ client,
+// nothing of the center. The module also holds the two packages producer
+// and center share: envelope (the control-record wire format) and checkback
+// (the check-back protocol: endpoint grammar, Decision, answer encoding and
+// strict decoding, the EC-Signature HMAC). The center's module imports them
+// from here.
 package clientlib

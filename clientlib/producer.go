@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/clientlib/envelope"
 )
 
 // ErrCommitUnsent says that the local transaction committed but its COMMIT

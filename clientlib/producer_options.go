@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/clientlib/envelope"
 )
 
 // DefaultControlTopic is the control topic unless WithControlTopic says

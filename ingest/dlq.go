@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/clientlib/envelope"
 )
 
 // Headers of a dead letter written without its value (because the full

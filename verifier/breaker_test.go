@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -77,7 +78,7 @@ func TestPoisonedKeysDoNotPauseTheirEndpoint(t *testing.T) {
 			h(w, r)
 			return
 		}
-		_, _ = w.Write([]byte("2"))
+		reply(w, r, checkback.DecisionCommit)
 	})
 	clk := newRealClock()
 	st := newMemStore(clk.Now)
@@ -202,7 +203,7 @@ func TestHalfOpenProbePrefersAMessageNotCalledBefore(t *testing.T) {
 			http.Error(w, "down for this key", http.StatusServiceUnavailable)
 			return
 		}
-		_, _ = w.Write([]byte("2"))
+		reply(w, r, checkback.DecisionCommit)
 	})
 	// Wall clock (gobreaker): the cool-down passes for real; the probe
 	// grace is half of it.

@@ -2,7 +2,6 @@ package verifier
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,11 +9,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-resty/resty/v2"
+
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
 )
 
 // maxAnswerBytes bounds a check-back answer; a longer one is an error.
@@ -22,7 +22,7 @@ const maxAnswerBytes = 64 << 10
 
 // call is one check-back request.
 type call struct {
-	ep      Endpoint
+	ep      checkback.Endpoint
 	bizID   string
 	key     string
 	attempt int
@@ -33,7 +33,7 @@ type call struct {
 // answer is the outcome of one call: a decision, or DecisionUnknown with
 // Err set when the call failed or the answer could not be read.
 type answer struct {
-	Decision Decision
+	Decision checkback.Decision
 	Err      error
 }
 
@@ -75,69 +75,32 @@ func newCaller(rt http.RoundTripper, now func() time.Time, log *slog.Logger) *ca
 func (c *caller) do(ctx context.Context, cl call) answer {
 	ctx, cancel := context.WithTimeout(ctx, cl.timeout)
 	defer cancel()
-	u := cl.ep.requestURL()
-	req := c.client.R().SetContext(ctx).SetDoNotParseResponse(false)
-	var (
-		method = http.MethodPost
-		body   []byte
-		id     int64
-	)
-	switch cl.ep.Protocol {
-	case ProtoHTTP:
-		method = http.MethodGet
-		q := url.Values{}
-		for k, v := range cl.ep.Query {
-			q[k] = append([]string(nil), v...)
-		}
-		q.Set("bizID", cl.bizID)
-		q.Set("messageKey", cl.key)
-		q.Set("attempt", strconv.Itoa(cl.attempt))
-		u.RawQuery = q.Encode()
-		req.SetHeader("Accept", "application/json")
-	case ProtoTriple:
-		body, _ = json.Marshal([]any{bizParam(cl.bizID, cl.ep.BizID), cl.key}) // plain values: cannot fail
-		ms := strconv.FormatInt(cl.timeout.Milliseconds(), 10)
-		req.SetHeader("Content-Type", "application/json").
-			SetHeader("tri-service-timeout", ms).
-			SetHeader("Triple-Timeout-Ms", ms)
-		if cl.ep.Version != "" {
-			req.SetHeader("tri-service-version", cl.ep.Version)
-		}
-		if cl.ep.Group != "" {
-			req.SetHeader("tri-service-group", cl.ep.Group)
-		}
-	case ProtoJSONRPC:
-		id = c.ids.Add(1)
-		body, _ = json.Marshal(map[string]any{ // plain values: cannot fail
-			"jsonrpc": "2.0",
-			"method":  cl.ep.Method,
-			"params":  []any{bizParam(cl.bizID, cl.ep.BizID), cl.key},
-			"id":      id,
-		})
-		req.SetHeader("Content-Type", "application/json")
-	default:
-		return answer{Err: fmt.Errorf("protocol %v not callable", cl.ep.Protocol)}
+	q := checkback.Question{BizID: cl.bizID, MessageKey: cl.key, Attempt: cl.attempt, Timeout: cl.timeout}
+	if cl.ep.Protocol == checkback.ProtoJSONRPC {
+		q.ID = c.ids.Add(1)
 	}
-	if body != nil {
-		req.SetBody(body)
+	r := cl.ep.Request(q)
+	req := c.client.R().SetContext(ctx).SetDoNotParseResponse(false)
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	if r.Body != nil {
+		req.SetBody(r.Body)
 	}
 	if len(cl.secret) > 0 {
-		req.SetHeader(SignatureHeader, Sign(cl.secret, c.now(), method, u.RequestURI(), body))
+		req.SetHeader(checkback.SignatureHeader, checkback.Sign(cl.secret, c.now(), r.Method, r.Target(), r.Body))
 	}
-	resp, err := req.Execute(method, u.String())
+	resp, err := req.Execute(r.Method, r.URL.String())
 	if err != nil {
 		return answer{Err: callError(ctx, cl, err)}
 	}
 	b := resp.Body()
 	if sc := resp.StatusCode(); sc < 200 || sc > 299 {
-		return answer{Err: &statusError{code: sc, body: snippet(b)}}
+		return answer{Err: &statusError{code: sc, body: checkback.Snippet(b)}}
 	}
-	var d Decision
-	if cl.ep.Protocol == ProtoJSONRPC {
-		d, err = parseJSONRPC(b, id, cl.key)
-	} else {
-		d, err = parseDecision(b, cl.key)
-	}
+	d, err := checkback.DecodeAnswer(cl.ep.Protocol, q, resp.Header().Get("Content-Type"), b)
 	return answer{Decision: d, Err: err}
 }
 
@@ -156,37 +119,6 @@ func callError(ctx context.Context, cl call, err error) error {
 		err = ue.Err
 	}
 	return fmt.Errorf("call failed: %w", err)
-}
-
-// bizParam is the bizID argument of a Triple or JSON-RPC call: a JSON
-// number or a string, as the endpoint's BizIDEncoding says.
-func bizParam(bizID string, enc BizIDEncoding) any {
-	if enc == BizIDString {
-		return bizID
-	}
-	if enc == BizIDAuto && !numericBizID(bizID) {
-		return bizID
-	}
-	n, err := strconv.ParseInt(bizID, 10, 64)
-	if err != nil {
-		return bizID
-	}
-	return n
-}
-
-// numericBizID reports whether s is all digits without a leading zero
-// ("0" itself is numeric): the bizIDs sent as numbers by default. Whether
-// it fits an int64 is left to strconv.
-func numericBizID(s string) bool {
-	if s == "" || (s[0] == '0' && len(s) > 1) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // restyLogger sends resty's own messages to slog at debug level.

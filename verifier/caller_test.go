@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
 )
 
 // recorded is one request a test producer saw.
@@ -54,6 +56,32 @@ func answering(code int, contentType, body string) http.HandlerFunc {
 	}
 }
 
+// reply answers a check-back with d in the request's protocol, in the
+// exact shape clientlib's handler writes: TrustMessage's object echoing the
+// messageKey for a GET, the bare integer for Triple, a JSON-RPC response
+// echoing the id.
+func reply(w http.ResponseWriter, r *http.Request, d checkback.Decision) {
+	w.Header().Set("Content-Type", "application/json")
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(checkback.HTTPAnswer(r.URL.Query().Get("messageKey"), d))
+		return
+	}
+	b, _ := io.ReadAll(r.Body)
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(b, &req) == nil && len(req.ID) > 0 {
+		_, _ = w.Write(checkback.JSONRPCAnswer(req.ID, d))
+		return
+	}
+	_, _ = w.Write(checkback.TripleAnswer(d))
+}
+
+// replying is a producer answering d to every check-back.
+func replying(d checkback.Decision) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { reply(w, r, d) }
+}
+
 func (p *producer) requests() []recorded {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -74,20 +102,20 @@ func testCaller(t *testing.T, now func() time.Time) *caller {
 
 func doCall(t *testing.T, c *caller, raw, bizID, key string, secret []byte) answer {
 	t.Helper()
-	ep, err := ParseEndpoint(raw)
+	ep, err := checkback.ParseEndpoint(raw)
 	require.NoError(t, err)
 	return c.do(t.Context(), call{ep: ep, bizID: bizID, key: key, attempt: 3, timeout: 2 * time.Second, secret: secret})
 }
 
 func TestCallerRequests(t *testing.T) {
 	t.Parallel()
-	p := newProducer(t, answering(200, "application/json", "2"))
+	p := newProducer(t, replying(checkback.DecisionCommit))
 	c := testCaller(t, time.Now)
 
-	require.Equal(t, answer{Decision: DecisionCommit}, doCall(t, c, p.endpoint("http", "/cb?tenant=a"), "1001", "order 42/x", nil))
-	require.Equal(t, answer{Decision: DecisionCommit}, doCall(t, c,
+	require.Equal(t, answer{Decision: checkback.DecisionCommit}, doCall(t, c, p.endpoint("http", "/cb?tenant=a"), "1001", "order 42/x", nil))
+	require.Equal(t, answer{Decision: checkback.DecisionCommit}, doCall(t, c,
 		p.endpoint("tri", "/com.example.TxChecker/verifyMessage?version=1.0.0&group=order&bizid=int"), "1001", "order-42", nil))
-	require.Equal(t, answer{Decision: DecisionCommit}, doCall(t, c,
+	require.Equal(t, answer{Decision: checkback.DecisionCommit}, doCall(t, c,
 		p.endpoint("tri", "/com.example.TxChecker/verifyMessage?bizid=int"), "b-7", "order-42", nil))
 	reqs := p.requests()
 	require.Len(t, reqs, 3)
@@ -106,7 +134,7 @@ func TestCallerRequests(t *testing.T) {
 	require.Equal(t, "order", tri.Header.Get("tri-service-group"))
 	require.Equal(t, "2000", tri.Header.Get("tri-service-timeout"))
 	require.Equal(t, "2000", tri.Header.Get("Triple-Timeout-Ms"))
-	require.Empty(t, tri.Header.Get(SignatureHeader))
+	require.Empty(t, tri.Header.Get(checkback.SignatureHeader))
 
 	require.Equal(t, `["b-7","order-42"]`, reqs[2].Body, "a bizID that is not a number stays a string")
 	require.Empty(t, reqs[2].Header.Get("tri-service-version"))
@@ -120,8 +148,8 @@ func TestCallerRequests(t *testing.T) {
 		_ = json.Unmarshal(b, &req)
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":3}`)
 	})
-	require.Equal(t, answer{Decision: DecisionRollback}, doCall(t, c, rpc.endpoint("jsonrpc", "/com.example.TxChecker?bizid=int"), "1001", "k", nil))
-	require.Equal(t, answer{Decision: DecisionRollback}, doCall(t, c, rpc.endpoint("jsonrpc", "/com.example.TxChecker?method=VerifyMessage"), "1001", "k", nil))
+	require.Equal(t, answer{Decision: checkback.DecisionRollback}, doCall(t, c, rpc.endpoint("jsonrpc", "/com.example.TxChecker?bizid=int"), "1001", "k", nil))
+	require.Equal(t, answer{Decision: checkback.DecisionRollback}, doCall(t, c, rpc.endpoint("jsonrpc", "/com.example.TxChecker?method=VerifyMessage"), "1001", "k", nil))
 	rr := rpc.requests()
 	require.Len(t, rr, 2)
 	require.Equal(t, "POST", rr[0].Method)
@@ -151,7 +179,7 @@ func TestCallerBizIDEncoding(t *testing.T) {
 			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":2}`)
 			return
 		}
-		_, _ = io.WriteString(w, "2")
+		reply(w, r, checkback.DecisionCommit)
 	})
 	c := testCaller(t, time.Now)
 	for i, tc := range []struct {
@@ -176,12 +204,12 @@ func TestCallerBizIDEncoding(t *testing.T) {
 		method := "m" + strconv.Itoa(i)
 		t.Run("tri"+tc.query+"/"+tc.bizID, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, answer{Decision: DecisionCommit}, doCall(t, c, p.endpoint("tri", "/tri.Svc/"+method+tc.query), tc.bizID, "k", nil))
+			require.Equal(t, answer{Decision: checkback.DecisionCommit}, doCall(t, c, p.endpoint("tri", "/tri.Svc/"+method+tc.query), tc.bizID, "k", nil))
 			require.Equal(t, "["+tc.want+`,"k"]`, bodyFor(t, p, "/tri.Svc/"+method))
 		})
 		t.Run("jsonrpc"+tc.query+"/"+tc.bizID, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, answer{Decision: DecisionCommit}, doCall(t, c, p.endpoint("jsonrpc", "/rpc/"+method+tc.query), tc.bizID, "k", nil))
+			require.Equal(t, answer{Decision: checkback.DecisionCommit}, doCall(t, c, p.endpoint("jsonrpc", "/rpc/"+method+tc.query), tc.bizID, "k", nil))
 			require.Contains(t, bodyFor(t, p, "/rpc/"+method), `"params":[`+tc.want+`,"k"]`)
 		})
 	}
@@ -208,14 +236,15 @@ func TestCallerGarbageIsUnknown(t *testing.T) {
 	for _, tc := range []struct {
 		name, ct, body string
 		code           int
-		msg            string
+		msg            string // "" for ErrUnreadable
 	}{
 		{"500 with commit body", "application/json", `2`, 500, "HTTP 500"},
 		{"404", "text/plain", `not found`, 404, "HTTP 404"},
-		{"200 with error body", "application/json", `{"status":"FAIL","message":"db down"}`, 200, `status "FAIL": "db down"`},
-		{"200 HTML", "text/html", `<html><body>OK</body></html>`, 200, "not JSON"},
-		{"truncated JSON", "application/json", `{"status":"SUCCESS","data":{"messageStatus":2`, 200, "not JSON"},
-		{"empty 200", "", ``, 200, "empty body"},
+		{"200 with error body", "application/json", `{"status":"FAIL","message":"db down"}`, 200, ""},
+		{"200 HTML", "text/html", `<html><body>OK</body></html>`, 200, ""},
+		{"200 HTML commit", "text/html", `2`, 200, ""},
+		{"truncated JSON", "application/json", `{"status":"SUCCESS","data":{"messageStatus":2`, 200, ""},
+		{"empty 200", "", ``, 200, ""},
 		{"redirect", "", ``, 302, "redirect"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -227,31 +256,36 @@ func TestCallerGarbageIsUnknown(t *testing.T) {
 				}
 				answering(tc.code, tc.ct, tc.body)(w, r)
 			})
-			for _, ep := range []string{p.endpoint("http", "/cb"), p.endpoint("tri", "/a.B/verifyMessage")} {
+			for _, ep := range []string{p.endpoint("http", "/cb"), p.endpoint("tri", "/a.B/verifyMessage"), p.endpoint("jsonrpc", "/a.B")} {
 				a := doCall(t, c, ep, "1", "k", nil)
-				require.Equal(t, DecisionUnknown, a.Decision, ep)
-				require.ErrorContains(t, a.Err, tc.msg, ep)
+				require.Equal(t, checkback.DecisionUnknown, a.Decision, ep)
+				if tc.msg == "" {
+					require.ErrorIs(t, a.Err, checkback.ErrUnreadable, ep)
+				} else {
+					require.ErrorContains(t, a.Err, tc.msg, ep)
+				}
 			}
 		})
 	}
 	t.Run("bare 1 is a clean unknown", func(t *testing.T) {
 		t.Parallel()
-		p := newProducer(t, answering(200, "application/json", "1"))
-		require.Equal(t, answer{Decision: DecisionUnknown}, doCall(t, c, p.endpoint("tri", "/a.B/verifyMessage"), "1", "k", nil))
-		require.Equal(t, answer{Decision: DecisionUnknown}, doCall(t, c, p.endpoint("http", "/"), "1", "k", nil))
+		p := newProducer(t, replying(checkback.DecisionUnknown))
+		require.Equal(t, answer{Decision: checkback.DecisionUnknown}, doCall(t, c, p.endpoint("tri", "/a.B/verifyMessage"), "1", "k", nil))
+		require.Equal(t, answer{Decision: checkback.DecisionUnknown}, doCall(t, c, p.endpoint("http", "/"), "1", "k", nil))
+		require.Equal(t, answer{Decision: checkback.DecisionUnknown}, doCall(t, c, p.endpoint("jsonrpc", "/a.B"), "1", "k", nil))
 	})
 	t.Run("JSON-RPC error", func(t *testing.T) {
 		t.Parallel()
 		p := newProducer(t, answering(200, "application/json", `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"boom"}}`))
 		a := doCall(t, c, p.endpoint("jsonrpc", "/a.B"), "1", "k", nil)
-		require.Equal(t, DecisionUnknown, a.Decision)
+		require.Equal(t, checkback.DecisionUnknown, a.Decision)
 		require.ErrorContains(t, a.Err, "JSON-RPC error -32000")
 	})
 	t.Run("too large", func(t *testing.T) {
 		t.Parallel()
 		p := newProducer(t, answering(200, "application/json", "2"+strings.Repeat(" ", maxAnswerBytes)))
 		a := doCall(t, c, p.endpoint("http", "/"), "1", "k", nil)
-		require.Equal(t, DecisionUnknown, a.Decision)
+		require.Equal(t, checkback.DecisionUnknown, a.Decision)
 		require.ErrorContains(t, a.Err, "larger than")
 	})
 	t.Run("connection dropped", func(t *testing.T) {
@@ -264,32 +298,24 @@ func TestCallerGarbageIsUnknown(t *testing.T) {
 			}
 		})
 		a := doCall(t, c, p.endpoint("jsonrpc", "/a.B"), "1", "k", nil)
-		require.Equal(t, DecisionUnknown, a.Decision)
+		require.Equal(t, checkback.DecisionUnknown, a.Decision)
 		require.Error(t, a.Err)
 	})
 	t.Run("timeout", func(t *testing.T) {
 		t.Parallel()
 		p := newProducer(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
-		ep, err := ParseEndpoint(p.endpoint("tri", "/a.B/m"))
+		ep, err := checkback.ParseEndpoint(p.endpoint("tri", "/a.B/m"))
 		require.NoError(t, err)
 		a := c.do(t.Context(), call{ep: ep, bizID: "1", key: "k", attempt: 1, timeout: 50 * time.Millisecond})
-		require.Equal(t, DecisionUnknown, a.Decision)
+		require.Equal(t, checkback.DecisionUnknown, a.Decision)
 		require.ErrorContains(t, a.Err, "no answer within 50ms")
 	})
 	t.Run("refused", func(t *testing.T) {
 		t.Parallel()
 		a := doCall(t, c, "http://127.0.0.1:1/cb", "1", "k", nil)
-		require.Equal(t, DecisionUnknown, a.Decision)
+		require.Equal(t, checkback.DecisionUnknown, a.Decision)
 		require.ErrorContains(t, a.Err, "call failed")
 	})
-}
-
-func TestSign(t *testing.T) {
-	t.Parallel()
-	at := time.Unix(1_700_000_000, 0)
-	// Independent vector (Python hmac): HMAC-SHA256("k", `1700000000.POST./a.B/m.[1,"x"]`).
-	require.Equal(t, "t=1700000000,v1=c676b6ecaea6ddfb8a6d11ba32b47a73387579680cb96dbba6909297f4ec6284",
-		Sign([]byte("k"), at, "POST", "/a.B/m", []byte(`[1,"x"]`)))
 }
 
 // tris://, https:// and jsonrpcs:// go over TLS.
@@ -301,23 +327,19 @@ func TestCallerTLS(t *testing.T) {
 		mu.Lock()
 		got = append(got, r.Method+" "+r.URL.Path)
 		mu.Unlock()
-		if r.Method == http.MethodPost && strings.Contains(r.URL.Path, "rpc") {
-			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":2}`)
-			return
-		}
-		_, _ = io.WriteString(w, "2")
+		reply(w, r, checkback.DecisionCommit)
 	}))
 	t.Cleanup(srv.Close)
 	tr := srv.Client().Transport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)
 	c := newCaller(tr, time.Now, slog.New(slog.DiscardHandler))
 	host := strings.TrimPrefix(srv.URL, "https://")
-	require.Equal(t, answer{Decision: DecisionCommit}, doCall(t, c, "https://"+host+"/cb", "1", "k", nil))
-	require.Equal(t, answer{Decision: DecisionCommit}, doCall(t, c, "tris://"+host+"/a.B/verifyMessage", "1", "k", nil))
-	require.Equal(t, answer{Decision: DecisionCommit}, doCall(t, c, "jsonrpcs://"+host+"/rpc", "1", "k", nil)) // first id of a new caller is 1
+	require.Equal(t, answer{Decision: checkback.DecisionCommit}, doCall(t, c, "https://"+host+"/cb", "1", "k", nil))
+	require.Equal(t, answer{Decision: checkback.DecisionCommit}, doCall(t, c, "tris://"+host+"/a.B/verifyMessage", "1", "k", nil))
+	require.Equal(t, answer{Decision: checkback.DecisionCommit}, doCall(t, c, "jsonrpcs://"+host+"/rpc", "1", "k", nil))
 	require.Equal(t, []string{"GET /cb", "POST /a.B/verifyMessage", "POST /rpc"}, got)
 	// Plain http to a TLS port fails and is unknown.
 	a := doCall(t, c, "http://"+host+"/cb", "1", "k", nil)
-	require.Equal(t, DecisionUnknown, a.Decision)
+	require.Equal(t, checkback.DecisionUnknown, a.Decision)
 	require.ErrorContains(t, a.Err, "HTTP 400")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/eventcenter/eventcenter/clientlib"
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
 )
 
 // clientlib's check-back handler reads the bizID however the verifier
@@ -38,7 +39,7 @@ func TestClientlibHandlerReadsEveryBizIDEncoding(t *testing.T) {
 	} {
 		for _, bizID := range []string{"1001", "9223372036854775807", "007", "b-7"} {
 			key := ep + "|" + bizID
-			require.Equal(t, answer{Decision: DecisionCommit}, doCall(t, c, ep, bizID, key, nil), key)
+			require.Equal(t, answer{Decision: checkback.DecisionCommit}, doCall(t, c, ep, bizID, key, nil), key)
 			mu.Lock()
 			require.Equal(t, bizID, seen[key], key)
 			mu.Unlock()

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
 )
 
 // Jitter is how backoff delays are randomised.
@@ -167,7 +169,7 @@ type Config struct {
 type resolved struct {
 	policy   Policy
 	allow    []allowRule
-	endpoint *Endpoint
+	endpoint *checkback.Endpoint
 	force    bool
 	secret   []byte
 }
@@ -325,7 +327,7 @@ func (c *Config) resolve() (map[string]*resolved, error) {
 		}
 		r.allow = append(allow, global...)
 		if b.Endpoint != "" {
-			ep, err := ParseEndpoint(b.Endpoint)
+			ep, err := checkback.ParseEndpoint(b.Endpoint)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s.Endpoint: %w", field, err))
 			} else {

@@ -5,8 +5,12 @@
 //
 // # Endpoints and protocols
 //
-// An endpoint comes from the PREPARE (ec-verify) or from the bizID's
-// configuration (BizConfig.Endpoint, always used with ForceEndpoint):
+// The protocol itself — endpoint grammar, request and answer encoding, the
+// strict answer decoder and the EC-Signature HMAC — lives in
+// clientlib/checkback, shared with envelope validation and clientlib's
+// handler. An endpoint comes from the PREPARE (ec-verify) or from the
+// bizID's configuration (BizConfig.Endpoint, always used with
+// ForceEndpoint):
 //
 //	http://host:port/path, https://...        GET path?bizID=..&messageKey=..&attempt=n
 //	tri://host:port/<iface>/<method>?version=&group=&bizid=int|string (tris:// for TLS)
@@ -14,24 +18,22 @@
 //	jsonrpc://host:port/<path>?method=verifyMessage&bizid=int|string (jsonrpcs://)
 //	                                           POST /<path>, {"jsonrpc":"2.0","method":..,"params":[bizID,key],"id":n}
 //
-// Triple calls carry Content-Type application/json, tri-service-version and
-// tri-service-group when the endpoint names them, and the call timeout in
-// milliseconds in tri-service-timeout and Triple-Timeout-Ms. Triple and
-// JSON-RPC send a numeric bizID (only digits, no leading zero, fitting an
-// int64) as a JSON number, as Java Integer/Long and dubbo-go providers
-// expect, and any other bizID as a string; bizid=string always sends a
-// string, bizid=int sends every bizID that parses as an int64 as a number.
-// Schemes are case-insensitive (HTTP://, Tri://).
+// Triple calls carry the call timeout in milliseconds in
+// tri-service-timeout and Triple-Timeout-Ms. A numeric bizID goes out as a
+// JSON number unless the endpoint says bizid=string (checkback.BizParam).
 //
-// Reading answers is fail-closed. Commit is only: 2, {"decision":"commit"},
-// {"status":"SUCCESS","data":{"messageStatus":2}} (data.messageKey, when
-// present, must be the key asked for), or a JSON-RPC result holding one of
-// these; rollback likewise with 3 / "rollback". 1 and {"decision":"unknown"}
-// are a clean unknown. Everything else — a non-2xx status, a redirect, a
-// timeout, a body that is not JSON or is cut short, a JSON-RPC error, a
-// status other than SUCCESS, a number other than 1, 2 or 3 — is unknown and
-// counted as an error (metric outcome "error"; only some of these count
-// for the endpoint's circuit breaker, see Storm control).
+// Reading answers is fail-closed and strict per protocol
+// (checkback.DecodeAnswer): an http endpoint must answer a JSON object
+// echoing the messageKey asked for (TrustMessage's
+// {"status":"SUCCESS","data":{"messageKey":..,"messageStatus":2}} or
+// {"messageKey":..,"decision":"commit"}); a Triple endpoint the integer
+// 2 with Content-Type application/json; a JSON-RPC endpoint
+// {"jsonrpc":"2.0","id":<the id sent>,"result":2}. Rollback likewise with
+// 3 / "rollback"; 1 / "unknown" is a clean unknown. Everything else — a
+// non-2xx status, a redirect, a timeout, a body that is cut short or of
+// another protocol's shape, a JSON-RPC error — is unknown and counted as
+// an error (metric outcome "error"; only some of these count for the
+// endpoint's circuit breaker, see Storm control).
 //
 // # Attempts
 //
@@ -60,7 +62,8 @@
 //
 // # Request signature
 //
-// When a bizID has a Secret, every request carries
+// When a bizID has a Secret, every request carries (checkback.Sign; the
+// receiving side is checkback.Verify)
 //
 //	EC-Signature: t=<unix seconds>,v1=<hex>
 //

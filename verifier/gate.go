@@ -12,6 +12,7 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
 	"github.com/eventcenter/eventcenter/state"
 )
 
@@ -121,7 +122,7 @@ func (r *breakerRun) reset() {
 // job is one claimed message ready to be called.
 type job struct {
 	m         state.Message
-	ep        Endpoint
+	ep        checkback.Endpoint
 	r         *resolved
 	claimedAt time.Time
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/sony/gobreaker/v2"
 	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
 )
 
 // Which outcomes of a call say that the endpoint is failing (and count
@@ -34,7 +36,7 @@ func TestEndpointFault(t *testing.T) {
 		fault bool
 	}{
 		{"answer", nil, false},
-		{"unreadable 2xx", fmt.Errorf("%w: not JSON: %q", errUnreadable, "<html>"), false},
+		{"unreadable 2xx", fmt.Errorf("%w: not JSON: %q", checkback.ErrUnreadable, "<html>"), false},
 		{"JSON-RPC error", errors.New("JSON-RPC error -32000: boom"), false},
 		{"404", &statusError{code: 404, body: `"no such order"`}, false},
 		{"401", &statusError{code: 401}, false},
@@ -80,7 +82,7 @@ func TestBreakerCountsFaultsOnDistinctKeys(t *testing.T) {
 
 	g = gs.get("garbage:80")
 	for i := range 50 {
-		result(g, fmt.Sprint("b:k", i), fmt.Errorf("%w: not JSON", errUnreadable))
+		result(g, fmt.Sprint("b:k", i), fmt.Errorf("%w: not JSON", checkback.ErrUnreadable))
 		result(g, fmt.Sprint("b:n", i), &statusError{code: 404})
 	}
 	require.Equal(t, gobreaker.StateClosed, g.breaker.State(), "prompt answers on many keys")

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
 )
 
 // Outcome labels of eventcenter_checkback_total.
@@ -54,7 +56,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Batches of check-back results the store did not take (the messages are checked again when their lease runs out).",
 		}),
 	}
-	for _, p := range []Protocol{ProtoHTTP, ProtoTriple, ProtoJSONRPC} {
+	for _, p := range checkback.Protocols {
 		for _, o := range []string{outcomeCommit, outcomeRollback, outcomeUnknown, outcomeError, outcomeDeferred, outcomeParked} {
 			m.total.WithLabelValues(p.String(), o)
 		}

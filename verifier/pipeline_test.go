@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -57,7 +58,7 @@ func TestClaimAheadNeverPutsOffForBusyWorkers(t *testing.T) {
 		calls[r.URL.Query().Get("messageKey")]++
 		mu.Unlock()
 		time.Sleep(time.Millisecond)
-		_, _ = w.Write([]byte("2"))
+		reply(w, r, checkback.DecisionCommit)
 	})
 	clk := newRealClock()
 	st := &claimLog{testStore: newMemStore(clk.Now)}
@@ -190,7 +191,7 @@ func firstCallWaits(t *testing.T) (p *producer, release chan struct{}, calls *at
 			case <-r.Context().Done():
 			}
 		}
-		_, _ = w.Write([]byte("2"))
+		reply(w, r, checkback.DecisionCommit)
 	})
 	return p, release, calls
 }

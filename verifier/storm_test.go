@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
 	"github.com/eventcenter/eventcenter/state"
 )
 
@@ -35,7 +36,7 @@ func TestBacklogBehindSlowEndpointRespectsCap(t *testing.T) {
 		}
 		busy.Add(int64(time.Since(began)))
 		served.Add(1)
-		_, _ = w.Write([]byte("2"))
+		reply(w, r, checkback.DecisionCommit)
 	})
 	fast := clientlibProducer(t)
 	clk := newRealClock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
 	"github.com/eventcenter/eventcenter/internal/startstop"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
@@ -53,7 +54,7 @@ type Verifier struct {
 // result is one change for the applier, with what it needs to report.
 type result struct {
 	change store.Change
-	proto  Protocol
+	proto  checkback.Protocol
 }
 
 // New builds a Verifier. With a plain store (no fast path) committed
@@ -380,16 +381,16 @@ func (v *Verifier) bizConf(bizID string) *resolved {
 
 // endpointFor picks and checks the endpoint of m; reason is set when the
 // message must be parked instead.
-func (v *Verifier) endpointFor(m *state.Message, r *resolved) (ep Endpoint, reason string, disallowed bool) {
+func (v *Verifier) endpointFor(m *state.Message, r *resolved) (ep checkback.Endpoint, reason string, disallowed bool) {
 	switch {
 	case r.endpoint != nil && (r.force || m.Verify == ""):
 		return *r.endpoint, "", false
 	case m.Verify == "":
-		return Endpoint{}, fmt.Sprintf("no check-back endpoint: the PREPARE named none and bizID %q has no configured endpoint", m.BizID), false
+		return checkback.Endpoint{}, fmt.Sprintf("no check-back endpoint: the PREPARE named none and bizID %q has no configured endpoint", m.BizID), false
 	}
-	ep, err := ParseEndpoint(m.Verify)
+	ep, err := checkback.ParseEndpoint(m.Verify)
 	if err != nil {
-		return Endpoint{}, err.Error(), false
+		return checkback.Endpoint{}, err.Error(), false
 	}
 	if r.endpoint != nil && r.endpoint.Origin() == ep.Origin() && r.endpoint.Path == ep.Path {
 		return ep, "", false
@@ -438,7 +439,7 @@ func (v *Verifier) afterCoolDown(now time.Time) time.Time {
 	return now.Add(v.cfg.BreakerCoolDown + time.Duration(v.cfg.Rand()*float64(v.cfg.BreakerCoolDown/2)))
 }
 
-func (v *Verifier) deferMsg(m *state.Message, ep Endpoint, at time.Time, why string) {
+func (v *Verifier) deferMsg(m *state.Message, ep checkback.Endpoint, at time.Time, why string) {
 	v.m.total.WithLabelValues(ep.Protocol.String(), outcomeDeferred).Inc()
 	v.log.Debug("check-back deferred", "biz_id", m.BizID, "key", m.Key, "reason", why, "retry_at", at)
 	v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckDeferred, At: v.cfg.Now(), RetryAt: at, Err: why})
@@ -447,7 +448,7 @@ func (v *Verifier) deferMsg(m *state.Message, ep Endpoint, at time.Time, why str
 // check runs one call and queues its result. The claim counted the
 // attempt (m.VerifyAttempts is its number); the result applies without
 // counting again.
-func (v *Verifier) check(ctx context.Context, m *state.Message, ep Endpoint, r *resolved, g *gate, done func(error)) {
+func (v *Verifier) check(ctx context.Context, m *state.Message, ep checkback.Endpoint, r *resolved, g *gate, done func(error)) {
 	n := max(m.VerifyAttempts, 1)
 	id := g.begin()
 	a := v.caller.do(ctx, call{ep: ep, bizID: m.BizID, key: m.Key, attempt: n,
@@ -467,9 +468,9 @@ func (v *Verifier) check(ctx context.Context, m *state.Message, ep Endpoint, r *
 	ev := state.Event{At: now}
 	outcome := ""
 	switch {
-	case a.Err == nil && a.Decision == DecisionCommit:
+	case a.Err == nil && a.Decision == checkback.DecisionCommit:
 		ev.Kind, outcome = state.KindCheckCommit, outcomeCommit
-	case a.Err == nil && a.Decision == DecisionRollback:
+	case a.Err == nil && a.Decision == checkback.DecisionRollback:
 		ev.Kind, outcome = state.KindCheckRollback, outcomeRollback
 	default:
 		ev.Kind = state.KindCheckUnknown
@@ -487,7 +488,7 @@ func (v *Verifier) check(ctx context.Context, m *state.Message, ep Endpoint, r *
 	v.emit(m, ep.Protocol, ev)
 }
 
-func (v *Verifier) emit(m *state.Message, p Protocol, ev state.Event) {
+func (v *Verifier) emit(m *state.Message, p checkback.Protocol, ev state.Event) {
 	v.results <- result{
 		change: store.Change{BizID: m.BizID, Key: m.Key, Partition: m.Partition, Event: ev, LeaseToken: m.LeaseToken},
 		proto:  p,

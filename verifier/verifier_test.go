@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/eventcenter/eventcenter/clientlib"
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -93,7 +94,7 @@ func TestCheckbackRoundTrip(t *testing.T) {
 // as VERIFY_FAILED with the alert metric.
 func TestBackoffScheduleThenVerifyFailed(t *testing.T) {
 	t.Parallel()
-	p := newProducer(t, answering(200, "application/json", "1"))
+	p := newProducer(t, replying(checkback.DecisionUnknown))
 	bad := newProducer(t, answering(503, "text/plain", "overloaded"))
 	clk := newClock()
 	h := startVerifier(t, clk, openSQLite(t, clk), Config{
@@ -141,7 +142,7 @@ func TestBackoffScheduleThenVerifyFailed(t *testing.T) {
 // message is parked with the reason in its row.
 func TestDisallowedEndpointNeverCalled(t *testing.T) {
 	t.Parallel()
-	evil := newProducer(t, answering(200, "application/json", "2"))
+	evil := newProducer(t, replying(checkback.DecisionCommit))
 	good := clientlibProducer(t)
 	clk := newClock()
 	h := startVerifier(t, clk, openSQLite(t, clk), Config{
@@ -205,7 +206,7 @@ func TestHangingAndSlowEndpointsDoNotDelayOthers(t *testing.T) {
 		case <-time.After(300 * time.Millisecond):
 		case <-r.Context().Done():
 		}
-		_, _ = w.Write([]byte("2"))
+		reply(w, r, checkback.DecisionCommit)
 	})
 	fast := clientlibProducer(t)
 	clk := newRealClock()
@@ -281,7 +282,7 @@ func TestCircuitBreaker(t *testing.T) {
 			http.Error(w, "down", http.StatusInternalServerError)
 			return
 		}
-		_, _ = w.Write([]byte("2"))
+		reply(w, r, checkback.DecisionCommit)
 	})
 	// Wall clock (gobreaker): long enough to observe the open state on a
 	// loaded CI machine under -race (2s was not).
@@ -364,9 +365,9 @@ func TestSignatureRoundTrip(t *testing.T) {
 	require.Contains(t, m.LastError, "HTTP 401")
 	for _, r := range p.requests() {
 		if strings.Contains(r.Target, "bizID=none") {
-			require.Empty(t, r.Header.Get(SignatureHeader))
+			require.Empty(t, r.Header.Get(checkback.SignatureHeader))
 		} else {
-			require.Regexp(t, `^t=\d+,v1=[0-9a-f]{64}$`, r.Header.Get(SignatureHeader))
+			require.Regexp(t, `^t=\d+,v1=[0-9a-f]{64}$`, r.Header.Get(checkback.SignatureHeader))
 		}
 	}
 }
@@ -433,10 +434,10 @@ func TestStaleAnswerDropped(t *testing.T) {
 			case <-release:
 			case <-r.Context().Done():
 			}
-			_, _ = w.Write([]byte("3")) // the stale claim says rollback
+			reply(w, r, checkback.DecisionRollback) // the stale claim says rollback
 			return
 		}
-		_, _ = w.Write([]byte("2"))
+		reply(w, r, checkback.DecisionCommit)
 	})
 	clk := newClock()
 	h := startVerifier(t, clk, openSQLite(t, clk), Config{Allow: []string{p.endpoint("http", "")}, Lease: 30 * time.Second, Policy: Policy{Timeout: 10 * time.Second}})

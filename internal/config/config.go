@@ -17,6 +17,7 @@ import (
 	"github.com/caarlos0/env/v11"
 	"gopkg.in/yaml.v3"
 
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
 	"github.com/eventcenter/eventcenter/verifier"
 )
 
@@ -601,7 +602,7 @@ func (c *Config) validateCheckback(bad func(string, string, ...any)) {
 		}
 		checkAllow(field+".allow", b.Allow, bad)
 		if b.Endpoint != "" {
-			if _, err := verifier.ParseEndpoint(b.Endpoint); err != nil {
+			if _, err := checkback.ParseEndpoint(b.Endpoint); err != nil {
 				bad(field+".endpoint", "%v", err)
 			}
 		} else if b.ForceEndpoint {

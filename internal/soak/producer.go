@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventcenter/eventcenter/clientlib"
-	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/clientlib/envelope"
 )
 
 const (

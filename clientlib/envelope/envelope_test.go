@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/clientlib/envelope"
 )
 
 // prepare returns a full valid prepare envelope.
@@ -74,7 +74,7 @@ func TestVerifyEndpointsAccepted(t *testing.T) {
 		"http://h", "https://h:443", "http://order-svc.prod.svc.cluster.local:8080/eventcenter/check?x=1&y=%2F",
 		"http://[::1]:8080/check", "http://[fe80::1]/", "http://10.0.0.5?a=b",
 		"tri://h:50051/com.shop.Verify/verifyMessage?version=1.0.0&group=g&bizid=int", "tris://h/a.B/m",
-		"jsonrpc://h:8080/com.shop.Verify?method=verifyMessage", "jsonrpcs://h/",
+		"jsonrpc://h:8080/com.shop.Verify?method=verifyMessage", "jsonrpcs://h/p",
 		// Schemes are case-insensitive, as in the verifier.
 		"HTTP://h/check", "Https://h", "Tri://h:1/a.B/m", "TRIS://h/a.B/m", "JSONRPC://h/p", "JsonRpcS://h/p",
 	} {
@@ -157,6 +157,13 @@ func TestDecodeValidationErrors(t *testing.T) {
 		{"verify ipv6 junk", native("b:k", "", with("ec-verify", "http://[::1]x/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
 		{"verify ipv6 empty port", native("b:k", "", with("ec-verify", "http://[::1]:/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
 		{"verify upper scheme, tri no method", native("b:k", "", with("ec-verify", "TRI://h:1/com.x.Verify")...), envelope.Decoder{}, "ec-verify", "<interface>/<method>", envelope.ErrInvalid},
+		// One grammar with the verifier (checkback.CheckEndpoint): these were
+		// accepted on ingest and then could never be called.
+		{"verify jsonrpc no path", native("b:k", "", with("ec-verify", "jsonrpcs://h/")...), envelope.Decoder{}, "ec-verify", "<service path>", envelope.ErrInvalid},
+		{"verify dot segment", native("b:k", "", with("ec-verify", "http://h/a/../admin")...), envelope.Decoder{}, "ec-verify", "dot segments", envelope.ErrInvalid},
+		{"verify escaped dot segment", native("b:k", "", with("ec-verify", "http://h/a/%2E%2e/admin")...), envelope.Decoder{}, "ec-verify", "dot segments", envelope.ErrInvalid},
+		{"verify bad bizid", native("b:k", "", with("ec-verify", "tri://h:1/a.B/m?bizid=long")...), envelope.Decoder{}, "ec-verify", `bizid="long"`, envelope.ErrInvalid},
+		{"verify registry scheme", native("b:k", "", with("ec-verify", "dubbo://zk:2181/a.B")...), envelope.Decoder{}, "ec-verify", "registry addresses are not supported", envelope.ErrInvalid},
 		{"verify too long", native("b:k", "", with("ec-verify", "http://h/"+long(2048))...), envelope.Decoder{}, "ec-verify", "at most 2048", envelope.ErrInvalid},
 		{"check-after negative", native("b:k", "", with("ec-check-after", "-1")...), envelope.Decoder{}, "ec-check-after", "non-negative integer", envelope.ErrInvalid},
 		{"check-after text", native("b:k", "", with("ec-check-after", "1s")...), envelope.Decoder{}, "ec-check-after", "non-negative integer", envelope.ErrInvalid},

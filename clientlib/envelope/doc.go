@@ -8,7 +8,9 @@
 // The limits (MaxBizIDLen, MaxHeaders, DefaultMaxPayload, ...) are constants
 // of this package.
 //
-// It is a leaf package: it imports no broker client and no store, so producers
-// (clientlib) and the center share it without pulling each other's
-// dependencies.
+// It imports only the standard library and checkback (whose grammar decides
+// which ec-verify endpoints are valid, so that ingest accepts exactly the
+// endpoints the verifier can call). It lives in the clientlib module so that
+// producers (clientlib) and the center share it without pulling each
+// other's dependencies.
 package envelope

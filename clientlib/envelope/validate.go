@@ -1,10 +1,12 @@
 package envelope
 
 import (
-	"net/netip"
+	"errors"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
 )
 
 // Header names of the native format.
@@ -47,10 +49,6 @@ const (
 	MaxHeaderNameLen  = 255
 	MaxHeaderValueLen = 16 << 10
 )
-
-// verifySchemes are the check-back endpoint schemes the center speaks
-// (CHECKBACK.md "Endpoint spelling").
-var verifySchemes = [...]string{"http", "https", "tri", "tris", "jsonrpc", "jsonrpcs"}
 
 // Validate reports whether e is a valid envelope: what Encode accepts and
 // Decode can return. The payload size is not checked: the limit is the
@@ -197,11 +195,10 @@ func checkTarget(s string) *problem {
 	return nil
 }
 
-// checkVerify accepts an absolute endpoint URL with a known scheme (in any
-// case, as the verifier's parser and net/url), a host
-// and an optional port, and a path and query of printable ASCII with valid
-// %-escapes; no credentials, no fragment. It does not allocate (it runs on
-// every PREPARE); whatever it accepts, net/url parses.
+// checkVerify accepts a check-back endpoint of at most MaxVerifyLen bytes
+// in checkback's grammar (checkback.CheckEndpoint), so that whatever ingest
+// stores the verifier can call. It does not allocate for a valid endpoint
+// (it runs on every PREPARE).
 func checkVerify(field, s string) *problem {
 	if s == "" {
 		return nil
@@ -209,108 +206,14 @@ func checkVerify(field, s string) *problem {
 	if len(s) > MaxVerifyLen {
 		return invalid(field, "%d bytes, at most %d", len(s), MaxVerifyLen)
 	}
-	scheme, rest, ok := strings.Cut(s, "://")
-	known := false
-	for _, sc := range verifySchemes {
-		if ok && strings.EqualFold(scheme, sc) {
-			known = true
-			break
+	if err := checkback.CheckEndpoint(s); err != nil {
+		var ee *checkback.EndpointError
+		if errors.As(err, &ee) {
+			return invalid(field, "%s: %s", quote(ee.Endpoint), ee.Reason)
 		}
-	}
-	if !known {
-		return invalid(field, "%s: scheme must be one of http, https, tri, tris, jsonrpc, jsonrpcs", quote(s))
-	}
-	if strings.IndexByte(rest, '#') >= 0 {
-		return invalid(field, "%s: a fragment is not allowed", quote(s))
-	}
-	end := strings.IndexAny(rest, "/?")
-	if end < 0 {
-		end = len(rest)
-	}
-	authority, pathQuery := rest[:end], rest[end:]
-	if authority == "" {
-		return invalid(field, "%s has no host", quote(s))
-	}
-	if strings.IndexByte(authority, '@') >= 0 {
-		return invalid(field, "%s: credentials in the URL are not allowed", quote(s))
-	}
-	if !validHostPort(authority) {
-		return invalid(field, "%s is not a URL: bad host or port %s", quote(s), quote(authority))
-	}
-	for i := 0; i < len(pathQuery); i++ {
-		c := pathQuery[i]
-		switch {
-		case c <= ' ' || c >= 0x7f:
-			return invalid(field, "%s is not a URL: unescaped byte %#02x in path or query", quote(s), c)
-		case c == '%':
-			if i+2 >= len(pathQuery) || !isHex(pathQuery[i+1]) || !isHex(pathQuery[i+2]) {
-				return invalid(field, "%s is not a URL: bad %%-escape", quote(s))
-			}
-		}
-	}
-	if strings.EqualFold(scheme, "tri") || strings.EqualFold(scheme, "tris") {
-		path, _, _ := strings.Cut(pathQuery, "?")
-		iface, method, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
-		if !ok || iface == "" || method == "" || strings.IndexByte(method, '/') >= 0 {
-			return invalid(field, "%s: want %s://host:port/<interface>/<method>", quote(s), scheme)
-		}
+		return invalid(field, "%v", err)
 	}
 	return nil
-}
-
-// validHostPort accepts host, host:port, [ipv6] and [ipv6]:port, where host
-// is letters, digits, '.', '-' and '_', and port is 1 to 5 digits.
-func validHostPort(a string) bool {
-	host, port := a, ""
-	if a[0] == '[' {
-		i := strings.IndexByte(a, ']')
-		if i < 2 {
-			return false
-		}
-		ip, err := netip.ParseAddr(a[1:i])
-		if err != nil || !ip.Is6() || ip.Zone() != "" {
-			return false
-		}
-		host, port = "", a[i+1:]
-		if port != "" {
-			if port[0] != ':' {
-				return false
-			}
-			port = port[1:]
-			if port == "" {
-				return false
-			}
-		}
-	} else if i := strings.IndexByte(a, ':'); i >= 0 {
-		host, port = a[:i], a[i+1:]
-		if port == "" {
-			return false
-		}
-	}
-	if a[0] != '[' {
-		if host == "" {
-			return false
-		}
-		for i := 0; i < len(host); i++ {
-			c := host[i]
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
-				return false
-			}
-		}
-	}
-	if len(port) > 5 {
-		return false
-	}
-	for i := 0; i < len(port); i++ {
-		if port[i] < '0' || port[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 // checkHeader validates a forwarded header (name without the ec-h- prefix).

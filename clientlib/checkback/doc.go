@@ -1,0 +1,45 @@
+// Package checkback is the check-back protocol, in one place: how the
+// center asks a producer "did this message's local transaction commit?"
+// and how the answer is read. The center's verifier (asking), clientlib's
+// handler (answering) and envelope validation (accepting an endpoint on
+// PREPARE) all use it, so the two sides cannot drift apart.
+//
+// It holds:
+//
+//   - the endpoint grammar (ParseEndpoint, CheckEndpoint): http(s):// for the
+//     TrustMessage GET shape, tri(s):// for Dubbo Triple JSON,
+//     jsonrpc(s):// for JSON-RPC 2.0; schemes in any case;
+//     ?bizid=int|string on tri and jsonrpc endpoints;
+//   - Decision, the answer: commit, rollback or unknown;
+//   - request encoding (Endpoint.Request) and reading (ParseArgs);
+//   - answer encoding (HTTPAnswer, TripleAnswer, JSONRPCAnswer) and strict
+//     decoding per protocol (DecodeAnswer): only the exact shape of the
+//     endpoint's protocol is read, anything else is unknown, never commit;
+//   - the EC-Signature HMAC (Sign, Verify).
+//
+// # Answers
+//
+// The numbers are TrustMessage's messageStatus: 2 commit, 3 rollback,
+// 1 unknown (still prepared).
+//
+//	protocol  accepted answer (2xx)
+//	http      Content-Type not checked; a JSON object echoing the key:
+//	          {"status":"SUCCESS","data":{"messageKey":"<key>","messageStatus":1|2|3}}
+//	          or {"messageKey":"<key>","decision":"commit"|"rollback"|"unknown"}
+//	triple    Content-Type application/json; the bare integer 1, 2 or 3
+//	jsonrpc   {"jsonrpc":"2.0","id":<the id sent>,"result":1|2|3}
+//
+// A bare integer on an http endpoint, a decision without the key, the
+// TrustMessage object on a Triple endpoint, a JSON-RPC result that is not
+// an integer: all unknown, with an error wrapping ErrUnreadable.
+//
+// # Signature
+//
+// With a secret for the bizID, the center signs each request:
+//
+//	EC-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<METHOD>.<request target>.<body>")>
+//
+// where the request target is the escaped path and the raw query as sent.
+//
+// The package imports the standard library only.
+package checkback

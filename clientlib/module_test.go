@@ -1,0 +1,61 @@
+package clientlib
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// clientlib is its own module so that a producer importing it gets
+// franz-go and nothing of the center (no database driver, no RocketMQ
+// client, no testcontainers, no chromedp). Its go.mod requires only
+// franz-go and its compression libraries, plus test-only modules, and
+// never the center's module or a replace (which a producer's build would
+// ignore or could not resolve).
+func TestModuleNeedsOnlyFranzGo(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("go.mod")
+	require.NoError(t, err, "clientlib must be a module of its own")
+	allowed := map[string]bool{
+		"github.com/twmb/franz-go":           true,
+		"github.com/twmb/franz-go/pkg/kmsg":  true,
+		"github.com/klauspost/compress":      true, // franz-go's compression
+		"github.com/pierrec/lz4/v4":          true, // franz-go's compression
+		"github.com/twmb/franz-go/pkg/kfake": true, // tests and examples
+		"github.com/stretchr/testify":        true, // tests
+		"go.uber.org/goleak":                 true, // tests
+		"go.yaml.in/yaml/v3":                 true, // testify's
+	}
+	var module string
+	var required []string
+	inBlock := false
+	for line := range strings.SplitSeq(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if i := strings.Index(line, "//"); i >= 0 {
+			line = strings.TrimSpace(line[:i])
+		}
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0:
+		case inBlock && f[0] == ")":
+			inBlock = false
+		case inBlock:
+			required = append(required, f[0])
+		case f[0] == "module":
+			module = f[1]
+		case f[0] == "require" && f[1] == "(":
+			inBlock = true
+		case f[0] == "require":
+			required = append(required, f[1])
+		case f[0] == "replace":
+			t.Errorf("clientlib/go.mod has a replace directive: %s", line)
+		}
+	}
+	require.Equal(t, "github.com/eventcenter/eventcenter/clientlib", module)
+	require.Contains(t, required, "github.com/twmb/franz-go")
+	for _, r := range required {
+		require.True(t, allowed[r], "clientlib/go.mod requires %s", r)
+	}
+}

@@ -1,0 +1,75 @@
+package verifier
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/eventcenter/eventcenter/clientlib/checkback"
+)
+
+// CheckAllowEntry reports whether s is a valid allow-list entry (Config.Allow,
+// BizConfig.Allow): an origin such as http://10.0.0.1:8080 or a URL prefix
+// such as http://10.0.0.1:8080/cb/. The error says what is wrong with it.
+func CheckAllowEntry(s string) error {
+	_, err := parseAllowRule(s)
+	return err
+}
+
+// allowRule is one parsed entry of an allow list.
+type allowRule struct {
+	scheme string
+	host   string
+	path   string // "" for an origin rule
+}
+
+func parseAllowRule(s string) (allowRule, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return allowRule{}, err
+	}
+	scheme := strings.ToLower(u.Scheme)
+	port, ok := checkback.DefaultPort(scheme)
+	if !ok {
+		return allowRule{}, fmt.Errorf("scheme %q (want http, https, tri, tris, jsonrpc or jsonrpcs)", u.Scheme)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return allowRule{}, errors.New("an allow entry is an origin or a URL prefix: no query, fragment or user")
+	}
+	h := u.Hostname()
+	if h == "" {
+		return allowRule{}, errors.New("no host")
+	}
+	if u.Port() != "" {
+		port = u.Port()
+	} else if strings.HasSuffix(u.Host, ":") {
+		return allowRule{}, errors.New("empty port")
+	}
+	p := u.Path
+	if p == "/" {
+		p = ""
+	}
+	// Endpoint.Host is lower-cased host:port with the default port filled in.
+	return allowRule{scheme: scheme, host: net.JoinHostPort(strings.ToLower(h), port), path: p}, nil
+}
+
+// allows tells whether e matches the rule: same scheme, host and port, and
+// for a prefix rule, the same path or a path below it (segment-wise, so
+// /check does not allow /checkout).
+func (r allowRule) allows(e checkback.Endpoint) bool {
+	if r.scheme != e.Scheme || r.host != e.Host {
+		return false
+	}
+	if r.path == "" {
+		return true
+	}
+	p := "/" + strings.Trim(e.PathUnescaped(), "/")
+	rp := strings.TrimSuffix(r.path, "/")
+	return p == rp || strings.HasPrefix(p, rp+"/")
+}
