@@ -23,7 +23,8 @@ const (
 
 // OpenDB returns a connection pool on dsn (go-sql-driver's DSN,
 // user:pass@tcp(host:3306)/db) set up as the store needs, whatever the DSN
-// says about it: times as DATETIME in UTC (parseTime, loc=UTC), parameters
+// says about it: times as DATETIME in UTC to the microsecond (parseTime,
+// loc=UTC, timeTruncate=1us), parameters
 // interpolated by the driver (one round trip per statement instead of
 // prepare, execute and close), rows affected counting the rows matched,
 // and every session in READ COMMITTED (no gap locks between concurrent
@@ -42,6 +43,12 @@ func OpenDB(dsn string) (*sql.DB, error) {
 	cfg.ClientFoundRows = true
 	cfg.MultiStatements = false
 	cfg.MaxAllowedPacket = 0 // read the server's
+	// Times as the columns keep them: a literal with nanoseconds is not
+	// a DATETIME(6) value, and MariaDB then reads a whole index instead
+	// of a range of it.
+	if err := cfg.Apply(gomysql.TimeTruncate(time.Microsecond)); err != nil {
+		return nil, fmt.Errorf("mysql dsn: %w", err)
+	}
 	conn, err := gomysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql dsn: %w", err)

@@ -2,10 +2,11 @@ package mysql
 
 // Statements, for the plan tests.
 const (
-	OrphanCommitsSQL  = orphanCommitsSQL
-	OldestPreparedSQL = oldestPreparedSQL
-	PurgeSQL          = purgeSQL
-	ClaimSendsSQL     = claimSendsSQL
+	OrphanCommitsSQL   = orphanCommitsSQL
+	OldestPreparedSQL  = oldestPreparedSQL
+	PurgeSQL           = purgeSQL
+	ClaimSendsSQL      = claimSendsSQL
+	ClaimCheckbacksSQL = claimCheckbacksSQL
 )
 
 // Statements splits a migration file, for tests.
