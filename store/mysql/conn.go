@@ -15,9 +15,10 @@ import (
 )
 
 // Minimum server versions: FOR UPDATE SKIP LOCKED (the claims) came with
-// MySQL 8.0.1 and MariaDB 10.6.
+// MySQL 8.0.1 and MariaDB 10.6, JSON_TABLE (the multi-row updates) with
+// MySQL 8.0.4 and MariaDB 10.6.
 const (
-	MinMySQL   = "8.0.1"
+	MinMySQL   = "8.0.4"
 	MinMariaDB = "10.6.0"
 )
 
@@ -96,7 +97,7 @@ func CheckServerVersion(v string) error {
 		got[i], _ = strconv.Atoi(m[i+1])
 	}
 	mariadb := strings.Contains(strings.ToLower(v), "mariadb")
-	want, name := [3]int{8, 0, 1}, "MySQL"
+	want, name := [3]int{8, 0, 4}, "MySQL"
 	if mariadb {
 		want, name = [3]int{10, 6, 0}, "MariaDB"
 	}

@@ -66,7 +66,8 @@ func TestConcurrentMigrate(t *testing.T) {
 func TestServerVersion(t *testing.T) {
 	t.Parallel()
 	for v, ok := range map[string]bool{
-		"8.0.1":                      true,
+		"8.0.4":                      true,
+		"8.0.3-rc":                   false,
 		"8.0.36":                     true,
 		"8.4.2":                      true,
 		"9.1.0":                      true,
@@ -266,4 +267,56 @@ func TestLargeBatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, m.Payload, 256<<10)
 	require.EqualValues(t, 39, m.Payload[0])
+}
+
+// One multi-row UPDATE (JSON_TABLE) and one MarkSent carry values that
+// differ per row, NULL times next to set ones, and bytes that are not
+// UTF-8, unchanged.
+func TestMultiRowWritesKeepEveryValue(t *testing.T) {
+	t.Parallel()
+	clock := storetest.NewClock()
+	s := newStore(t, clock.Now)
+	ctx := t.Context()
+	now := clock.Now()
+	_, err := s.Apply(ctx, store.ApplyRequest{SendLease: time.Minute, Changes: []store.Change{
+		storetest.Prepare("b", "a", 0, now), storetest.Commit("b", "a", 0, now),
+		storetest.Prepare("b", "c", 0, now), storetest.Commit("b", "c", 0, now),
+		storetest.Prepare("b", "p", 1, now),
+	}})
+	require.NoError(t, err)
+	clock.Advance(time.Minute)
+	now = clock.Now()
+	odd := "\xff\x00 broken \xc3"
+	_, err = s.Apply(ctx, store.ApplyRequest{Changes: []store.Change{
+		storetest.Event("b", "a", 0, state.Event{Kind: state.KindSendFailed, At: now, Err: odd, RetryAt: now.Add(time.Hour)}),
+		storetest.Event("b", "c", 0, state.Event{Kind: state.KindSendFailed, At: now, Err: "gone", Permanent: true}),
+		storetest.Event("b", "p", 1, state.Event{Kind: state.KindCheckUnknown, At: now, Err: "timeout", RetryAt: now.Add(2 * time.Hour)}),
+	}})
+	require.NoError(t, err)
+	a, c, p := getMsg(t, s, "a"), getMsg(t, s, "c"), getMsg(t, s, "p")
+	require.Equal(t, odd, a.LastError)
+	require.Equal(t, state.SendPending, a.SendStatus)
+	require.Equal(t, now.Add(time.Hour), a.SendNextAt)
+	require.Equal(t, "gone", c.LastError)
+	require.Equal(t, state.SendDead, c.SendStatus)
+	require.Equal(t, "timeout", p.LastError)
+	require.Equal(t, now.Add(2*time.Hour), p.VerifyNextAt)
+	require.True(t, p.DecidedAt.IsZero(), "a NULL time next to set ones stays NULL")
+	require.False(t, a.DecidedAt.IsZero())
+
+	// Redeliver c, then mark both sent with different refs.
+	_, err = s.Apply(ctx, store.ApplyRequest{Changes: []store.Change{storetest.Operator("b", "c", state.KindRedeliver, now, "ops")}})
+	require.NoError(t, err)
+	a, c = getMsg(t, s, "a"), getMsg(t, s, "c")
+	require.NoError(t, s.MarkSent(ctx, []store.Sent{{ID: a.ID, Ref: "t/0@1"}, {ID: c.ID, Ref: odd}}))
+	require.Equal(t, "t/0@1", getMsg(t, s, "a").SendRef)
+	require.Equal(t, odd, getMsg(t, s, "c").SendRef)
+	require.Equal(t, state.SendSent, getMsg(t, s, "c").SendStatus)
+}
+
+func getMsg(t *testing.T, s store.Store, key string) state.Message {
+	t.Helper()
+	m, err := s.Get(t.Context(), "b", key)
+	require.NoError(t, err)
+	return m
 }
