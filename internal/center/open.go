@@ -3,6 +3,7 @@ package center
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -80,7 +81,10 @@ func openMySQL(ctx context.Context, cfg config.Store, now func() time.Time, log 
 	}
 	if err := mysql.CheckSchema(ctx, db); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("store: %w (run \"eventcenter migrate\" or set store.auto_migrate)", err)
+		if errors.Is(err, store.ErrNotMigrated) {
+			return nil, fmt.Errorf("store: %w (run \"eventcenter migrate\" or set store.auto_migrate)", err)
+		}
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	st, err := mysql.New(db, mysql.Options{Now: now, Logger: log.With("component", "store"), CloseDB: true})
 	if err != nil {
