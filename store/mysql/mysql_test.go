@@ -108,7 +108,10 @@ func TestOpenDB(t *testing.T) {
 	require.ErrorContains(t, err, "database name")
 	db := mytest.DB(t)
 	var iso string
-	require.NoError(t, db.QueryRow("SELECT @@SESSION.tx_isolation").Scan(&iso))
+	// MySQL 8 names it transaction_isolation, MariaDB before 11.1 tx_isolation.
+	if err := db.QueryRow("SELECT @@SESSION.transaction_isolation").Scan(&iso); err != nil {
+		require.NoError(t, db.QueryRow("SELECT @@SESSION.tx_isolation").Scan(&iso))
+	}
 	require.Equal(t, "READ-COMMITTED", iso)
 }
 
