@@ -40,7 +40,7 @@ func TestVersion(t *testing.T) {
 
 func TestServeRejectsABadConfigNamingTheField(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ec.yaml")
-	require.NoError(t, os.WriteFile(path, []byte("store:\n  driver: mysql\n"), 0o600))
+	require.NoError(t, os.WriteFile(path, []byte("store:\n  driver: oracle\n"), 0o600))
 	out, err := run(t, "serve", "--config", path)
 	require.Error(t, err)
 	require.Contains(t, out, "store.driver")

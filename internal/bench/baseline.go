@@ -126,6 +126,13 @@ func storeBaseline(ctx context.Context, cfg Config, runID string, n, writers int
 		defer db.Close()
 		lifecycle = batchedLifecycle(rawlifecycle.SQLite(db, make([]byte, cfg.Payload)), runID)
 		what = "insert + update + update as multi-row statements, 1,000 per transaction"
+	case "mysql":
+		var cleanup func()
+		if lifecycle, cleanup, err = mysqlBaseline(ctx, cfg, runID, writers); err != nil {
+			return nil, fmt.Errorf("store baseline: %w", err)
+		}
+		defer cleanup()
+		what = "multi-row insert + update by key + update by key, 1,000 per statement, autocommit"
 	}
 	rounds := (n + batchSize - 1) / batchSize
 	var next atomic.Int64

@@ -91,7 +91,8 @@ func TestValidate(t *testing.T) {
 	}{
 		"no count":    {func(c *Config) { c.Messages = 0 }, "messages"},
 		"ratios":      {func(c *Config) { c.RollbackRatio, c.CheckbackRatio = .6, .6 }, "rollback-ratio"},
-		"store":       {func(c *Config) { c.Store = "mysql" }, "store"},
+		"store":       {func(c *Config) { c.Store = "oracle" }, "store"},
+		"mysql dsn":   {func(c *Config) { c.Store, c.DSN = "mysql", "u:p@tcp(h:3306)/" }, "dsn"},
 		"pg dsn":      {func(c *Config) { c.Store = "postgres" }, "dsn"},
 		"external":    {func(c *Config) { c.External = true }, "brokers"},
 		"producers":   {func(c *Config) { c.Producers = 0 }, "producers"},

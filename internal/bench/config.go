@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/url"
 	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
 )
 
 // Config describes one bench run. Zero fields take the defaults of
@@ -32,9 +34,10 @@ type Config struct {
 	RollbackRatio  float64
 	CheckbackRatio float64
 
-	// Store is "sqlite" or "postgres"; DSN the PostgreSQL URL (embedded
-	// runs create and drop a fresh schema in it) or a SQLite file (empty:
-	// a temporary file).
+	// Store is "sqlite", "postgres" or "mysql"; DSN the PostgreSQL URL
+	// (embedded runs create and drop a fresh schema in it), the MySQL DSN
+	// (they create and drop databases named <db>_bench_<run>...) or a
+	// SQLite file (empty: a temporary file).
 	Store string
 	DSN   string
 	// StoreMaxConns is the center's store.max_conns (PostgreSQL).
@@ -149,8 +152,12 @@ func (c *Config) Validate() error {
 		if u, err := url.Parse(c.DSN); c.DSN == "" || err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 			bad("dsn", "a postgres:// URL is required with --store postgres")
 		}
+	case "mysql":
+		if mc, err := gomysql.ParseDSN(c.DSN); c.DSN == "" || err != nil || mc.DBName == "" {
+			bad("dsn", "a MySQL DSN user:password@tcp(host:3306)/dbname is required with --store mysql")
+		}
 	default:
-		bad("store", "want sqlite or postgres, got %q", c.Store)
+		bad("store", "want sqlite, postgres or mysql, got %q", c.Store)
 	}
 	if c.External && len(c.Brokers) == 0 {
 		bad("brokers", "required with --external")

@@ -24,6 +24,7 @@ type Machine struct {
 	GoVersion  string `json:"go_version"`
 	OS         string `json:"os"`
 	Postgres   string `json:"postgres,omitempty"`
+	MySQL      string `json:"mysql,omitempty"`
 	// LoadAvg is /proc/loadavg's 1-minute figure at the start and the end
 	// of the center phase: other work on the machine skews the figures.
 	LoadAvgStart float64 `json:"loadavg_start"`

@@ -100,6 +100,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if m.Postgres != "" {
 		pg = ", PostgreSQL " + m.Postgres
 	}
+	if m.MySQL != "" {
+		pg = ", MySQL " + m.MySQL
+	}
 	row("machine", "%d CPUs, %d MB, %s %s%s; load average %.1f at start, %.1f at end", m.CPUs, m.MemTotalMB,
 		m.GoVersion, m.OS, pg, m.LoadAvgStart, m.LoadAvgEnd)
 	load := fmt.Sprintf("%d messages", c.Messages)

@@ -54,6 +54,9 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	if cfg.Store == "postgres" {
 		rep.Machine.Postgres = pgVersion(ctx, cfg.DSN)
 	}
+	if cfg.Store == "mysql" {
+		rep.Machine.MySQL = myVersion(ctx, cfg.DSN)
+	}
 
 	// The broker.
 	brokers := cfg.Brokers
@@ -94,7 +97,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		if !cfg.External || cfg.DSN != "" {
 			writers := cfg.StoreWriters
 			if writers == 0 {
-				writers = map[string]int{"postgres": 2, "sqlite": 1}[cfg.Store]
+				writers = map[string]int{"postgres": 2, "mysql": 2, "sqlite": 1}[cfg.Store]
 			}
 			fmt.Fprintf(progress(cfg), "baseline: store (%s), %d messages, %d writers\n", cfg.Store, n, writers)
 			if rep.Store, err = storeBaseline(ctx, cfg, runID, n, writers); err != nil {
@@ -235,6 +238,13 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 		}
 		dropSchema = drop
 		cfg.Store = config.Store{Driver: "postgres", DSN: dsn, MaxConns: bc.StoreMaxConns, AutoMigrate: true}
+	case "mysql":
+		dsn, drop, err := freshDatabase(ctx, bc.DSN, "bench_"+runID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("center store: %w", err)
+		}
+		dropSchema = drop
+		cfg.Store = config.Store{Driver: "mysql", DSN: dsn, MaxConns: bc.StoreMaxConns, AutoMigrate: true}
 	}
 	fail := func(err error) (*center.Center, func() error, error) {
 		if dropSchema != nil {

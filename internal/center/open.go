@@ -2,6 +2,8 @@ package center
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -14,12 +16,14 @@ import (
 	"github.com/eventcenter/eventcenter/forwarder/rocketmq"
 	"github.com/eventcenter/eventcenter/internal/config"
 	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/mysql"
 	"github.com/eventcenter/eventcenter/store/postgres"
 	"github.com/eventcenter/eventcenter/store/sqlite"
 )
 
 // OpenStore opens the configured store. For PostgreSQL it also returns the
-// pool it made (closed by the caller after the store); with
+// pool it made (closed by the caller after the store; the MySQL store closes
+// its own); with
 // store.auto_migrate it applies migrations first, otherwise it checks that
 // the schema is current.
 func OpenStore(ctx context.Context, cfg config.Store, now func() time.Time, log *slog.Logger) (store.Store, *pgxpool.Pool, error) {
@@ -51,8 +55,60 @@ func OpenStore(ctx context.Context, cfg config.Store, now func() time.Time, log 
 			return nil, nil, fmt.Errorf("store: %w", err)
 		}
 		return st, pool, nil
+	case "mysql":
+		st, err := openMySQL(ctx, cfg, now, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, nil, nil
 	}
 	return nil, nil, fmt.Errorf("store.driver: unknown driver %q", cfg.Driver)
+}
+
+// openMySQL opens the MySQL / MariaDB store, which owns (and closes) its
+// connection pool of store.max_conns connections. It checks the server
+// version, migrates with store.auto_migrate, and checks the schema.
+func openMySQL(ctx context.Context, cfg config.Store, now func() time.Time, log *slog.Logger) (store.Store, error) {
+	db, err := NewMySQLDB(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AutoMigrate {
+		if err := mysql.Migrate(ctx, db); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("store: migrate: %w", err)
+		}
+	}
+	if err := mysql.CheckSchema(ctx, db); err != nil {
+		_ = db.Close()
+		if errors.Is(err, store.ErrNotMigrated) {
+			return nil, fmt.Errorf("store: %w (run \"eventcenter migrate\" or set store.auto_migrate)", err)
+		}
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	st, err := mysql.New(db, mysql.Options{Now: now, Logger: log.With("component", "store"), CloseDB: true})
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	return st, nil
+}
+
+// NewMySQLDB connects to MySQL / MariaDB with store.max_conns connections.
+func NewMySQLDB(ctx context.Context, cfg config.Store) (*sql.DB, error) {
+	db, err := mysql.OpenDB(cfg.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("store.dsn: %w", err)
+	}
+	db.SetMaxOpenConns(cfg.MaxConns)
+	db.SetMaxIdleConns(cfg.MaxConns)
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("connect to mysql: %w", err)
+	}
+	return db, nil
 }
 
 // NewPool connects to PostgreSQL with store.max_conns connections.
@@ -92,6 +148,13 @@ func Migrate(ctx context.Context, cfg config.Store, log *slog.Logger) error {
 		}
 		defer pool.Close()
 		return postgres.Migrate(ctx, pool)
+	case "mysql":
+		db, err := NewMySQLDB(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		return mysql.Migrate(ctx, db)
 	}
 	return fmt.Errorf("store.driver: unknown driver %q", cfg.Driver)
 }

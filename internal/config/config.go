@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+	gomysql "github.com/go-sql-driver/mysql"
 	"gopkg.in/yaml.v3"
 
 	"github.com/eventcenter/eventcenter/clientlib/checkback"
@@ -64,9 +65,11 @@ type Kafka struct {
 
 // Store is the database.
 type Store struct {
-	// Driver is "postgres" or "sqlite".
+	// Driver is "postgres", "mysql" (MySQL 8.0.1+ or MariaDB 10.6+) or
+	// "sqlite".
 	Driver string `yaml:"driver" env:"EVENTCENTER_STORE_DRIVER"`
-	// DSN is a PostgreSQL URL or a SQLite file path.
+	// DSN is a PostgreSQL URL, a MySQL DSN (user:password@tcp(host:3306)/dbname)
+	// or a SQLite file path.
 	DSN      string `yaml:"dsn" env:"EVENTCENTER_STORE_DSN"`
 	MaxConns int    `yaml:"max_conns" env:"EVENTCENTER_STORE_MAX_CONNS"`
 	// AutoMigrate applies migrations at start-up (dev); otherwise run
@@ -405,12 +408,16 @@ func (c *Config) Validate() error {
 		if u, err := url.Parse(c.Store.DSN); c.Store.DSN == "" || err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 			bad("store.dsn", "want a postgres:// URL, got %q", redact(c.Store.DSN))
 		}
+	case "mysql":
+		if mc, err := gomysql.ParseDSN(c.Store.DSN); c.Store.DSN == "" || err != nil || mc.DBName == "" {
+			bad("store.dsn", "want a MySQL DSN user:password@tcp(host:3306)/dbname, got %q", redactMySQL(c.Store.DSN))
+		}
 	case "sqlite":
 		if c.Store.DSN == "" {
 			bad("store.dsn", "want a SQLite file path")
 		}
 	default:
-		bad("store.driver", "want postgres or sqlite, got %q", c.Store.Driver)
+		bad("store.driver", "want postgres, mysql or sqlite, got %q", c.Store.Driver)
 	}
 	if c.Store.MaxConns < 1 {
 		bad("store.max_conns", "must be at least 1")
@@ -665,6 +672,22 @@ func validatePolicy(field string, p Policy, partial bool, bad func(string, strin
 	if p.MaxAttempts < 0 || (!partial && p.MaxAttempts == 0) {
 		bad(field+".max_attempts", "must be at least 1")
 	}
+}
+
+// redactMySQL hides the password of a MySQL DSN (everything before the
+// last "@" when the DSN does not parse).
+func redactMySQL(dsn string) string {
+	mc, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		if i := strings.LastIndex(dsn, "@"); i >= 0 {
+			return "xxxxx" + dsn[i:]
+		}
+		return dsn
+	}
+	if mc.Passwd != "" {
+		mc.Passwd = "xxxxx"
+	}
+	return mc.FormatDSN()
 }
 
 func redact(dsn string) string {

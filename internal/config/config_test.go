@@ -69,7 +69,9 @@ func TestUnknownKeyIsAnError(t *testing.T) {
 
 func TestValidationNamesTheField(t *testing.T) {
 	cases := map[string]string{
-		"store:\n  driver: mysql\n":                                                  "store.driver",
+		"store:\n  driver: oracle\n":                                                 "store.driver",
+		"store:\n  driver: mysql\n":                                                  "store.dsn",
+		"store:\n  driver: mysql\n  dsn: 'ec:pw@tcp(db:3306)/'\n":                    "store.dsn",
 		"store:\n  driver: postgres\n  dsn: mysql://x\n":                             "store.dsn",
 		"kafka:\n  brokers: []\n":                                                    "kafka.brokers",
 		"forward:\n  default_target: nope\n":                                         "forward.default_target",
@@ -183,4 +185,19 @@ func TestCreateTopicsKeys(t *testing.T) {
 	t.Setenv("EVENTCENTER_KAFKA_CONTROL_PARTITIONS", "0")
 	_, err = Load(write(t, valid))
 	require.ErrorContains(t, err, "kafka.control_partitions")
+}
+
+func TestMySQLStore(t *testing.T) {
+	cfg, err := Load(write(t, strings.Replace(valid, "  driver: postgres\n  dsn: postgres://ec:secret@db:5432/ec",
+		"  driver: mysql\n  dsn: ec:secret@tcp(db:3306)/ec?timeout=5s", 1)))
+	require.NoError(t, err)
+	require.Equal(t, "mysql", cfg.Store.Driver)
+	require.Equal(t, "ec:secret@tcp(db:3306)/ec?timeout=5s", cfg.Store.DSN)
+	for _, dsn := range []string{"ec:hunter2@tcp(db:3306)/", "ec:hunter2@tcp(db:3306/ec"} {
+		t.Setenv("EVENTCENTER_STORE_DRIVER", "mysql")
+		t.Setenv("EVENTCENTER_STORE_DSN", dsn)
+		_, err = Load(write(t, valid))
+		require.ErrorContains(t, err, "store.dsn", dsn)
+		require.NotContains(t, err.Error(), "hunter2", dsn)
+	}
 }

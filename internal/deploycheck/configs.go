@@ -26,10 +26,15 @@ type CenterConfig struct {
 }
 
 // CenterConfigs returns the center configurations deploy/ ships: the
-// compose file's eventcenter.yaml and the eventcenter.yaml embedded in the
-// Kubernetes ConfigMap.
+// compose file's eventcenter.yaml (and eventcenter-mysql.yaml of its
+// "mysql" profile) and the eventcenter.yaml embedded in the Kubernetes
+// ConfigMap.
 func CenterConfigs(repoRoot string) ([]CenterConfig, error) {
 	compose, err := os.ReadFile(filepath.Join(repoRoot, ComposeConfig))
+	if err != nil {
+		return nil, fmt.Errorf("read compose center config: %w", err)
+	}
+	composeMySQL, err := os.ReadFile(filepath.Join(repoRoot, ComposeMySQLConfig))
 	if err != nil {
 		return nil, fmt.Errorf("read compose center config: %w", err)
 	}
@@ -39,6 +44,7 @@ func CenterConfigs(repoRoot string) ([]CenterConfig, error) {
 	}
 	return []CenterConfig{
 		{Source: ComposeConfig, Data: compose},
+		{Source: ComposeMySQLConfig, Data: composeMySQL},
 		{
 			Source:    K8sConfigMapFile + " data." + K8sConfigMapKey,
 			Data:      cm,

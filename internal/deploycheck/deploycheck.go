@@ -16,10 +16,13 @@ import (
 
 // Paths of the files this package reads, relative to the repository root.
 const (
-	AlertsFile       = "deploy/prometheus/alerts.yaml"
-	DashboardsDir    = "deploy/grafana"
-	ComposeConfig    = "deploy/compose/eventcenter.yaml"
-	K8sConfigMapFile = "deploy/k8s/configmap.yaml"
+	AlertsFile    = "deploy/prometheus/alerts.yaml"
+	DashboardsDir = "deploy/grafana"
+	ComposeConfig = "deploy/compose/eventcenter.yaml"
+	// ComposeMySQLConfig is the compose center configuration of the
+	// "mysql" profile (deploy/compose/mysql.yaml).
+	ComposeMySQLConfig = "deploy/compose/eventcenter-mysql.yaml"
+	K8sConfigMapFile   = "deploy/k8s/configmap.yaml"
 	// K8sConfigMapKey is the ConfigMap data key holding the center's file.
 	K8sConfigMapKey = "eventcenter.yaml"
 )

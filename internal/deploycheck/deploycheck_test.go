@@ -213,7 +213,7 @@ func TestDeployConfigKeysAreAccepted(t *testing.T) {
 	t.Parallel()
 	cfgs, err := CenterConfigs(repoRoot)
 	require.NoError(t, err)
-	require.Len(t, cfgs, 2)
+	require.Len(t, cfgs, 3)
 	for _, c := range cfgs {
 		cfg := config.Default()
 		require.NoError(t, config.Parse(c.Data, &cfg), c.Source)

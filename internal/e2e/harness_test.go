@@ -19,6 +19,7 @@ import (
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
 	"github.com/eventcenter/eventcenter/internal/center"
 	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/internal/mytest"
 	"github.com/eventcenter/eventcenter/internal/pgtest"
 )
 
@@ -80,6 +81,8 @@ func newEnv(t *testing.T, driver string, edit ...func(*config.Config)) *env {
 		cfg.Store = config.Store{Driver: "sqlite", DSN: filepath.Join(t.TempDir(), "ec.db"), MaxConns: 1, AutoMigrate: true}
 	case "postgres":
 		cfg.Store = config.Store{Driver: "postgres", DSN: pgtest.DSN(t), MaxConns: 8, AutoMigrate: true}
+	case "mysql":
+		cfg.Store = config.Store{Driver: "mysql", DSN: mytest.DSN(t), MaxConns: 8, AutoMigrate: true}
 	default:
 		t.Fatalf("unknown driver %q", driver)
 	}

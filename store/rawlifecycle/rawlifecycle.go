@@ -148,3 +148,56 @@ func placeholders(n, cols int) string {
 	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
 	return strings.Repeat(row+", ", n-1) + row
 }
+
+// MySQL writes each step as one multi-row statement in its own
+// transaction (autocommit): a multi-row INSERT, then UPDATEs by key (the
+// batch's keys in one IN list: MySQL has no RETURNING for the ids). db is
+// opened with store/mysql.OpenDB (parameters interpolated by the driver).
+func MySQL(db *sql.DB, payload []byte) Writer {
+	return func(ctx context.Context, keys []string) error {
+		n := len(keys)
+		now := time.Now().UTC()
+		args := make([]any, 0, 8*n)
+		for i, k := range keys {
+			args = append(args, "bench", k, i%8, payload, k, now.Add(time.Minute), now, now)
+		}
+		_, err := db.ExecContext(ctx, "INSERT INTO eventcenter_messages (biz_id, message_key, `partition`, payload, "+
+			"forward_key, verify_next_at, created_at, updated_at, status, has_body, topic, verify) VALUES "+
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, 1, TRUE, 'bench', 'http://producer/check'), ", n), ", "),
+			args...)
+		if err != nil {
+			return fmt.Errorf("raw insert: %w", err)
+		}
+		in := strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+		keyArgs := make([]any, 0, n+3)
+		for _, k := range keys {
+			keyArgs = append(keyArgs, k)
+		}
+		r, err := db.ExecContext(ctx, `UPDATE eventcenter_messages SET status = 2, send_status = 0, decided_at = ?,
+			send_next_at = ?, updated_at = ? WHERE biz_id = 'bench' AND message_key IN (`+in+`)`,
+			append([]any{now, now, now}, keyArgs...)...)
+		if err := rowsAffected(r, err, n); err != nil {
+			return fmt.Errorf("raw update committed: %w", err)
+		}
+		r, err = db.ExecContext(ctx, `UPDATE eventcenter_messages SET send_status = 1, sent_at = ?, updated_at = ?
+			WHERE biz_id = 'bench' AND message_key IN (`+in+`)`, append([]any{now, now}, keyArgs...)...)
+		if err := rowsAffected(r, err, n); err != nil {
+			return fmt.Errorf("raw update sent: %w", err)
+		}
+		return nil
+	}
+}
+
+func rowsAffected(r sql.Result, err error, want int) error {
+	if err != nil {
+		return err
+	}
+	n, err := r.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n != int64(want) {
+		return fmt.Errorf("%d rows, want %d", n, want)
+	}
+	return nil
+}

@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/eventcenter/eventcenter/internal/mytest"
 	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store/mysql"
 	"github.com/eventcenter/eventcenter/store/rawlifecycle"
 	"github.com/eventcenter/eventcenter/store/sqlite"
 )
@@ -37,4 +39,25 @@ func TestSQLiteLifecycleEndsSent(t *testing.T) {
 		require.Equal(t, []byte("payload"), m.Payload)
 	}
 	require.Error(t, rawlifecycle.SQLite(db, nil)(t.Context(), keys[:1]), "a key written twice is reported")
+}
+
+func TestMySQLLifecycleEndsSent(t *testing.T) {
+	db := mytest.DB(t)
+	require.NoError(t, mysql.Migrate(t.Context(), db))
+	st, err := mysql.New(db, mysql.Options{})
+	require.NoError(t, err)
+
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = fmt.Sprint("k-", i)
+	}
+	require.NoError(t, rawlifecycle.MySQL(db, []byte("payload"))(t.Context(), keys))
+	for _, k := range []string{keys[0], keys[999]} {
+		m, err := st.Get(t.Context(), "bench", k)
+		require.NoError(t, err)
+		require.Equal(t, state.Committed, m.Status)
+		require.Equal(t, state.SendSent, m.SendStatus)
+		require.Equal(t, []byte("payload"), m.Payload)
+	}
+	require.Error(t, rawlifecycle.MySQL(db, nil)(t.Context(), keys[:1]), "a key written twice is reported")
 }

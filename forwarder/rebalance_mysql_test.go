@@ -1,0 +1,23 @@
+package forwarder_test
+
+import (
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/internal/mytest"
+	"github.com/eventcenter/eventcenter/store/mysql"
+)
+
+// TestRebalanceHandsMessagesOverMySQL is TestRebalanceHandsMessagesOver on
+// the MySQL store.
+func TestRebalanceHandsMessagesOverMySQL(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	db := mytest.DB(t)
+	require.NoError(t, mysql.Migrate(t.Context(), db))
+	st, err := mysql.New(db, mysql.Options{Now: clk.Now, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	rebalance(t, clk, st)
+}

@@ -1,0 +1,606 @@
+package mysql
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/internal/codec"
+)
+
+// inTx runs fn in a transaction and commits it.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// ---- Apply ----
+
+// Apply implements store.Store.
+func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
+	if len(req.Changes) == 0 {
+		return store.ApplyResult{}, nil
+	}
+	refs := store.Refs(req.Changes)
+	for attempt := 1; ; attempt++ {
+		var res store.ApplyResult
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			loaded, err := loadForUpdate(ctx, tx, refs)
+			if err != nil {
+				return fmt.Errorf("load messages: %w", err)
+			}
+			f := store.Fold(loaded, req.Changes)
+			codec.Prepare(&f, s.now(), req.SendLease)
+			if s.beforeWrite != nil && len(f.Inserts) > 0 {
+				s.beforeWrite()
+			}
+			if err := writeFolded(ctx, tx, loaded, &f); err != nil {
+				return err
+			}
+			res = codec.Result(&f)
+			return nil
+		})
+		if err == nil {
+			return res, nil
+		}
+		if !retryable(err) || attempt >= s.tries || ctx.Err() != nil {
+			return store.ApplyResult{}, fmt.Errorf("apply (try %d): %w", attempt, translate(err))
+		}
+		s.log.Debug("retrying store apply", "try", attempt, "err", err)
+	}
+}
+
+// loadForUpdate reads and locks the rows of refs that exist.
+func loadForUpdate(ctx context.Context, tx *sql.Tx, refs []store.MessageRef) (map[store.MessageRef]*state.Message, error) {
+	loaded := make(map[store.MessageRef]*state.Message, len(refs))
+	for lo := 0; lo < len(refs); lo += maxRows {
+		where, args := byKeys(refs[lo:min(lo+maxRows, len(refs))])
+		rows, err := tx.QueryContext(ctx, `SELECT `+columns+` FROM eventcenter_messages WHERE `+where+` FOR UPDATE`, args...)
+		if err != nil {
+			return nil, err
+		}
+		ms, err := scanMessages(rows)
+		if err != nil {
+			return nil, err
+		}
+		for i := range ms {
+			loaded[store.MessageRef{BizID: ms[i].BizID, Key: ms[i].Key}] = &ms[i]
+		}
+	}
+	return loaded, nil
+}
+
+// maxRows bounds the rows of one multi-row statement; maxBytes its
+// estimated size (the server refuses statements over max_allowed_packet,
+// 16 MiB by default on MariaDB, 64 MiB on MySQL 8).
+const (
+	maxRows  = 1000
+	maxBytes = 4 << 20
+)
+
+// rowBytes estimates a message's share of an interpolated statement.
+func rowBytes(m *state.Message) int {
+	n := 400 + len(m.BizID) + len(m.Key) + len(m.Target) + len(m.Topic) + len(m.ForwardKey) + len(m.Tag) + len(m.Verify) + len(m.LastError)
+	n += 2 * len(m.Payload) // escaped: at most twice the bytes
+	for _, h := range m.Headers {
+		n += 2 * (len(h.Key) + len(h.Value) + 4)
+	}
+	return n
+}
+
+// batches cuts ms into runs of at most maxRows rows and maxBytes bytes
+// (at least one row each).
+func batches(ms []*state.Message) [][]*state.Message {
+	var out [][]*state.Message
+	lo, size := 0, 0
+	for i, m := range ms {
+		b := rowBytes(m)
+		if i > lo && (i-lo >= maxRows || size+b > maxBytes) {
+			out = append(out, ms[lo:i])
+			lo, size = i, 0
+		}
+		size += b
+	}
+	if lo < len(ms) {
+		out = append(out, ms[lo:])
+	}
+	return out
+}
+
+const insertColumns = "biz_id, message_key, `partition`, status, has_body, payload, headers, target, topic, forward_key, tag, verify, " +
+	"verify_attempts, verify_next_at, send_status, send_attempts, send_next_at, send_ref, lease_token, last_error, conflicts, " +
+	"created_at, updated_at, decided_at, sent_at"
+
+const nInsertColumns = 25
+
+func insertArgs(args []any, m *state.Message) []any {
+	return append(args, m.BizID, m.Key, m.Partition, int16(m.Status), m.HasBody, payloadArg(m), headersArg(m),
+		m.Target, m.Topic, m.ForwardKey, m.Tag, m.Verify, m.VerifyAttempts, dt(m.VerifyNextAt),
+		int16(m.SendStatus), m.SendAttempts, dt(m.SendNextAt), m.SendRef, m.LeaseToken, m.LastError, m.Conflicts,
+		dt(m.CreatedAt), dt(m.UpdatedAt), dt(m.DecidedAt), dt(m.SentAt))
+}
+
+const updateBodySQL = `UPDATE eventcenter_messages SET has_body = TRUE, payload = ?, headers = ?, target = ?, topic = ?,
+	forward_key = ?, tag = ?, verify = ? WHERE id = ?`
+
+// writeFolded writes a Fold result: multi-row INSERTs (a duplicate key is
+// a concurrent insert: errInsertRace), then the new rows' ids, multi-row
+// UPDATEs, the bodies that arrived after their decision, and the audit
+// rows.
+func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
+	for _, ms := range batches(f.Inserts) {
+		args := make([]any, 0, nInsertColumns*len(ms))
+		for _, m := range ms {
+			args = insertArgs(args, m)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO eventcenter_messages (`+insertColumns+`) VALUES `+
+			placeholders(len(ms), nInsertColumns), args...)
+		var myErr *gomysql.MySQLError
+		if errors.As(err, &myErr) && myErr.Number == errDupEntry {
+			return fmt.Errorf("insert messages: %w (%w)", errInsertRace, err)
+		}
+		if err != nil {
+			return fmt.Errorf("insert messages: %w", err)
+		}
+		if err := readIDs(ctx, tx, ms); err != nil {
+			return fmt.Errorf("insert messages: %w", err)
+		}
+	}
+	var bodies []*state.Message
+	if len(f.Updates) > 0 {
+		for _, m := range f.Updates {
+			if old := loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}]; m.HasBody && (old == nil || !old.HasBody) {
+				bodies = append(bodies, m)
+			}
+		}
+		for lo := 0; lo < len(f.Updates); lo += maxRows {
+			ms := f.Updates[lo:min(lo+maxRows, len(f.Updates))]
+			q, args := updateSQL(ms)
+			r, err := tx.ExecContext(ctx, q, args...)
+			if err != nil {
+				return fmt.Errorf("update messages: %w", err)
+			}
+			if n, err := r.RowsAffected(); err != nil || n != int64(len(ms)) {
+				return fmt.Errorf("update messages: %d of %d rows updated (%v)", n, len(ms), err)
+			}
+		}
+	}
+	for _, m := range bodies {
+		if _, err := tx.ExecContext(ctx, updateBodySQL, payloadArg(m), headersArg(m), m.Target, m.Topic, m.ForwardKey,
+			m.Tag, m.Verify, m.ID); err != nil {
+			return fmt.Errorf("update message %s: %w", m.MessageID(), err)
+		}
+	}
+	for lo := 0; lo < len(f.Audits); lo += maxRows {
+		q, args := insertAudit(f.Audits[lo:min(lo+maxRows, len(f.Audits))])
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("insert audit: %w", err)
+		}
+	}
+	return nil
+}
+
+// readIDs sets the ids of rows just inserted (MySQL has no RETURNING, and
+// the ids of a multi-row INSERT are consecutive only in some lock modes).
+func readIDs(ctx context.Context, tx *sql.Tx, ms []*state.Message) error {
+	refs := make([]store.MessageRef, len(ms))
+	byRef := make(map[store.MessageRef]*state.Message, len(ms))
+	for i, m := range ms {
+		refs[i] = store.MessageRef{BizID: m.BizID, Key: m.Key}
+		byRef[refs[i]] = m
+	}
+	where, args := byKeys(refs)
+	rows, err := tx.QueryContext(ctx, `SELECT id, biz_id, message_key FROM eventcenter_messages WHERE `+where, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var id int64
+		var r store.MessageRef
+		if err := rows.Scan(&id, &r.BizID, &r.Key); err != nil {
+			return err
+		}
+		if m := byRef[r]; m != nil {
+			m.ID = id
+			n++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if n != len(ms) {
+		return fmt.Errorf("read ids: %d of %d inserted rows found", n, len(ms))
+	}
+	return nil
+}
+
+// updateCol is one column of a multi-row UPDATE.
+type updateCol struct {
+	name string
+	get  func(m *state.Message) any
+}
+
+var updateCols = []updateCol{
+	{"status", func(m *state.Message) any { return int16(m.Status) }},
+	{"verify_attempts", func(m *state.Message) any { return m.VerifyAttempts }},
+	{"verify_next_at", func(m *state.Message) any { return dt(m.VerifyNextAt) }},
+	{"send_status", func(m *state.Message) any { return int16(m.SendStatus) }},
+	{"send_attempts", func(m *state.Message) any { return m.SendAttempts }},
+	{"send_next_at", func(m *state.Message) any { return dt(m.SendNextAt) }},
+	{"send_ref", func(m *state.Message) any { return m.SendRef }},
+	{"lease_token", func(m *state.Message) any { return m.LeaseToken }},
+	{"last_error", func(m *state.Message) any { return m.LastError }},
+	{"conflicts", func(m *state.Message) any { return m.Conflicts }},
+	{"updated_at", func(m *state.Message) any { return dt(m.UpdatedAt) }},
+	{"decided_at", func(m *state.Message) any { return dt(m.DecidedAt) }},
+	{"sent_at", func(m *state.Message) any { return dt(m.SentAt) }},
+}
+
+func sameArg(a, b any) bool {
+	if ta, ok := a.(time.Time); ok {
+		tb, ok := b.(time.Time)
+		return ok && ta.Equal(tb)
+	}
+	return a == b
+}
+
+// updateSQL returns the UPDATE of ms: a join with the rows' ids and the
+// columns that differ between rows, sent as one JSON document read by
+// JSON_TABLE, and the columns equal in the whole batch (most of them: a
+// timestamp, a status) set once.
+//
+// Measured on MariaDB 10.11 (1,000 rows, one varying column besides the
+// id, 40 rounds, 3 runs, load average 12): a temporary table filled by a
+// multi-row INSERT 6.8-9.5 ms, JSON_TABLE 7.7-10.2 ms, CASE id WHEN ...
+// 9.8-11.3 ms, a derived table of SELECT ... UNION ALL 14.8-18.5 ms, INSERT
+// ... ON DUPLICATE KEY UPDATE of whole rows 20.8-27.4 ms. JSON_TABLE is
+// one statement with no session state (a temporary table inside a
+// transaction is refused under GTID consistency).
+func updateSQL(ms []*state.Message) (string, []any) {
+	var vary, same []updateCol
+	for _, c := range updateCols {
+		v0 := c.get(ms[0])
+		eq := true
+		for _, m := range ms[1:] {
+			if !sameArg(v0, c.get(m)) {
+				eq = false
+				break
+			}
+		}
+		if eq {
+			same = append(same, c)
+		} else {
+			vary = append(vary, c)
+		}
+	}
+	rows := make([]map[string]any, len(ms))
+	for i, m := range ms {
+		row := map[string]any{"id": m.ID}
+		for _, c := range vary {
+			if v := jsonValue(c.get(m)); v != nil {
+				row[c.name] = v
+			}
+		}
+		rows[i] = row
+	}
+	cols := []string{"id BIGINT PATH '$.id'"}
+	var set []string
+	for _, c := range vary {
+		typ, expr := jsonColumn(c.get(ms[0]), "u."+c.name)
+		cols = append(cols, c.name+" "+typ+" PATH '$."+c.name+"'")
+		set = append(set, "m."+c.name+" = "+expr)
+	}
+	args := []any{mustJSON(rows)}
+	for _, c := range same {
+		set = append(set, "m."+c.name+" = ?")
+		args = append(args, c.get(ms[0]))
+	}
+	return `UPDATE eventcenter_messages AS m JOIN JSON_TABLE(?, '$[*]' COLUMNS (` + strings.Join(cols, ", ") + `)) AS u
+		ON m.id = u.id SET ` + strings.Join(set, ", "), args
+}
+
+// jsonTime is the DATETIME(6) text of a time in a JSON_TABLE document.
+const jsonTime = "2006-01-02 15:04:05.999999"
+
+// jsonValue is v (an update column's driver value) in a JSON_TABLE
+// document: strings base64 (any bytes survive), times as DATETIME text,
+// NULL left out (the column's default: NULL ON EMPTY).
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case string:
+		return base64.StdEncoding.EncodeToString([]byte(x))
+	case time.Time:
+		return x.Format(jsonTime)
+	}
+	return v
+}
+
+// jsonColumn returns the JSON_TABLE type of a column whose values are like
+// v, and the expression reading it (strings are decoded). Time columns may
+// hold NULL (dt of a zero time): their type does not depend on v.
+func jsonColumn(v any, col string) (typ, expr string) {
+	switch v.(type) {
+	case string:
+		return "TEXT", "FROM_BASE64(" + col + ")"
+	case int16, int32, int64, int:
+		return "BIGINT", col
+	}
+	return "DATETIME(6)", col
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("mysql store: encode JSON_TABLE rows: %v", err)) // only maps of ints and strings
+	}
+	return string(b)
+}
+
+// ---- claims and sends ----
+
+// Each claim reads every partition on its own: "partition = ? AND due <= ?
+// ORDER BY due LIMIT n FOR UPDATE SKIP LOCKED" walks the index in order and
+// locks only the rows it returns, where a single query over a partition
+// list would sort, and lock, every due row first.
+const (
+	claimSendsSQL = `SELECT ` + "%s" + ` FROM eventcenter_messages
+		WHERE ` + "`partition`" + ` = ? AND send_due_at <= ? ORDER BY send_due_at LIMIT ? FOR UPDATE SKIP LOCKED`
+	claimCheckbacksSQL = `SELECT ` + "%s" + ` FROM eventcenter_messages
+		WHERE ` + "`partition`" + ` = ? AND verify_due_at <= ? ORDER BY verify_due_at LIMIT ? FOR UPDATE SKIP LOCKED`
+)
+
+// ClaimSends implements store.Store.
+func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	return s.claim(ctx, "claim sends", c, fmt.Sprintf(claimSendsSQL, columns), false)
+}
+
+// ClaimCheckbacks implements store.Store. It counts the attempt each claim
+// is for (state.ClaimCheckback): a call whose center dies before its
+// answer is written still counts.
+func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	return s.claim(ctx, "claim checkbacks", c, fmt.Sprintf(claimCheckbacksSQL, columns), true)
+}
+
+func (s *Store) claim(ctx context.Context, what string, c store.Claim, q string, checkback bool) ([]state.Message, error) {
+	if err := codec.CheckClaim(c); err != nil {
+		return nil, err
+	}
+	if len(c.Partitions) == 0 {
+		return nil, nil
+	}
+	now := codec.Time(s.now())
+	until, token := now.Add(c.Lease), codec.LeaseToken()
+	var ms []state.Message
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		ms = ms[:0]
+		for _, p := range c.Partitions {
+			rows, err := tx.QueryContext(ctx, q, p, now, c.Limit)
+			if err != nil {
+				return err
+			}
+			got, err := scanMessages(rows)
+			if err != nil {
+				return err
+			}
+			ms = append(ms, got...)
+		}
+		if len(ms) == 0 {
+			return nil
+		}
+		due := func(m *state.Message) time.Time {
+			if checkback {
+				return m.VerifyNextAt
+			}
+			return m.SendNextAt
+		}
+		slices.SortFunc(ms, func(a, b state.Message) int {
+			if c := due(&a).Compare(due(&b)); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.ID, b.ID)
+		})
+		ms = ms[:min(len(ms), c.Limit)]
+		ids := make([]any, len(ms))
+		for i := range ms {
+			ids[i] = ms[i].ID
+			ms[i].LeaseToken = token
+			if checkback {
+				ms[i].VerifyNextAt = until
+				ms[i].VerifyAttempts++
+			} else {
+				ms[i].SendNextAt = until
+			}
+		}
+		set := "send_next_at = ?, lease_token = ?"
+		if checkback {
+			set = "verify_next_at = ?, lease_token = ?, verify_attempts = verify_attempts + 1"
+		}
+		in := strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")
+		_, err := tx.ExecContext(ctx, `UPDATE eventcenter_messages SET `+set+` WHERE id IN (`+in+`)`,
+			append([]any{until, token}, ids...)...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, translate(err))
+	}
+	return ms, nil
+}
+
+// MarkSent implements store.Store.
+func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
+	if len(sent) == 0 {
+		return nil
+	}
+	now := codec.Time(s.now())
+	for lo := 0; lo < len(sent); lo += maxRows {
+		q, args := markSentSQL(sent[lo:min(lo+maxRows, len(sent))], now)
+		if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("mark sent: %w", translate(err))
+		}
+	}
+	return nil
+}
+
+// markSentSQL updates the rows by id; refs equal in the whole batch are
+// set once, else joined from JSON_TABLE (see updateSQL).
+func markSentSQL(sent []store.Sent, now time.Time) (string, []any) {
+	same := true
+	for _, x := range sent[1:] {
+		if x.Ref != sent[0].Ref {
+			same = false
+			break
+		}
+	}
+	const cond = ` AND m.status = 2 AND m.send_status = 0 AND m.has_body`
+	if same {
+		args := []any{now, now, sent[0].Ref}
+		for _, x := range sent {
+			args = append(args, x.ID)
+		}
+		return `UPDATE eventcenter_messages AS m SET m.send_status = 1, m.sent_at = ?, m.updated_at = ?, m.send_ref = ?
+			WHERE m.id IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(sent)), ", ") + `)` + cond, args
+	}
+	rows := make([]map[string]any, len(sent))
+	for i, x := range sent {
+		rows[i] = map[string]any{"id": x.ID, "ref": base64.StdEncoding.EncodeToString([]byte(x.Ref))}
+	}
+	return `UPDATE eventcenter_messages AS m JOIN JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$.id', ref TEXT PATH '$.ref')) AS u
+		ON m.id = u.id SET m.send_status = 1, m.sent_at = ?, m.updated_at = ?, m.send_ref = FROM_BASE64(u.ref)
+		WHERE TRUE` + cond, []any{mustJSON(rows), now, now}
+}
+
+// ---- operator bulk actions and retention ----
+
+// retryNowChunk is how many messages one RetryNowBizID transaction resets.
+const retryNowChunk = 500
+
+// RetryNowBizID implements store.Store.
+func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error) {
+	total := 0
+	var lastID int64
+	for {
+		n := 0
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			rows, err := tx.QueryContext(ctx, `SELECT `+columns+` FROM eventcenter_messages
+				WHERE biz_id = ? AND id > ?
+				AND (status IN (1, 4) OR (status = 2 AND has_body AND send_status IN (0, 2)))
+				ORDER BY id LIMIT ? FOR UPDATE`, bizID, lastID, retryNowChunk)
+			if err != nil {
+				return err
+			}
+			ms, err := scanMessages(rows)
+			if err != nil {
+				return err
+			}
+			n = len(ms)
+			if n == 0 {
+				return nil
+			}
+			lastID = ms[n-1].ID
+			now := s.now()
+			loaded := make(map[store.MessageRef]*state.Message, n)
+			changes := make([]store.Change, n)
+			for i := range ms {
+				m := &ms[i]
+				loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}] = m
+				a := who
+				changes[i] = store.Change{BizID: m.BizID, Key: m.Key, Partition: m.Partition,
+					Event: state.Event{Kind: state.KindRetryNow, At: now}, Audit: &a}
+			}
+			f := store.Fold(loaded, changes)
+			codec.Prepare(&f, now, 0)
+			if err := writeFolded(ctx, tx, loaded, &f); err != nil {
+				return err
+			}
+			total += len(f.Updates)
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("retry now %s: %w", bizID, translate(err))
+		}
+		if n < retryNowChunk {
+			return total, nil
+		}
+	}
+}
+
+// purgeSQL reads the purge index (purge_at: the decision time of a rolled
+// back row, the send time of a sent one, NULL for the others) in order and
+// locks only what it deletes.
+const purgeSQL = `SELECT id, biz_id, message_key FROM eventcenter_messages
+	WHERE purge_at < ? LIMIT ? FOR UPDATE SKIP LOCKED`
+
+// Purge implements store.Store.
+func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, errors.New("purge: limit must be positive")
+	}
+	n := 0
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, purgeSQL, codec.Time(before), limit)
+		if err != nil {
+			return err
+		}
+		var ids []any
+		var gone []store.MessageRef
+		for rows.Next() {
+			var id int64
+			var r store.MessageRef
+			if err := rows.Scan(&id, &r.BizID, &r.Key); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+			gone = append(gone, r)
+		}
+		err = rows.Err()
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		n = len(ids)
+		for lo := 0; lo < len(ids); lo += maxRows {
+			hi := min(lo+maxRows, len(ids))
+			in := strings.TrimSuffix(strings.Repeat("?, ", hi-lo), ", ")
+			if _, err := tx.ExecContext(ctx, `DELETE FROM eventcenter_messages WHERE id IN (`+in+`)`, ids[lo:hi]...); err != nil {
+				return err
+			}
+			where, args := byKeys(gone[lo:hi])
+			if _, err := tx.ExecContext(ctx, `DELETE FROM eventcenter_audit WHERE `+where, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("purge: %w", translate(err))
+	}
+	return n, nil
+}
