@@ -393,6 +393,23 @@ func (s *Store) claim(ctx context.Context, what string, c store.Claim, q string,
 	if len(c.Partitions) == 0 {
 		return nil, nil
 	}
+	// Two claimers can still deadlock on the secondary index entries their
+	// updates move (InnoDB 1213), although SKIP LOCKED keeps them off each
+	// other's rows; the claim is rolled back whole, so it is tried again
+	// like Apply.
+	for attempt := 1; ; attempt++ {
+		ms, err := s.claimOnce(ctx, c, q, checkback)
+		if err == nil {
+			return ms, nil
+		}
+		if !retryable(err) || attempt >= s.tries || ctx.Err() != nil {
+			return nil, fmt.Errorf("%s (try %d): %w", what, attempt, translate(err))
+		}
+		s.log.Debug("retrying store claim", "what", what, "try", attempt, "err", err)
+	}
+}
+
+func (s *Store) claimOnce(ctx context.Context, c store.Claim, q string, checkback bool) ([]state.Message, error) {
 	now := codec.Time(s.now())
 	until, token := now.Add(c.Lease), codec.LeaseToken()
 	var ms []state.Message
@@ -446,7 +463,7 @@ func (s *Store) claim(ctx context.Context, what string, c store.Claim, q string,
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, translate(err))
+		return nil, err
 	}
 	return ms, nil
 }
