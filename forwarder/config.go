@@ -27,7 +27,7 @@ type Store interface {
 }
 
 // Owned is the set of control partitions this instance owns
-// (*ownership.Set).
+// (*ingest.Ownership).
 type Owned interface {
 	// Partitions returns the owned partitions.
 	Partitions() []int32

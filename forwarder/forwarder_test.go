@@ -15,7 +15,7 @@ import (
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/forwarder/internal/memstore"
-	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -300,7 +300,7 @@ func TestStopAbortsInFlightSendWithoutBurningAnAttempt(t *testing.T) {
 func TestCancelledStartContextKeepsSendingUntilStop(t *testing.T) {
 	t.Parallel()
 	st := memstore.New(nil)
-	owned := ownership.New()
+	owned := ingest.NewOwnership()
 	owned.Assign(0)
 	gate := make(chan struct{})
 	inSend := make(chan struct{}, 1)
@@ -434,7 +434,7 @@ func TestStartTwiceAndStopBeforeStart(t *testing.T) {
 	require.ErrorContains(t, h.f.Start(t.Context()), "already started")
 
 	f, err := forwarder.New(forwarder.Config{Targets: map[string]forwarder.Target{"x": &fakeTarget{}}},
-		memstore.New(nil), ownership.New())
+		memstore.New(nil), ingest.NewOwnership())
 	require.NoError(t, err)
 	require.NoError(t, f.Stop(t.Context()))
 	require.ErrorContains(t, f.Start(t.Context()), "stopped")
@@ -473,11 +473,11 @@ func TestConfigValidation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := forwarder.New(tc.cfg, memstore.New(nil), ownership.New())
+			_, err := forwarder.New(tc.cfg, memstore.New(nil), ingest.NewOwnership())
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	_, err := forwarder.New(forwarder.Config{Targets: two, DefaultTarget: "a"}, nil, ownership.New())
+	_, err := forwarder.New(forwarder.Config{Targets: two, DefaultTarget: "a"}, nil, ingest.NewOwnership())
 	require.ErrorContains(t, err, "nil Store")
 	_, err = forwarder.New(forwarder.Config{Targets: two, DefaultTarget: "a"}, memstore.New(nil), nil)
 	require.ErrorContains(t, err, "nil Owned")
@@ -629,7 +629,7 @@ func (b *blockingClaims) ClaimSends(ctx context.Context, c store.Claim) ([]state
 func TestOwnershipChangeDuringAScanIsNotMissed(t *testing.T) {
 	t.Parallel()
 	st := &blockingClaims{Store: memstore.New(nil), entered: make(chan struct{}), release: make(chan struct{})}
-	owned := ownership.New()
+	owned := ingest.NewOwnership()
 	owned.Assign(0)
 	ft := &fakeTarget{}
 	f, err := forwarder.New(forwarder.Config{

@@ -16,7 +16,7 @@ import (
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/forwarder/internal/memstore"
-	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -131,7 +131,7 @@ func (ft *fakeTarget) sentIDs() map[string]int {
 type harness struct {
 	clock   *clock
 	st      *memstore.Store
-	owned   *ownership.Set
+	owned   *ingest.Ownership
 	targets map[string]*fakeTarget
 	reg     *prometheus.Registry
 	cfg     forwarder.Config
@@ -148,7 +148,7 @@ func newHarness(t *testing.T, mod func(*forwarder.Config)) *harness {
 	t.Helper()
 	h := &harness{
 		clock:   newClock(),
-		owned:   ownership.New(),
+		owned:   ingest.NewOwnership(),
 		targets: map[string]*fakeTarget{"main": {}, "other": {}},
 		reg:     prometheus.NewRegistry(),
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/eventcenter/eventcenter/envelope"
-	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -99,7 +98,7 @@ func (e *env) config() Config {
 }
 
 // start builds and starts an ingester; it is stopped at cleanup.
-func (e *env) start(cfg Config, st Store, fwd Handoff, owned *ownership.Set) *Ingester {
+func (e *env) start(cfg Config, st Store, fwd Handoff, owned *Ownership) *Ingester {
 	e.t.Helper()
 	in, err := New(cfg, st, fwd, owned)
 	require.NoError(e.t, err)

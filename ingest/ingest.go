@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/eventcenter/eventcenter/envelope"
-	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -35,7 +34,7 @@ type Ingester struct {
 	cfg   Config
 	st    Store
 	fwd   Handoff
-	owned *ownership.Set
+	owned *Ownership
 	log   *slog.Logger
 	met   *metrics
 	dec   envelope.Decoder
@@ -61,7 +60,7 @@ func (in *Ingester) Joined() bool { return in.joined.Load() }
 // New checks the configuration and builds an Ingester; it connects nothing
 // (Start does). fwd may be nil when nothing takes sendable messages (the
 // forwarder's scan then finds them once their lease runs out).
-func New(cfg Config, st Store, fwd Handoff, owned *ownership.Set) (*Ingester, error) {
+func New(cfg Config, st Store, fwd Handoff, owned *Ownership) (*Ingester, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err

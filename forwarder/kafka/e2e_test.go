@@ -16,7 +16,7 @@ import (
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/forwarder/kafka"
-	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/store/sqlite"
@@ -62,7 +62,7 @@ func newPipeline(t *testing.T, clusterOpts []kfake.Opt, mod func(*forwarder.Conf
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	p.st = st
-	owned := ownership.New()
+	owned := ingest.NewOwnership()
 	owned.Assign(0)
 	cfg := forwarder.Config{
 		Targets:      map[string]forwarder.Target{"kafka": tg},
