@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/eventcenter/eventcenter/envelope"
 )
@@ -64,7 +65,7 @@ func NewProducer(opts ...Option) (*Producer, error) {
 			// client library puts a message's envelopes on one partition.
 			kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 			kgo.ProducerLinger(defaultLinger),
-			kgo.WithLogger(kgoLogger{cfg.logger}),
+			kgo.WithLogger(kslog.New(cfg.logger)),
 		}, cfg.kgoOpts...)
 		cl, err := kgo.NewClient(kopts...)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kslog"
 )
 
 // The producer-owned client is configured for the guarantees: acks=all,
@@ -19,4 +20,14 @@ func TestOwnedClientConfiguration(t *testing.T) {
 	require.Equal(t, false, p.cl.OptValue(kgo.DisableIdempotentWrite))
 	require.Equal(t, defaultLinger, p.cl.OptValue(kgo.ProducerLinger))
 	require.Equal(t, "shop", p.cl.OptValue(kgo.ClientID))
+}
+
+// The client logs through franz-go's own slog adapter (plugin/kslog), into
+// the producer's logger, not through a hand-written copy.
+func TestOwnedClientLogsThroughKslog(t *testing.T) {
+	t.Parallel()
+	p, err := NewProducer(WithBrokers("127.0.0.1:1"))
+	require.NoError(t, err)
+	defer p.Close()
+	require.IsType(t, &kslog.Logger{}, p.cl.OptValue(kgo.WithLogger))
 }

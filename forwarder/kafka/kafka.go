@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/eventcenter/eventcenter/forwarder"
 )
@@ -150,7 +151,7 @@ func New(cfg Config) (*Target, error) {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(linger),
 		kgo.UnknownTopicRetries(retries),
-		kgo.WithLogger(kgoLogger{cfg.Logger}),
+		kgo.WithLogger(kslog.New(cfg.Logger)),
 	}
 	if cfg.AutoCreateTopics {
 		opts = append(opts, kgo.AllowAutoTopicCreation())
@@ -288,26 +289,4 @@ func Classify(topic string, err error) error {
 		return forwarder.Permanent(fmt.Errorf("kafka rejected the record for topic %q: %w", topic, err))
 	}
 	return fmt.Errorf("produce to kafka topic %q: %w", topic, err)
-}
-
-// kgoLogger passes the client's logs to slog: its Warn and Error as such,
-// its (chatty) Info and Debug as Debug.
-type kgoLogger struct{ l *slog.Logger }
-
-func (k kgoLogger) Level() kgo.LogLevel {
-	if k.l.Enabled(context.Background(), slog.LevelDebug) {
-		return kgo.LogLevelInfo
-	}
-	return kgo.LogLevelWarn
-}
-
-func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	lv := slog.LevelDebug
-	switch level {
-	case kgo.LogLevelError:
-		lv = slog.LevelError
-	case kgo.LogLevelWarn:
-		lv = slog.LevelWarn
-	}
-	k.l.Log(context.Background(), lv, msg, keyvals...)
 }
