@@ -47,19 +47,14 @@ Configuration precedence, lowest first: built-in defaults, the YAML file
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return cliflags.Check(cmd.Flags(), flagRules)
 	}
-	root.AddCommand(newServe(), newDev(), newMigrate(), newVersion(), newHealthcheck(), cli.NewCommand(), newBench(), newSoak())
+	root.AddCommand(newServe(), newDev(), newMigrate(), newVersion(), newHealthcheck(), cli.NewCommand())
 	return root
 }
 
-// flagRules are the numeric flags that need more than "not negative": the
-// counts that must be at least 1 (dev, bench and soak), and soak's --seed,
-// which may be negative.
+// flagRules are the numeric flags that need more than "not negative": dev's
+// partition count must be at least 1. (bench and soak live in cmd/ectools.)
 var flagRules = cliflags.Rules{
-	Min: map[string]float64{
-		"partitions": 1, "producers": 1, "centers": 1, "concurrency": 1,
-		"checkback-concurrency": 1, "checkback-workers": 1, "store-max-conns": 1,
-	},
-	Negative: []string{"seed"},
+	Min: map[string]float64{"partitions": 1},
 }
 
 // flags shared by serve and dev that override the configuration.

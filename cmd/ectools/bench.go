@@ -35,10 +35,10 @@ store (the lifecycle writes in batches of 1,000, no center). The report gives
 the center's throughput as a ratio of the lower one (--baselines=false skips).
 
 A progress line per second goes to stderr, the table to stdout.`,
-		Example: `  eventcenter bench --messages 100000
-  eventcenter bench --store postgres --dsn postgres://postgres@127.0.0.1:5432/test --messages 200000 --json run.json
-  eventcenter bench --store postgres --dsn ... --checkback-ratio 1 --messages 100000 --baselines=false
-  eventcenter bench --store postgres --dsn ... --duration 10m --rate 8000`,
+		Example: `  ectools bench --messages 100000
+  ectools bench --store postgres --dsn postgres://postgres@127.0.0.1:5432/test --messages 200000 --json run.json
+  ectools bench --store postgres --dsn ... --checkback-ratio 1 --messages 100000 --baselines=false
+  ectools bench --store postgres --dsn ... --duration 10m --rate 8000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
