@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/envelope/kafkarec"
 )
 
 // ErrCommitUnsent says that the local transaction committed but its COMMIT
@@ -171,13 +172,7 @@ func (p *Producer) send(ctx context.Context, e envelope.Envelope) error {
 	if err != nil {
 		return err
 	}
-	rec := &kgo.Record{Topic: p.topic, Key: r.Key, Value: r.Value}
-	if len(r.Headers) > 0 {
-		rec.Headers = make([]kgo.RecordHeader, len(r.Headers))
-		for i, h := range r.Headers {
-			rec.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
-		}
-	}
+	rec := kafkarec.Record(p.topic, r)
 	if err := p.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
 		return fmt.Errorf("produce to %s: %w", p.topic, err)
 	}

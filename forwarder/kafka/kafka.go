@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kslog"
 
+	"github.com/eventcenter/eventcenter/envelope/kafkarec"
 	"github.com/eventcenter/eventcenter/forwarder"
 )
 
@@ -216,13 +217,7 @@ func (t *Target) classify(topic string, size int, err error) error {
 }
 
 // recordSize is a record's key, value and headers in bytes.
-func recordSize(r *kgo.Record) int {
-	n := len(r.Key) + len(r.Value)
-	for _, h := range r.Headers {
-		n += len(h.Key) + len(h.Value)
-	}
-	return n
-}
+func recordSize(r *kgo.Record) int { return kafkarec.Size(r) }
 
 // Close flushes nothing (Send waits for its records) and closes the
 // clients.
@@ -243,12 +238,7 @@ func toKgo(dst *kgo.Record, r *forwarder.Record) {
 		dst.Key = []byte(r.Key)
 	}
 	dst.Value = r.Value
-	if len(r.Headers) > 0 {
-		dst.Headers = make([]kgo.RecordHeader, len(r.Headers))
-		for i, h := range r.Headers {
-			dst.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
-		}
-	}
+	dst.Headers = kafkarec.KgoHeaders(r.Headers)
 }
 
 // Ref formats a produced record's position as "topic/partition@offset".
