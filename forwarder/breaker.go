@@ -41,6 +41,7 @@ type breaker struct {
 	// inside those calls, see now and report through opened and closed.
 	mu     sync.Mutex
 	cb     *gobreaker.TwoStepCircuitBreaker[struct{}]
+	epoch  uint64 // counts circuits: a pass of an abandoned one is outdated
 	state  gobreaker.State
 	now    time.Time // the time of the call in progress
 	fails  int
@@ -71,8 +72,10 @@ func newBreaker(threshold int, minFailing, cooldown, maxCooldown time.Duration) 
 	return b
 }
 
-// reset starts a fresh, closed circuit.
+// reset starts a fresh, closed circuit. Passes of the one before are
+// outdated: done and release do not report them to it.
 func (b *breaker) reset() {
+	b.epoch++
 	b.state = gobreaker.StateClosed
 	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		MaxRequests:   1,
@@ -89,6 +92,7 @@ func (b *breaker) reset() {
 type pass struct {
 	round uint64
 	probe bool
+	epoch uint64
 	done  func(error)
 }
 
@@ -109,7 +113,7 @@ func (b *breaker) allow(now time.Time) (pass, bool) {
 	if err != nil { // half-open and the probe is out
 		return pass{}, false
 	}
-	return pass{round: b.round, probe: probe, done: done}, true
+	return pass{round: b.round, probe: probe, epoch: b.epoch, done: done}, true
 }
 
 // isOpen tells whether the breaker is open (sends paused or probing).
@@ -132,6 +136,18 @@ func (b *breaker) done(p pass, failed bool, now time.Time) (opened, closed bool,
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.now, b.opened, b.closed = now, false, false
+	if p.epoch != b.epoch {
+		// Sent on a circuit since abandoned (a probe in flight when a
+		// late success closed the breaker): an ordinary batch of the
+		// current one. Closed, it reports there; open, only a success
+		// counts (below).
+		p.probe, p.done = false, nil
+		if b.state == gobreaker.StateClosed {
+			if d, err := b.cb.Allow(); err == nil {
+				p.done = d
+			}
+		}
+	}
 	switch {
 	case !failed && !p.probe && b.state != gobreaker.StateClosed:
 		// A batch sent before the breaker opened got through: the
@@ -141,8 +157,10 @@ func (b *breaker) done(p pass, failed bool, now time.Time) (opened, closed bool,
 		b.fails, b.pause, b.closed = 0, 0, true
 	case !failed:
 		b.fails = 0 // any success ends the streak, even an outdated one
-		p.done(nil)
-	default:
+		if p.done != nil {
+			p.done(nil)
+		}
+	case p.done != nil:
 		p.done(roundFailure{p.round})
 	}
 	return b.opened, b.closed, b.pause
@@ -155,7 +173,9 @@ func (b *breaker) release(p pass) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	p.done(errAborted)
+	if p.epoch == b.epoch {
+		p.done(errAborted)
+	}
 }
 
 // isSuccessful is gobreaker's IsSuccessful. A failure counts only in the

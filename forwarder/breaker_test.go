@@ -161,3 +161,25 @@ func TestBreakerIsGobreaker(t *testing.T) {
 	require.True(t, closed)
 	require.Equal(t, gobreaker.StateClosed, b.cb.State())
 }
+
+// A probe in flight when a late success closed the breaker reports to a
+// circuit that is gone: its failure counts as an ordinary batch's on the
+// closed breaker, as before the breaker used gobreaker.
+func TestBreakerProbeOutdatedByALateSuccess(t *testing.T) {
+	t.Parallel()
+	b := newBreaker(2, 0, time.Second, time.Minute)
+	early, _ := b.allow(t0)
+	require.False(t, b.failOne(t, t0))
+	require.True(t, b.failOne(t, t0))
+	probe, ok := b.allow(t0.Add(time.Second))
+	require.True(t, ok)
+	require.True(t, probe.probe)
+	_, closed, _ := b.done(early, false, t0.Add(1100*time.Millisecond))
+	require.True(t, closed)
+	opened, closed, _ := b.done(probe, true, t0.Add(1200*time.Millisecond))
+	require.False(t, opened, "one round of two")
+	require.False(t, closed)
+	require.False(t, b.isOpen())
+	b.release(probe) // no effect
+	require.True(t, b.failOne(t, t0.Add(2*time.Second)), "the second round opens it")
+}
