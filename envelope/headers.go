@@ -1,5 +1,7 @@
 package envelope
 
+import "time"
+
 // The headers the center writes, next to the native format's (validate.go):
 // what a forwarded message carries and what a dead letter carries. Every
 // package that writes or reads them uses these names and helpers; none
@@ -62,3 +64,9 @@ func ForwardHeadersSize(hs []Header, idLen int) int {
 	}
 	return n
 }
+
+// DefaultCheckAfter is the first check-back delay of a PREPARE whose
+// envelope names none (no ec-check-after) and whose bizID's configuration
+// names none either: ingest schedules the first check-back with it and the
+// verifier's Policy defaults to it.
+const DefaultCheckAfter = 30 * time.Second

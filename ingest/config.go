@@ -17,7 +17,7 @@ const (
 	DefaultControlTopic   = "eventcenter.control"
 	DefaultGroup          = "eventcenter"
 	DefaultMaxPayload     = envelope.DefaultMaxPayload
-	DefaultCheckAfter     = 30 * time.Second
+	DefaultCheckAfter     = envelope.DefaultCheckAfter
 	DefaultSendLease      = 30 * time.Second
 	DefaultMaxPollRecords = 5000
 	DefaultParallelism    = 4

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 // Jitter is how backoff delays are randomised.
@@ -52,7 +54,7 @@ type Policy struct {
 // binary's configuration (internal/config) starts from them, so the library
 // and the product cannot disagree.
 const (
-	DefaultFirstDelay  = 30 * time.Second
+	DefaultFirstDelay  = envelope.DefaultCheckAfter
 	DefaultBackoffBase = 10 * time.Second
 	DefaultBackoffCap  = 5 * time.Minute
 	DefaultMaxAttempts = 15
