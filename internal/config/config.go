@@ -19,6 +19,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/ingest"
+	"github.com/eventcenter/eventcenter/internal/retention"
 	"github.com/eventcenter/eventcenter/verifier"
 )
 
@@ -248,10 +249,9 @@ type Log struct {
 
 // Default returns the built-in defaults. What a component also defaults
 // comes from the component's own Default* constants (ingest, forwarder,
-// verifier), the one home of each value: a zero field passed to the
-// component and the binary's default are the same by construction. What
-// only the binary has (Kafka session, store, HTTP, retention, log) is
-// defaulted here.
+// verifier, retention), the one home of each value: a zero field passed to
+// the component and the binary's default are the same by construction. What
+// only the binary has (Kafka session, store, HTTP, log) is defaulted here.
 func Default() Config {
 	return Config{
 		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ControlTopic: ingest.DefaultControlTopic, Group: ingest.DefaultGroup,
@@ -272,7 +272,7 @@ func Default() Config {
 			Workers: verifier.DefaultWorkers, EndpointConcurrency: verifier.DefaultEndpointConcurrency, Lease: verifier.DefaultLease,
 			Breaker: Breaker{Failures: verifier.DefaultBreakerFailures, Cooldown: verifier.DefaultBreakerCoolDown},
 		},
-		Retention: Retention{Period: 7 * 24 * time.Hour, Interval: time.Minute, Batch: 500},
+		Retention: Retention{Period: retention.DefaultPeriod, Interval: retention.DefaultInterval, Batch: retention.DefaultBatch},
 		Log:       Log{Level: "info", Format: "text"},
 	}
 }
