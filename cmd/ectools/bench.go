@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/eventcenter/eventcenter/internal/bench"
+	"github.com/eventcenter/eventcenter/internal/shutdown"
 )
 
 func newBench() *cobra.Command {
@@ -75,7 +76,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 					return fmt.Errorf("--memprofile: %w", err)
 				}
 			}
-			ctx, cancel := signalContext(cmd.Context(), cfg.Logger)
+			ctx, cancel := shutdown.SignalContext(cmd.Context(), cfg.Logger)
 			defer cancel()
 			rep, err := bench.Run(ctx, cfg)
 			if err != nil {

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
 	"io"
-	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -44,26 +40,4 @@ var flagRules = cliflags.Rules{
 		"checkback-concurrency": 1, "checkback-workers": 1, "store-max-conns": 1,
 	},
 	Negative: []string{"seed"},
-}
-
-// signalContext is cancelled by the first SIGINT/SIGTERM; a second one
-// exits the process at once.
-func signalContext(parent context.Context, log *slog.Logger) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(parent)
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		select {
-		case s := <-sigs:
-			log.Info("shutting down; send the signal again to exit at once", "signal", s.String())
-			cancel()
-		case <-ctx.Done():
-			signal.Stop(sigs)
-			return
-		}
-		s := <-sigs
-		log.Error("exiting at once", "signal", s.String())
-		os.Exit(2)
-	}()
-	return ctx, cancel
 }

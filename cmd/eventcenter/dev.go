@@ -21,6 +21,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/internal/center"
 	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/internal/shutdown"
 )
 
 type devFlags struct {
@@ -159,7 +160,7 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	ctx, cancel := signalContext(ctx, log)
+	ctx, cancel := shutdown.SignalContext(ctx, log)
 	defer cancel()
 	return runCenter(ctx, cfg, center.Options{Logger: log}, func(c *center.Center) {
 		printWelcome(stdout, cfg, c.Addr(), rmqAddr)

@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +16,7 @@ import (
 	"github.com/eventcenter/eventcenter/internal/center"
 	"github.com/eventcenter/eventcenter/internal/cliflags"
 	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/internal/shutdown"
 	"github.com/eventcenter/eventcenter/internal/version"
 )
 
@@ -92,28 +91,6 @@ func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// signalContext is cancelled by the first SIGINT/SIGTERM; a second one
-// exits the process at once.
-func signalContext(parent context.Context, log *slog.Logger) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(parent)
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		select {
-		case s := <-sigs:
-			log.Info("shutting down; send the signal again to exit at once", "signal", s.String())
-			cancel()
-		case <-ctx.Done():
-			signal.Stop(sigs)
-			return
-		}
-		s := <-sigs
-		log.Error("exiting at once", "signal", s.String())
-		os.Exit(2)
-	}()
-	return ctx, cancel
-}
-
 // runCenter runs a center until ctx ends, then stops it in order.
 func runCenter(ctx context.Context, cfg config.Config, opt center.Options, ready func(*center.Center)) error {
 	c, err := center.New(ctx, cfg, opt)
@@ -153,7 +130,7 @@ func newServe() *cobra.Command {
 				return err
 			}
 			log := newLogger(cfg.Log, cmd.ErrOrStderr())
-			ctx, cancel := signalContext(cmd.Context(), log)
+			ctx, cancel := shutdown.SignalContext(cmd.Context(), log)
 			defer cancel()
 			return runCenter(ctx, cfg, center.Options{Logger: log}, nil)
 		},

@@ -27,7 +27,7 @@ const module = "github.com/eventcenter/eventcenter/"
 var layers = map[string]int{
 	// 0: leaves, no project imports.
 	"checkback": 0, "store/migrate": 0, "admin/adminapi": 0, "internal/version": 0,
-	"internal/cliflags": 0, "internal/lifecycle": 0, "internal/startstop": 0,
+	"internal/cliflags": 0, "internal/shutdown": 0, "internal/lifecycle": 0, "internal/startstop": 0,
 	"store/rawlifecycle": 0, "testsupport/rocketmqfake": 0, "testsupport/rocketmqfake/rmqtest": 0,
 	"internal/deploycheck": 0, "internal/e2e": 0, "internal/e2e/containers": 0, "internal/archtest": 0,
 	// 1-2: the control-record format and the state machine.
