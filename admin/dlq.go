@@ -20,6 +20,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/admin/adminapi"
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/clientlib/envelope/kafkarec"
 )
 
 // DLQ reads the dead-letter topic and replays records from it.
@@ -156,18 +157,18 @@ type DLQRecord struct {
 // DLQHeaderPrefix starts the headers the center adds when it sets a record
 // aside: ec-dlq-reason (why), and e.g. ec-dlq-topic, ec-dlq-partition,
 // ec-dlq-offset (where it came from). Replay drops them.
-const DLQHeaderPrefix = "ec-dlq-"
+const DLQHeaderPrefix = envelope.HeaderDLQPrefix
 
 // dlqValueDropped marks a dead-letter copy written without its value (ingest's
 // HeaderDLQValueDropped): the control record was too large for the DLQ, or the
 // DLQ refused it. Replayed, such a PREPARE would be stored with an empty body
 // and could be forwarded empty, so replay refuses it.
-const dlqValueDropped = DLQHeaderPrefix + "value-dropped"
+const dlqValueDropped = envelope.HeaderDLQValueDropped
 
 // Reason returns the ec-dlq-reason header.
 func (r DLQRecord) Reason() string {
 	for _, h := range r.Headers {
-		if h.Key == DLQHeaderPrefix+"reason" {
+		if h.Key == envelope.HeaderDLQReason {
 			return string(h.Value)
 		}
 	}
@@ -433,11 +434,8 @@ func (d *KafkaDLQ) read(ctx context.Context, from, to map[int32]int64, limit int
 }
 
 func fromKgo(r *kgo.Record) DLQRecord {
-	out := DLQRecord{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
-	for _, h := range r.Headers {
-		out.Headers = append(out.Headers, envelope.Header{Key: h.Key, Value: h.Value})
-	}
-	return out
+	return DLQRecord{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value,
+		Headers: kafkarec.Headers(r.Headers)}
 }
 
 // Replay reads the record at partition/offset, drops its ec-dlq-* headers,
@@ -469,10 +467,7 @@ func (d *KafkaDLQ) Replay(ctx context.Context, partition int32, offset int64, fi
 	if err != nil {
 		return DLQRecord{}, err
 	}
-	rec := &kgo.Record{Topic: d.control, Key: out.Key, Value: out.Value}
-	for _, h := range out.Headers {
-		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
-	}
+	rec := &kgo.Record{Topic: d.control, Key: out.Key, Value: out.Value, Headers: kafkarec.KgoHeaders(out.Headers)}
 	if err := d.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
 		return DLQRecord{}, fmt.Errorf("produce replay to %s: %w", d.control, err)
 	}

@@ -19,14 +19,15 @@ func TestModuleNeedsOnlyFranzGo(t *testing.T) {
 	b, err := os.ReadFile("go.mod")
 	require.NoError(t, err, "clientlib must be a module of its own")
 	allowed := map[string]bool{
-		"github.com/twmb/franz-go":           true,
-		"github.com/twmb/franz-go/pkg/kmsg":  true,
-		"github.com/klauspost/compress":      true, // franz-go's compression
-		"github.com/pierrec/lz4/v4":          true, // franz-go's compression
-		"github.com/twmb/franz-go/pkg/kfake": true, // tests and examples
-		"github.com/stretchr/testify":        true, // tests
-		"go.uber.org/goleak":                 true, // tests
-		"go.yaml.in/yaml/v3":                 true, // testify's
+		"github.com/twmb/franz-go":              true,
+		"github.com/twmb/franz-go/pkg/kmsg":     true,
+		"github.com/twmb/franz-go/plugin/kslog": true, // franz-go's slog adapter
+		"github.com/klauspost/compress":         true, // franz-go's compression
+		"github.com/pierrec/lz4/v4":             true, // franz-go's compression
+		"github.com/twmb/franz-go/pkg/kfake":    true, // tests and examples
+		"github.com/stretchr/testify":           true, // tests
+		"go.uber.org/goleak":                    true, // tests
+		"go.yaml.in/yaml/v3":                    true, // testify's
 	}
 	var module string
 	var required []string

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/clientlib/envelope/kafkarec"
 )
 
 // ErrCommitUnsent says that the local transaction committed but its COMMIT
@@ -45,8 +47,13 @@ func NewProducer(opts ...Option) (*Producer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("new producer: %w", err)
 	}
+	// Without WithLogger the producer logs to slog's default logger, and
+	// its Kafka client only at warn and above there: franz-go's info lines
+	// (metadata loads, producer ids) would otherwise fill a service's log.
+	kafkaLog := cfg.logger
 	if cfg.logger == nil {
 		cfg.logger = slog.Default()
+		kafkaLog = slog.New(minLevel{Handler: cfg.logger.Handler(), min: slog.LevelWarn})
 	}
 	p := &Producer{
 		cl:              cfg.client,
@@ -64,7 +71,7 @@ func NewProducer(opts ...Option) (*Producer, error) {
 			// client library puts a message's envelopes on one partition.
 			kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 			kgo.ProducerLinger(defaultLinger),
-			kgo.WithLogger(kgoLogger{cfg.logger}),
+			kgo.WithLogger(kslog.New(kafkaLog)),
 		}, cfg.kgoOpts...)
 		cl, err := kgo.NewClient(kopts...)
 		if err != nil {
@@ -170,15 +177,27 @@ func (p *Producer) send(ctx context.Context, e envelope.Envelope) error {
 	if err != nil {
 		return err
 	}
-	rec := &kgo.Record{Topic: p.topic, Key: r.Key, Value: r.Value}
-	if len(r.Headers) > 0 {
-		rec.Headers = make([]kgo.RecordHeader, len(r.Headers))
-		for i, h := range r.Headers {
-			rec.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
-		}
-	}
+	rec := kafkarec.Record(p.topic, r)
 	if err := p.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
 		return fmt.Errorf("produce to %s: %w", p.topic, err)
 	}
 	return nil
+}
+
+// minLevel passes on only records at min or above.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(as), min: h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
 }

@@ -1,7 +1,6 @@
 package clientlib
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -115,36 +114,4 @@ func (c *producerConfig) validate() error {
 		}
 	}
 	return nil
-}
-
-// kgoLogger passes the client's logs to slog: its Warn and Error as such,
-// its chatty Info (metadata, producer ids) and Debug as Debug, so that a
-// producer service's logs are not flooded at the usual Info level.
-type kgoLogger struct{ l *slog.Logger }
-
-func (k kgoLogger) Level() kgo.LogLevel {
-	ctx := context.Background()
-	switch {
-	case k.l.Enabled(ctx, slog.LevelDebug):
-		return kgo.LogLevelDebug
-	case k.l.Enabled(ctx, slog.LevelWarn):
-		return kgo.LogLevelWarn
-	case k.l.Enabled(ctx, slog.LevelError):
-		return kgo.LogLevelError
-	default:
-		return kgo.LogLevelNone
-	}
-}
-
-func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	var l slog.Level
-	switch level {
-	case kgo.LogLevelError:
-		l = slog.LevelError
-	case kgo.LogLevelWarn:
-		l = slog.LevelWarn
-	default:
-		l = slog.LevelDebug
-	}
-	k.l.Log(context.Background(), l, msg, keyvals...)
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
-	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -81,7 +81,7 @@ func BenchmarkForward(b *testing.B) {
 		msgs[i] = benchMessage(i)
 	}
 	st := &markStore{wake: make(chan struct{}, 1)}
-	owned := ownership.New()
+	owned := ingest.NewOwnership()
 	owned.Assign(0)
 	f, err := forwarder.New(forwarder.Config{
 		Targets:      map[string]forwarder.Target{"t": ackTarget{}},

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sony/gobreaker/v2"
 	"github.com/stretchr/testify/require"
 )
 
@@ -20,7 +21,7 @@ func (b *breaker) failOne(t *testing.T, now time.Time) bool {
 
 func TestBreakerCountsBatchesFailingTogetherOnce(t *testing.T) {
 	t.Parallel()
-	b := &breaker{threshold: 2, cooldown: time.Second, maxCooldown: time.Minute}
+	b := newBreaker(2, 0, time.Second, time.Minute)
 	// Four workers' batches in flight when one broker error fails them all.
 	var passes []pass
 	for range 4 {
@@ -40,7 +41,7 @@ func TestBreakerCountsBatchesFailingTogetherOnce(t *testing.T) {
 
 func TestBreakerOpensOnlyWhenFailuresLastFailingFor(t *testing.T) {
 	t.Parallel()
-	b := &breaker{threshold: 3, minFailing: 5 * time.Second, cooldown: time.Second, maxCooldown: time.Minute}
+	b := newBreaker(3, 5*time.Second, time.Second, time.Minute)
 	for i := range 5 { // quick retries through a short burst
 		require.False(t, b.failOne(t, t0.Add(time.Duration(i)*100*time.Millisecond)))
 	}
@@ -56,7 +57,7 @@ func TestBreakerOpensOnlyWhenFailuresLastFailingFor(t *testing.T) {
 
 func TestBreakerFailedProbesDoubleTheCooldownUpToMax(t *testing.T) {
 	t.Parallel()
-	b := &breaker{threshold: 1, cooldown: time.Second, maxCooldown: 3 * time.Second}
+	b := newBreaker(1, 0, time.Second, 3*time.Second)
 	p, _ := b.allow(t0)
 	opened, _, pause := b.done(p, true, t0)
 	require.True(t, opened)
@@ -83,14 +84,16 @@ func TestBreakerFailedProbesDoubleTheCooldownUpToMax(t *testing.T) {
 	_, closed, _ := b.done(probe, false, now)
 	require.True(t, closed)
 	// Closed resets the cooldown.
-	opened, _, pause = b.done(pass{round: b.round}, true, now)
+	p, ok = b.allow(now)
+	require.True(t, ok)
+	opened, _, pause = b.done(p, true, now)
 	require.True(t, opened)
 	require.Equal(t, time.Second, pause)
 }
 
 func TestBreakerBatchesSentBeforeItOpenedAreNoProbes(t *testing.T) {
 	t.Parallel()
-	b := &breaker{threshold: 1, cooldown: time.Second, maxCooldown: time.Minute}
+	b := newBreaker(1, 0, time.Second, time.Minute)
 	early, ok := b.allow(t0)
 	require.True(t, ok)
 	require.True(t, b.failOne(t, t0))
@@ -113,8 +116,70 @@ func TestBreakerBatchesSentBeforeItOpenedAreNoProbes(t *testing.T) {
 
 func TestBreakerDisabled(t *testing.T) {
 	t.Parallel()
-	b := &breaker{threshold: 0}
+	b := newBreaker(0, 0, 0, 0)
 	for range 10 {
 		require.False(t, b.failOne(t, t0))
 	}
+}
+
+// A batch sent before the breaker opened that succeeds late says the target
+// works: it closes the breaker, as a successful probe would.
+func TestBreakerLateSuccessClosesIt(t *testing.T) {
+	t.Parallel()
+	b := newBreaker(1, 0, time.Second, time.Minute)
+	early, ok := b.allow(t0)
+	require.True(t, ok)
+	require.True(t, b.failOne(t, t0))
+	require.True(t, b.isOpen())
+	opened, closed, _ := b.done(early, false, t0.Add(100*time.Millisecond))
+	require.False(t, opened)
+	require.True(t, closed)
+	require.False(t, b.isOpen())
+	_, ok = b.allow(t0.Add(200 * time.Millisecond))
+	require.True(t, ok, "closed: no cooldown left")
+	// And it counts afresh: one failure opens it again, for the first
+	// cooldown.
+	p, _ := b.allow(t0.Add(300 * time.Millisecond))
+	opened, _, pause := b.done(p, true, t0.Add(300*time.Millisecond))
+	require.True(t, opened)
+	require.Equal(t, time.Second, pause)
+}
+
+// The circuit is gobreaker's (as the verifier's): its state is the
+// forwarder's open or closed.
+func TestBreakerIsGobreaker(t *testing.T) {
+	t.Parallel()
+	b := newBreaker(1, 0, time.Second, time.Minute)
+	require.Equal(t, gobreaker.StateClosed, b.cb.State())
+	require.True(t, b.failOne(t, t0))
+	require.Equal(t, gobreaker.StateOpen, b.state)
+	p, ok := b.allow(t0.Add(time.Second))
+	require.True(t, ok)
+	require.True(t, p.probe)
+	require.Equal(t, gobreaker.StateHalfOpen, b.cb.State())
+	_, closed, _ := b.done(p, false, t0.Add(time.Second))
+	require.True(t, closed)
+	require.Equal(t, gobreaker.StateClosed, b.cb.State())
+}
+
+// A probe in flight when a late success closed the breaker reports to a
+// circuit that is gone: its failure counts as an ordinary batch's on the
+// closed breaker, as before the breaker used gobreaker.
+func TestBreakerProbeOutdatedByALateSuccess(t *testing.T) {
+	t.Parallel()
+	b := newBreaker(2, 0, time.Second, time.Minute)
+	early, _ := b.allow(t0)
+	require.False(t, b.failOne(t, t0))
+	require.True(t, b.failOne(t, t0))
+	probe, ok := b.allow(t0.Add(time.Second))
+	require.True(t, ok)
+	require.True(t, probe.probe)
+	_, closed, _ := b.done(early, false, t0.Add(1100*time.Millisecond))
+	require.True(t, closed)
+	opened, closed, _ := b.done(probe, true, t0.Add(1200*time.Millisecond))
+	require.False(t, opened, "one round of two")
+	require.False(t, closed)
+	require.False(t, b.isOpen())
+	b.release(probe) // no effect
+	require.True(t, b.failOne(t, t0.Add(2*time.Second)), "the second round opens it")
 }

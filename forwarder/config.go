@@ -27,7 +27,7 @@ type Store interface {
 }
 
 // Owned is the set of control partitions this instance owns
-// (*ownership.Set).
+// (*ingest.Ownership).
 type Owned interface {
 	// Partitions returns the owned partitions.
 	Partitions() []int32
@@ -67,12 +67,24 @@ func (b Backoff) Delay(attempt int) time.Duration {
 	return half + time.Duration(r()*float64(d-half))
 }
 
+// Default values: a zero field of Config takes these (setDefaults), and the
+// binary's configuration (internal/config) starts from them, so the library
+// and the product cannot disagree.
+const (
+	DefaultMaxAttempts  = 20
+	DefaultBackoffBase  = time.Second
+	DefaultBackoffCap   = 5 * time.Minute
+	DefaultScanInterval = time.Second
+	DefaultLease        = 30 * time.Second
+	DefaultSendTimeout  = 10 * time.Second
+)
+
 func (b *Backoff) setDefaults() {
 	if b.Base == 0 {
-		b.Base = time.Second
+		b.Base = DefaultBackoffBase
 	}
 	if b.Cap == 0 {
-		b.Cap = 5 * time.Minute
+		b.Cap = DefaultBackoffCap
 	}
 }
 
@@ -199,10 +211,10 @@ func (c *Config) setDefaults() {
 			*n = v
 		}
 	}
-	def(&c.ScanInterval, time.Second)
+	def(&c.ScanInterval, DefaultScanInterval)
 	defInt(&c.ClaimLimit, 1000)
-	def(&c.Lease, 30*time.Second)
-	def(&c.SendTimeout, 10*time.Second)
+	def(&c.Lease, DefaultLease)
+	def(&c.SendTimeout, DefaultSendTimeout)
 	defInt(&c.BatchSize, 256)
 	defInt(&c.Concurrency, 4)
 	defInt(&c.QueueSize, 4096)
@@ -217,7 +229,7 @@ func (c *Config) setDefaults() {
 	if c.StoreBackoff.Rand == nil {
 		c.StoreBackoff.Rand = c.Backoff.Rand
 	}
-	defInt(&c.MaxAttempts, 20)
+	defInt(&c.MaxAttempts, DefaultMaxAttempts)
 	defInt(&c.Breaker.Failures, 5)
 	def(&c.Breaker.FailingFor, 5*time.Second)
 	def(&c.Breaker.Cooldown, time.Second)

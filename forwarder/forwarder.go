@@ -67,7 +67,7 @@ type lane struct {
 	deferred prometheus.Counter
 	open     prometheus.Gauge
 	duration prometheus.Observer
-	br       breaker
+	br       *breaker
 }
 
 // New returns a Forwarder over the targets in cfg. It does not take
@@ -126,8 +126,7 @@ func (f *Forwarder) newLane(name string, t Target) *lane {
 		deferred: f.met.forward.WithLabelValues(name, resultDeferred),
 		open:     f.met.breakerOpen.WithLabelValues(name),
 		duration: f.met.duration.WithLabelValues(name),
-		br: breaker{threshold: f.cfg.Breaker.Failures, minFailing: f.cfg.Breaker.FailingFor,
-			cooldown: f.cfg.Breaker.Cooldown, maxCooldown: f.cfg.Breaker.MaxCooldown},
+		br:       newBreaker(f.cfg.Breaker.Failures, f.cfg.Breaker.FailingFor, f.cfg.Breaker.Cooldown, f.cfg.Breaker.MaxCooldown),
 	}
 }
 

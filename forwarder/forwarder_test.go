@@ -14,7 +14,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
-	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/internal/startstop"
 	"github.com/eventcenter/eventcenter/internal/startstop/startstoptest"
 	"github.com/eventcenter/eventcenter/state"
@@ -302,7 +302,7 @@ func TestStopAbortsInFlightSendWithoutBurningAnAttempt(t *testing.T) {
 func TestCancelledStartContextKeepsSendingUntilStop(t *testing.T) {
 	t.Parallel()
 	st := memstore.New(nil)
-	owned := ownership.New()
+	owned := ingest.NewOwnership()
 	owned.Assign(0)
 	gate := make(chan struct{})
 	inSend := make(chan struct{}, 1)
@@ -436,7 +436,7 @@ func TestStartTwiceAndStopBeforeStart(t *testing.T) {
 	require.NoError(t, h.f.Start(t.Context()), "Start while started is a no-op (internal/startstop)")
 
 	f, err := forwarder.New(forwarder.Config{Targets: map[string]forwarder.Target{"x": &fakeTarget{}}},
-		memstore.New(nil), ownership.New())
+		memstore.New(nil), ingest.NewOwnership())
 	require.NoError(t, err)
 	require.NoError(t, f.Stop(t.Context()))
 	require.ErrorIs(t, f.Start(t.Context()), startstop.ErrStopped)
@@ -447,7 +447,7 @@ func TestForwarderStartStop(t *testing.T) {
 	t.Parallel()
 	startstoptest.Exercise(t, func(t *testing.T) startstoptest.Service {
 		f, err := forwarder.New(forwarder.Config{Targets: map[string]forwarder.Target{"x": &fakeTarget{}}},
-			memstore.New(nil), ownership.New())
+			memstore.New(nil), ingest.NewOwnership())
 		require.NoError(t, err)
 		return f
 	})
@@ -486,11 +486,11 @@ func TestConfigValidation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := forwarder.New(tc.cfg, memstore.New(nil), ownership.New())
+			_, err := forwarder.New(tc.cfg, memstore.New(nil), ingest.NewOwnership())
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	_, err := forwarder.New(forwarder.Config{Targets: two, DefaultTarget: "a"}, nil, ownership.New())
+	_, err := forwarder.New(forwarder.Config{Targets: two, DefaultTarget: "a"}, nil, ingest.NewOwnership())
 	require.ErrorContains(t, err, "nil Store")
 	_, err = forwarder.New(forwarder.Config{Targets: two, DefaultTarget: "a"}, memstore.New(nil), nil)
 	require.ErrorContains(t, err, "nil Owned")
@@ -642,7 +642,7 @@ func (b *blockingClaims) ClaimSends(ctx context.Context, c store.Claim) ([]state
 func TestOwnershipChangeDuringAScanIsNotMissed(t *testing.T) {
 	t.Parallel()
 	st := &blockingClaims{Store: memstore.New(nil), entered: make(chan struct{}), release: make(chan struct{})}
-	owned := ownership.New()
+	owned := ingest.NewOwnership()
 	owned.Assign(0)
 	ft := &fakeTarget{}
 	f, err := forwarder.New(forwarder.Config{

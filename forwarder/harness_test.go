@@ -15,7 +15,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
-	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/internal/testclock"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
@@ -117,7 +117,7 @@ func (ft *fakeTarget) sentIDs() map[string]int {
 type harness struct {
 	clock   *clock
 	st      memStore
-	owned   *ownership.Set
+	owned   *ingest.Ownership
 	targets map[string]*fakeTarget
 	reg     *prometheus.Registry
 	cfg     forwarder.Config
@@ -134,7 +134,7 @@ func newHarness(t *testing.T, mod func(*forwarder.Config)) *harness {
 	t.Helper()
 	h := &harness{
 		clock:   newClock(),
-		owned:   ownership.New(),
+		owned:   ingest.NewOwnership(),
 		targets: map[string]*fakeTarget{"main": {}, "other": {}},
 		reg:     prometheus.NewRegistry(),
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/eventcenter/eventcenter/forwarder"
-	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/internal/pgtest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
@@ -47,7 +47,7 @@ func TestRebalanceHandsMessagesOver(t *testing.T) {
 func rebalance(t *testing.T, clk *clock, st store.Store) {
 	quiet := slog.New(slog.DiscardHandler)
 
-	start := func(owned *ownership.Set, tg *fakeTarget) *forwarder.Forwarder {
+	start := func(owned *ingest.Ownership, tg *fakeTarget) *forwarder.Forwarder {
 		f, err := forwarder.New(forwarder.Config{
 			Targets: map[string]forwarder.Target{"main": tg}, Concurrency: 1, BatchSize: 1,
 			ScanInterval: 10 * time.Millisecond, Lease: testLease, SendTimeout: 5 * time.Second,
@@ -62,7 +62,7 @@ func rebalance(t *testing.T, clk *clock, st store.Store) {
 		})
 		return f
 	}
-	ownedA, ownedB := ownership.New(), ownership.New()
+	ownedA, ownedB := ingest.NewOwnership(), ingest.NewOwnership()
 	ownedA.Assign(0)
 	gate := make(chan struct{})
 	inSend := make(chan struct{}, 1)

@@ -9,25 +9,16 @@ import (
 
 // HeaderID is the header (Kafka) or property (RocketMQ) that carries a
 // forwarded message's stable id "bizID:messageKey", for consumers to drop
-// duplicates.
-const HeaderID = "ec-id"
+// duplicates: envelope.HeaderID, named here for the targets.
+const HeaderID = envelope.HeaderID
 
 // BuildRecord builds the record forwarded for a committed message: the
 // forward topic, key and tag, the payload as value, and the producer's
 // headers followed by ec-id (a producer header named ec-id is replaced, so
 // consumers can trust it).
 func BuildRecord(m *state.Message) Record {
-	id := make([]byte, 0, len(m.BizID)+1+len(m.Key))
-	id = append(id, m.BizID...)
-	id = append(id, ':')
-	id = append(id, m.Key...)
-	hs := make([]envelope.Header, 0, len(m.Headers)+1)
-	for _, h := range m.Headers {
-		if h.Key != HeaderID {
-			hs = append(hs, h)
-		}
-	}
-	hs = append(hs, envelope.Header{Key: HeaderID, Value: id})
+	id := envelope.MessageID(make([]byte, 0, len(m.BizID)+1+len(m.Key)), m.BizID, m.Key)
+	hs := envelope.ForwardHeaders(m.Headers, id)
 	return Record{
 		// The id bytes are never written again, so the string can share them.
 		ID:      unsafe.String(unsafe.SliceData(id), len(id)),

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/internal/pgtest"
 	"github.com/eventcenter/eventcenter/store/postgres"
 	"github.com/eventcenter/eventcenter/store/sqlite"
@@ -34,7 +33,7 @@ func benchIngest(b *testing.B, st Store) {
 	cfg.Logger = nil
 	b.ResetTimer()
 	start := time.Now()
-	e.start(cfg, st, nil, ownership.New())
+	e.start(cfg, st, nil, NewOwnership())
 	tk := time.NewTicker(5 * time.Millisecond)
 	defer tk.Stop()
 	for !e.committedAll() {

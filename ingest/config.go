@@ -17,7 +17,7 @@ const (
 	DefaultControlTopic   = "eventcenter.control"
 	DefaultGroup          = "eventcenter"
 	DefaultMaxPayload     = envelope.DefaultMaxPayload
-	DefaultCheckAfter     = 30 * time.Second
+	DefaultCheckAfter     = envelope.DefaultCheckAfter
 	DefaultMaxPollRecords = 5000
 	DefaultParallelism    = 4
 	DefaultMinApply       = 500

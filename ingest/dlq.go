@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/clientlib/envelope/kafkarec"
 )
 
 // Headers of a dead letter written without its value (because the full
@@ -20,14 +21,14 @@ import (
 const (
 	// HeaderDLQValueDropped says why the value was left out: the error of
 	// the full copy's write.
-	HeaderDLQValueDropped = "ec-dlq-value-dropped"
+	HeaderDLQValueDropped = envelope.HeaderDLQValueDropped
 	// HeaderDLQSize is the original record's size in bytes (key, value and
 	// headers).
-	HeaderDLQSize = "ec-dlq-size"
+	HeaderDLQSize = envelope.HeaderDLQSize
 	// HeaderDLQOmitted lists what else was left out: "key" when the key
 	// was longer than 4 KiB, "headers:N" when N original headers did not
 	// fit in 32 KiB.
-	HeaderDLQOmitted = "ec-dlq-omitted"
+	HeaderDLQOmitted = envelope.HeaderDLQOmitted
 )
 
 // Values of the cause label of eventcenter_dlq_stripped_total and
@@ -231,13 +232,7 @@ func (in *Ingester) produce(ctx context.Context, r *run, recs []*kgo.Record) []e
 }
 
 // recordSize is a record's key, value and headers in bytes.
-func recordSize(rec *kgo.Record) int {
-	n := len(rec.Key) + len(rec.Value)
-	for _, h := range rec.Headers {
-		n += len(h.Key) + len(h.Value)
-	}
-	return n
-}
+func recordSize(rec *kgo.Record) int { return kafkarec.Size(rec) }
 
 // dlqCause classifies a dead-letter write error: what no retry can fix
 // (too large, not authorized, no such topic, rejected by the broker), or
@@ -416,11 +411,5 @@ func (in *Ingester) checkDLQAtStart(ctx context.Context, cl *kgo.Client) {
 // forwardedSize is the size of the record a PREPARE is forwarded as (value,
 // forward key, headers and ec-id), as the forwarder builds it.
 func forwardedSize(e *envelope.Envelope) int {
-	n := len(e.Payload) + len(e.ForwardKey) + len(envelope.HeaderID) + len(e.BizID) + 1 + len(e.MessageKey)
-	for _, h := range e.Headers {
-		if h.Key != envelope.HeaderID {
-			n += len(h.Key) + len(h.Value)
-		}
-	}
-	return n
+	return len(e.Payload) + len(e.ForwardKey) + envelope.ForwardHeadersSize(e.Headers, len(e.BizID)+1+len(e.MessageKey))
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
-	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/state"
 )
 
@@ -57,7 +56,7 @@ func TestDeadLetterOfMaxPayloadWrittenInFull(t *testing.T) {
 	e := newEnv(t, 1)
 	st := newMemStore()
 	cfg := e.config()
-	in := e.start(cfg, st, nil, ownership.New())
+	in := e.start(cfg, st, nil, NewOwnership())
 
 	big := noTopic("big", 1_040_000)
 	big.Topic = e.topic
@@ -85,7 +84,7 @@ func TestDeadLetterTooLargeForTheTopicWrittenWithoutValue(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, resps[0].Err)
 	st := newMemStore()
-	in := e.start(e.config(), st, nil, ownership.New())
+	in := e.start(e.config(), st, nil, NewOwnership())
 
 	small := noTopic("small", 10)
 	big := noTopic("big", 20_000)
@@ -141,7 +140,7 @@ func TestDeadLetterDroppedWhenTheTopicRefusesEverything(t *testing.T) {
 	e := newEnv(t, 1)
 	e.refuseDLQ(kerr.TopicAuthorizationFailed.Code)
 	st := newMemStore()
-	in := e.start(e.config(), st, nil, ownership.New())
+	in := e.start(e.config(), st, nil, NewOwnership())
 
 	e.produce(noTopic("bad", 100), prepareRec("shop", "after", []byte("ok")), decisionRec("shop", "after", "commit"))
 
@@ -164,7 +163,7 @@ func TestDeadLetterTransientFailuresBoundedByBudget(t *testing.T) {
 	st := newMemStore()
 	cfg := e.config()
 	cfg.DLQRetryBudget = 200 * time.Millisecond
-	in := e.start(cfg, st, nil, ownership.New())
+	in := e.start(cfg, st, nil, NewOwnership())
 
 	e.produce(noTopic("bad", 100), prepareRec("shop", "after", []byte("ok")))
 
@@ -184,7 +183,7 @@ func TestPrepareTooLargeToForwardGoesToDLQ(t *testing.T) {
 	st := newMemStore()
 	cfg := e.config()
 	cfg.MaxPayload = 16
-	in := e.start(cfg, st, nil, ownership.New())
+	in := e.start(cfg, st, nil, NewOwnership())
 
 	var hs []kgo.RecordHeader
 	for i := range 5 {
@@ -206,7 +205,7 @@ func TestPrepareTooLargeToForwardGoesToDLQ(t *testing.T) {
 
 func TestStrippedCopyBoundsKeyAndHeaders(t *testing.T) {
 	t.Parallel()
-	in, err := New(Config{Brokers: []string{"127.0.0.1:1"}}, newMemStore(), ownership.New())
+	in, err := New(Config{Brokers: []string{"127.0.0.1:1"}}, newMemStore(), NewOwnership())
 	require.NoError(t, err)
 	src := &kgo.Record{Topic: "c", Partition: 2, Offset: 7, Key: bytes.Repeat([]byte("k"), strippedKeyMax+1), Value: []byte("v")}
 	for i := range 3 {
@@ -253,13 +252,13 @@ func TestCheckDLQTopic(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1)
 	cfg := e.config()
-	in, err := New(cfg, newMemStore(), ownership.New())
+	in, err := New(cfg, newMemStore(), NewOwnership())
 	require.NoError(t, err)
 	require.NoError(t, in.CheckDLQTopic(t.Context()), "not started: a client of its own")
 
 	cfg.DLQTopic = "no.such.dlq"
 	cfg.Registerer = nil
-	in = e.start(cfg, newMemStore(), nil, ownership.New())
+	in = e.start(cfg, newMemStore(), nil, NewOwnership())
 	err = in.CheckDLQTopic(t.Context())
 	require.ErrorIs(t, err, ErrDLQTopicMissing)
 	require.ErrorContains(t, err, `"no.such.dlq"`)

@@ -49,7 +49,7 @@
 // by the partition's next owner; replays are no-ops in the store.
 //
 // The ingester also owns the set of assigned control partitions
-// (internal/ownership): the cooperative-sticky balancer assigns and revokes
+// (Ownership): the cooperative-sticky balancer assigns and revokes
 // partitions, and the verifier and forwarder act only on owned ones.
 // Rebalances are blocked while a poll is processed (BlockRebalanceOnPoll),
 // and offsets applied for a revoked partition are committed before it is

@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -48,7 +47,7 @@ func (s tagged) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyR
 
 // split tells whether a and b own disjoint, non-empty sets covering n
 // partitions.
-func split(n int32, a, b *ownership.Set) bool {
+func split(n int32, a, b *Ownership) bool {
 	pa, pb := a.Partitions(), b.Partitions()
 	if len(pa) == 0 || len(pb) == 0 || len(pa)+len(pb) != int(n) {
 		return false
@@ -62,7 +61,7 @@ func TestTwoIngestersSplitPartitionsAndApplyEachRecordOnce(t *testing.T) {
 	e := newEnv(t, 4)
 	st, fwd := newMemStore(), &handoffs{}
 	w := &witness{applied: map[string][]string{}}
-	ownA, ownB := ownership.New(), ownership.New()
+	ownA, ownB := NewOwnership(), NewOwnership()
 	e.start(e.config(), tagged{st, "a", w}, fwd, ownA)
 	require.Eventually(t, func() bool { return len(ownA.Partitions()) == 4 }, waitFor, tick)
 	e.start(e.config(), tagged{st, "b", w}, fwd, ownB)
@@ -90,7 +89,7 @@ func TestMemberLeavingMidStreamLosesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 4)
 	st := newMemStore()
-	ownA, ownB := ownership.New(), ownership.New()
+	ownA, ownB := NewOwnership(), NewOwnership()
 	e.start(e.config(), st, nil, ownA)
 	b := e.start(e.config(), st, nil, ownB)
 	require.Eventually(t, func() bool { return split(4, ownA, ownB) }, waitFor, tick)
@@ -126,7 +125,7 @@ func TestStopFinishesBatchInHandAndCommits(t *testing.T) {
 	e := newEnv(t, 1)
 	st := newMemStore()
 	st.gate, st.entered = make(chan struct{}), make(chan struct{}, 1)
-	in := e.start(e.config(), st, nil, ownership.New())
+	in := e.start(e.config(), st, nil, NewOwnership())
 	e.lifecycle("shop", 0, 10)
 	<-st.entered
 
@@ -148,7 +147,7 @@ func TestStopWhileStoreDownCommitsNothingAndNextOwnerApplies(t *testing.T) {
 	e := newEnv(t, 2)
 	st := newMemStore()
 	st.failures.Store(-1)
-	in := e.start(e.config(), st, nil, ownership.New())
+	in := e.start(e.config(), st, nil, NewOwnership())
 	e.lifecycle("shop", 0, 20)
 	require.Eventually(t, func() bool { return st.errs.Load() >= 3 }, waitFor, tick)
 
@@ -158,7 +157,7 @@ func TestStopWhileStoreDownCommitsNothingAndNextOwnerApplies(t *testing.T) {
 	require.Zero(t, e.committedCount())
 
 	st.failures.Store(0)
-	e.start(e.config(), st, nil, ownership.New())
+	e.start(e.config(), st, nil, NewOwnership())
 	require.Eventually(t, func() bool { return st.countStatus(state.Committed, true) == 20 }, waitFor, tick)
 	require.Eventually(t, e.committedAll, waitFor, tick)
 }
@@ -168,7 +167,7 @@ func TestStopDeadlineAbandonsBatchUncommitted(t *testing.T) {
 	e := newEnv(t, 1)
 	st := newMemStore()
 	st.gate, st.entered = make(chan struct{}), make(chan struct{}, 1)
-	in := e.start(e.config(), st, nil, ownership.New())
+	in := e.start(e.config(), st, nil, NewOwnership())
 	e.lifecycle("shop", 0, 5)
 	<-st.entered
 
@@ -183,7 +182,7 @@ func TestStopDeadlineAbandonsBatchUncommitted(t *testing.T) {
 func TestStartContextEndStopsConsumer(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 2)
-	owned := ownership.New()
+	owned := NewOwnership()
 	in, err := New(e.config(), newMemStore(), owned)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -198,7 +197,7 @@ func TestStartContextEndStopsConsumer(t *testing.T) {
 
 func TestStopBeforeStart(t *testing.T) {
 	t.Parallel()
-	in, err := New(Config{Brokers: []string{"127.0.0.1:1"}}, newMemStore(), ownership.New())
+	in, err := New(Config{Brokers: []string{"127.0.0.1:1"}}, newMemStore(), NewOwnership())
 	require.NoError(t, err)
 	require.NoError(t, in.Stop(t.Context()))
 	require.ErrorContains(t, in.Start(t.Context()), "stopped")
@@ -219,11 +218,11 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 	} {
 		c := ok()
 		mut(&c)
-		_, err := New(c, newMemStore(), ownership.New())
+		_, err := New(c, newMemStore(), NewOwnership())
 		require.ErrorContains(t, err, field+":", field)
 	}
 
-	_, err := New(ok(), nil, ownership.New())
+	_, err := New(ok(), nil, NewOwnership())
 	require.ErrorContains(t, err, "store")
 	_, err = New(ok(), newMemStore(), nil)
 	require.ErrorContains(t, err, "ownership")
@@ -241,9 +240,9 @@ func TestMetricsRegisterOnceOnARegistry(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	c := Config{Brokers: []string{"b:9092"}, Registerer: reg}
-	_, err := New(c, newMemStore(), ownership.New())
+	_, err := New(c, newMemStore(), NewOwnership())
 	require.NoError(t, err)
-	_, err = New(c, newMemStore(), ownership.New())
+	_, err = New(c, newMemStore(), NewOwnership())
 	var are prometheus.AlreadyRegisteredError
 	require.True(t, errors.As(err, &are), "%v", err)
 	n, err := reg.Gather()
@@ -260,7 +259,7 @@ func TestFailingBatchDoesNotHoldARebalance(t *testing.T) {
 	// Were the failing batch to block the rebalance, the join would wait
 	// this long (and the test time out first).
 	cfg.ClientOptions = append(cfg.ClientOptions, kgo.RebalanceTimeout(time.Minute), kgo.SessionTimeout(time.Minute))
-	ownA, ownB := ownership.New(), ownership.New()
+	ownA, ownB := NewOwnership(), NewOwnership()
 	a := e.start(cfg, st, nil, ownA)
 	e.lifecycle("shop", 0, 40)
 	require.Eventually(t, func() bool { return st.errs.Load() >= 3 }, waitFor, tick)
@@ -281,7 +280,7 @@ func TestLostPartitionsAreGivenUpAndRejoined(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 2)
 	st := newMemStore()
-	owned := ownership.New()
+	owned := NewOwnership()
 	in := e.start(e.config(), st, nil, owned)
 	require.Eventually(t, func() bool { return len(owned.Partitions()) == 2 }, waitFor, tick)
 	e.lifecycle("shop", 0, 10)

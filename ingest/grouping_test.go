@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/state"
 )
 
@@ -69,7 +68,7 @@ func TestPollOfSeveralPartitionsAppliedInOneTransaction(t *testing.T) {
 	// poll holds all four partitions, far fewer records than
 	// MinApplyRecords: one store transaction.
 	e.lifecycle("shop", 0, 40)
-	e.start(e.config(), st, fwd, ownership.New())
+	e.start(e.config(), st, fwd, NewOwnership())
 
 	require.Eventually(t, e.committedAll, waitFor, tick)
 	require.Equal(t, 40, st.countStatus(state.Committed, true))

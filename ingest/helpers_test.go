@@ -22,7 +22,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
-	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/store/memstore"
@@ -106,7 +105,7 @@ const testSendLease = 30 * time.Second
 
 // start builds and starts an ingester; it is stopped at cleanup. With fwd
 // set, st is wrapped in the forwarder's fast path handing over to fwd.
-func (e *env) start(cfg Config, st Store, fwd forwarder.Handoff, owned *ownership.Set) *Ingester {
+func (e *env) start(cfg Config, st Store, fwd forwarder.Handoff, owned *Ownership) *Ingester {
 	e.t.Helper()
 	if fwd != nil {
 		st = forwarder.NewApplier(st, fwd, testSendLease)

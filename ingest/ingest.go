@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
-	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/internal/startstop"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -31,7 +30,7 @@ type Store interface {
 type Ingester struct {
 	cfg   Config
 	st    Store
-	owned *ownership.Set
+	owned *Ownership
 	log   *slog.Logger
 	met   *metrics
 	dec   envelope.Decoder
@@ -58,7 +57,7 @@ func (in *Ingester) Joined() bool { return in.joined.Load() }
 // New checks the configuration and builds an Ingester; it connects nothing
 // (Start does). A plain store (no forwarder.Applier) leaves sendable
 // messages to the forwarder's scan.
-func New(cfg Config, st Store, owned *ownership.Set) (*Ingester, error) {
+func New(cfg Config, st Store, owned *Ownership) (*Ingester, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err

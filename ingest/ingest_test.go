@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
-	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/state"
 )
 
@@ -22,7 +21,7 @@ func TestAppliesManyKeysAndCommits(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 4)
 	st, fwd := newMemStore(), &handoffs{}
-	in := e.start(e.config(), st, fwd, ownership.New())
+	in := e.start(e.config(), st, fwd, NewOwnership())
 
 	e.lifecycle("shop", 0, 300)
 
@@ -51,7 +50,7 @@ func TestPrepareAndCommitInOneBatchHandOverOnce(t *testing.T) {
 		kgo.RecordHeader{Key: envelope.HeaderCheckAfter, Value: []byte("5000")},
 		kgo.RecordHeader{Key: "ec-h-trace", Value: []byte("abc")}),
 		decisionRec("shop", "o-1", "commit"))
-	e.start(e.config(), st, fwd, ownership.New())
+	e.start(e.config(), st, fwd, NewOwnership())
 
 	require.Eventually(t, e.committedAll, waitFor, tick)
 	require.Equal(t, 1, st.applyCount(), "one store transaction")
@@ -81,7 +80,7 @@ func TestCheckAfterFromEnvelopeOrConfig(t *testing.T) {
 		}
 		return 0 // the default
 	}
-	e.start(cfg, st, nil, ownership.New())
+	e.start(cfg, st, nil, NewOwnership())
 	e.produce(
 		prepareRec("shop", "a", nil, kgo.RecordHeader{Key: envelope.HeaderCheckAfter, Value: []byte("1500")}),
 		prepareRec("slow", "b", nil),
@@ -102,7 +101,7 @@ func TestCommitBeforePrepare(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1)
 	st, fwd := newMemStore(), &handoffs{}
-	e.start(e.config(), st, fwd, ownership.New())
+	e.start(e.config(), st, fwd, NewOwnership())
 
 	e.produce(decisionRec("shop", "late", "commit"))
 	require.Eventually(t, func() bool {
@@ -121,7 +120,7 @@ func TestRollbackAndConflictCounted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1)
 	st, fwd := newMemStore(), &handoffs{}
-	in := e.start(e.config(), st, fwd, ownership.New())
+	in := e.start(e.config(), st, fwd, NewOwnership())
 	e.produce(
 		prepareRec("shop", "r", []byte("x")), decisionRec("shop", "r", "rollback"),
 		decisionRec("shop", "r", "commit"),   // contradicts: ignored
@@ -143,7 +142,7 @@ func TestStoreDownNothingCommittedThenRecovers(t *testing.T) {
 	e := newEnv(t, 2)
 	st, fwd := newMemStore(), &handoffs{}
 	st.failures.Store(-1)
-	in := e.start(e.config(), st, fwd, ownership.New())
+	in := e.start(e.config(), st, fwd, NewOwnership())
 	e.lifecycle("shop", 0, 50)
 
 	require.Eventually(t, func() bool { return st.errs.Load() >= 5 }, waitFor, tick)
@@ -173,7 +172,7 @@ func TestRestartSameGroupNoLossReplaysAreNoOps(t *testing.T) {
 		e.cluster.KeepControl()
 		return failOffsetCommit(kreq), nil, true
 	})
-	first := e.start(e.config(), st, fwd, ownership.New())
+	first := e.start(e.config(), st, fwd, NewOwnership())
 	e.lifecycle("shop", 0, 40)
 	require.Eventually(t, func() bool { return st.countStatus(state.Committed, true) == 40 }, waitFor, tick)
 	require.Eventually(t, func() bool { return testutil.ToFloat64(first.met.commitErrs) > 0 }, waitFor, tick)
@@ -187,7 +186,7 @@ func TestRestartSameGroupNoLossReplaysAreNoOps(t *testing.T) {
 	// Commits work again; a new ingester in the same group replays all.
 	failCommits.Store(false)
 	before := st.effects()
-	second := e.start(e.config(), st, fwd, ownership.New())
+	second := e.start(e.config(), st, fwd, NewOwnership())
 	e.lifecycle("shop", 40, 10)
 	require.Eventually(t, func() bool { return st.countStatus(state.Committed, true) == 50 }, waitFor, tick)
 	require.Eventually(t, e.committedAll, waitFor, tick)
@@ -204,7 +203,7 @@ func TestMalformedRecordsGoToDLQAndDoNotBlock(t *testing.T) {
 	st, fwd := newMemStore(), &handoffs{}
 	cfg := e.config()
 	cfg.MaxPayload = 16
-	in := e.start(cfg, st, fwd, ownership.New())
+	in := e.start(cfg, st, fwd, NewOwnership())
 
 	noBiz := decisionRec("shop", "x", "commit")
 	noBiz.Headers = noBiz.Headers[:1:1]
@@ -273,7 +272,7 @@ func TestDLQProduceFailureRetriedNeverLost(t *testing.T) {
 		e.cluster.KeepControl()
 		return resp, nil, true
 	})
-	in := e.start(e.config(), st, nil, ownership.New())
+	in := e.start(e.config(), st, nil, NewOwnership())
 	e.produce(decisionRec("shop", "x", "maybe"), decisionRec("shop", "y", "commit"))
 
 	require.Eventually(t, e.committedAll, waitFor, tick)
@@ -288,7 +287,7 @@ func TestDLQProduceFailureRetriedNeverLost(t *testing.T) {
 func TestOwnershipFollowsAssignment(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 3)
-	owned := ownership.New()
+	owned := NewOwnership()
 	in := e.start(e.config(), newMemStore(), nil, owned)
 	require.Eventually(t, func() bool { return len(owned.Partitions()) == 3 }, waitFor, tick)
 	require.Equal(t, []int32{0, 1, 2}, owned.Partitions())
@@ -303,7 +302,7 @@ func TestCompatibilityFormatApplied(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1)
 	st, fwd := newMemStore(), &handoffs{}
-	e.start(e.config(), st, fwd, ownership.New())
+	e.start(e.config(), st, fwd, NewOwnership())
 	e.produce(
 		&kgo.Record{Key: []byte("7:order-1"), Value: []byte(`{"message":"{\"id\":1}","bizID":7,"messageKey":"order-1","messageStatus":1,"forwardTopic":"orders","forwardKey":"o1"}`)},
 		&kgo.Record{Key: []byte("7:order-1"), Value: []byte(`{"bizID":7,"messageKey":"order-1","messageStatus":2}`)},
@@ -329,7 +328,7 @@ func TestConsumerLagFromHighWatermark(t *testing.T) {
 	e.produce(rs...)
 	cfg := e.config()
 	cfg.MaxPollRecords = 10
-	in := e.start(cfg, st, nil, ownership.New())
+	in := e.start(cfg, st, nil, NewOwnership())
 	lag := in.met.lag.WithLabelValues("0")
 
 	<-st.entered

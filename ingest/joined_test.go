@@ -7,8 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
-
-	"github.com/eventcenter/eventcenter/internal/ownership"
 )
 
 // TestJoinedEvenWithAnEmptyAssignment: Joined turns true once the group
@@ -17,13 +15,13 @@ import (
 func TestJoinedEvenWithAnEmptyAssignment(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1)
-	firstOwned := ownership.New()
+	firstOwned := NewOwnership()
 	first := e.start(e.config(), newMemStore(), nil, firstOwned)
 	require.Eventually(t, first.Joined, 10*time.Second, 5*time.Millisecond)
 
 	cfg := e.config()
 	cfg.Registerer = prometheus.NewRegistry()
-	spareOwned := ownership.New()
+	spareOwned := NewOwnership()
 	spare, err := New(cfg, newMemStore(), spareOwned)
 	require.NoError(t, err)
 	require.False(t, spare.Joined(), "not before Start")

@@ -12,16 +12,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/clientlib/envelope/kafkarec"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
 
 // Headers added to dead letters, next to the original record's headers.
 const (
-	HeaderDLQReason    = "ec-dlq-reason"
-	HeaderDLQTopic     = "ec-dlq-topic"
-	HeaderDLQPartition = "ec-dlq-partition"
-	HeaderDLQOffset    = "ec-dlq-offset"
+	HeaderDLQReason    = envelope.HeaderDLQReason
+	HeaderDLQTopic     = envelope.HeaderDLQTopic
+	HeaderDLQPartition = envelope.HeaderDLQPartition
+	HeaderDLQOffset    = envelope.HeaderDLQOffset
 )
 
 // Why a retry was abandoned.
@@ -204,16 +205,9 @@ func (g *group) partitions() []int32 {
 
 // decode reads a kgo record as an envelope.
 func (in *Ingester) decode(rec *kgo.Record) (envelope.Envelope, error) {
-	var hs []envelope.Header
-	if len(rec.Headers) > 0 {
-		hs = make([]envelope.Header, len(rec.Headers))
-		for i, h := range rec.Headers {
-			hs[i] = envelope.Header{Key: h.Key, Value: h.Value}
-		}
-	}
 	return in.dec.Decode(envelope.Record{
 		Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
-		Key: rec.Key, Value: rec.Value, Headers: hs,
+		Key: rec.Key, Value: rec.Value, Headers: kafkarec.Headers(rec.Headers),
 	})
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/internal/pgtest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
@@ -59,7 +58,7 @@ func exerciseRealStore(t *testing.T, st store.Store) {
 		e.cluster.KeepControl()
 		return failOffsetCommit(kreq), nil, true
 	})
-	first := e.start(e.config(), st, fwd, ownership.New())
+	first := e.start(e.config(), st, fwd, NewOwnership())
 
 	committed := func(key string, body bool) func() bool {
 		return func() bool {
@@ -84,7 +83,7 @@ func exerciseRealStore(t *testing.T, st store.Store) {
 	require.Zero(t, e.committedCount(), "no commit got through")
 
 	failCommits.Store(false)
-	second := e.start(e.config(), st, fwd, ownership.New())
+	second := e.start(e.config(), st, fwd, NewOwnership())
 	e.produce(prepareRec("shop", "new", []byte("n")), decisionRec("shop", "new", "commit"))
 	require.Eventually(t, committed("new", true), waitFor, tick)
 	require.Eventually(t, e.committedAll, waitFor, tick)

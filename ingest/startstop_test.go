@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/internal/startstop/startstoptest"
 )
 
@@ -14,7 +13,7 @@ func TestIngesterStartStop(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1)
 	startstoptest.Exercise(t, func(t *testing.T) startstoptest.Service {
-		in, err := New(e.config(), newMemStore(), ownership.New())
+		in, err := New(e.config(), newMemStore(), NewOwnership())
 		require.NoError(t, err)
 		return in
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eventcenter/eventcenter/clientlib/checkback"
+	"github.com/eventcenter/eventcenter/clientlib/envelope"
 )
 
 // Jitter is how backoff delays are randomised.
@@ -32,17 +33,17 @@ const (
 // takes the documented default; in a BizConfig it takes Config.Policy's.
 type Policy struct {
 	// FirstDelay is the delay from PREPARE to the first check-back when the
-	// envelope names none (its ec-check-after). Default 10s.
+	// envelope names none (its ec-check-after). Default 30s.
 	FirstDelay time.Duration
 	// BackoffBase is the delay after the first unknown answer; it doubles
-	// with every further one up to BackoffCap. Default 5s.
+	// with every further one up to BackoffCap. Default 10s.
 	BackoffBase time.Duration
 	// BackoffCap bounds the delay. Default 5m.
 	BackoffCap time.Duration
 	// MaxAttempts is the number of check-backs after which a message that
 	// is still unknown is parked as VERIFY_FAILED. Default 15.
 	MaxAttempts int
-	// Timeout bounds one call. Default 5s.
+	// Timeout bounds one call. Default 3s.
 	Timeout time.Duration
 	// Jitter randomises each delay; default full jitter. Set JitterSet to
 	// override it in a BizConfig (the zero value is JitterFull).
@@ -50,13 +51,21 @@ type Policy struct {
 	JitterSet bool
 }
 
-// Default policy values.
+// Default values: a zero field of Config takes these (setDefaults), and the
+// binary's configuration (internal/config) starts from them, so the library
+// and the product cannot disagree.
 const (
-	DefaultFirstDelay  = 10 * time.Second
-	DefaultBackoffBase = 5 * time.Second
+	DefaultFirstDelay  = envelope.DefaultCheckAfter
+	DefaultBackoffBase = 10 * time.Second
 	DefaultBackoffCap  = 5 * time.Minute
 	DefaultMaxAttempts = 15
-	DefaultTimeout     = 5 * time.Second
+	DefaultTimeout     = 3 * time.Second
+
+	DefaultWorkers             = 64
+	DefaultEndpointConcurrency = 8
+	DefaultLease               = 2 * time.Minute
+	DefaultBreakerFailures     = 5
+	DefaultBreakerCoolDown     = 30 * time.Second
 )
 
 // BizConfig is the configuration of one bizID.
@@ -91,7 +100,7 @@ type Config struct {
 	// Workers bounds concurrent calls overall. Default 64.
 	Workers int
 	// EndpointConcurrency bounds concurrent calls per endpoint (host:port).
-	// Default 4.
+	// Default 8 (at most Workers).
 	EndpointConcurrency int
 	// EndpointQueue is how many claimed messages may wait in memory for a
 	// busy endpoint; they are taken by its calls as they end, without a
@@ -181,17 +190,21 @@ func (c *Config) setDefaults() {
 	def(&p.BackoffCap, DefaultBackoffCap)
 	def(&p.MaxAttempts, DefaultMaxAttempts)
 	def(&p.Timeout, DefaultTimeout)
-	def(&c.Workers, 64)
-	def(&c.EndpointConcurrency, 4)
+	def(&c.Workers, DefaultWorkers)
+	ec := DefaultEndpointConcurrency
+	if c.Workers > 0 { // never more per endpoint than in all
+		ec = min(ec, c.Workers)
+	}
+	def(&c.EndpointConcurrency, ec)
 	def(&c.EndpointQueue, 64)
 	def(&c.ClaimLimit, 1024)
 	def(&c.ClaimAhead, 2*c.ClaimLimit)
-	def(&c.Lease, 2*time.Minute)
+	def(&c.Lease, DefaultLease)
 	def(&c.PollInterval, time.Second)
 	def(&c.BusyDelay, 100*time.Millisecond)
 	def(&c.MaxPutOff, 30*time.Second)
-	def(&c.BreakerFailures, 5)
-	def(&c.BreakerCoolDown, 30*time.Second)
+	def(&c.BreakerFailures, DefaultBreakerFailures)
+	def(&c.BreakerCoolDown, DefaultBreakerCoolDown)
 	def(&c.ApplyBatch, 256)
 	def(&c.ApplyInterval, 20*time.Millisecond)
 	def(&c.Appliers, 4)

@@ -167,7 +167,7 @@
 // endpoint's queue (due at once, no attempt burned), writes the answers
 // already received, through all appliers, and waits for every goroutine.
 //
-// On this project's 2-core test machine (eventcenter bench, PostgreSQL,
+// On this project's 2-core test machine (ectools bench, PostgreSQL,
 // 100,000 due check-backs, an endpoint answering commit at once) this took
 // the check-back rate from ~2,100/s (one claim at a time, sized on free
 // workers, the surplus put off; one Apply at a time) to ~5,900–6,900/s,

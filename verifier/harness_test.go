@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/eventcenter/eventcenter/forwarder"
-	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/store/sqlite"
@@ -54,7 +54,7 @@ type harness struct {
 	t     *testing.T
 	clk   *clock
 	st    testStore
-	owned *ownership.Set
+	owned *ingest.Ownership
 	reg   *prometheus.Registry
 	fwd   *handoffs
 	v     *Verifier
@@ -64,7 +64,7 @@ type harness struct {
 // clk unless already set.
 func startVerifier(t *testing.T, clk *clock, st testStore, cfg Config) *harness {
 	t.Helper()
-	h := &harness{t: t, clk: clk, st: st, owned: ownership.New(), reg: prometheus.NewRegistry(), fwd: &handoffs{}}
+	h := &harness{t: t, clk: clk, st: st, owned: ingest.NewOwnership(), reg: prometheus.NewRegistry(), fwd: &handoffs{}}
 	h.owned.Assign(0)
 	if cfg.Now == nil {
 		cfg.Now = clk.Now

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/internal/startstop/startstoptest"
 )
 
@@ -18,7 +18,7 @@ func TestVerifierStartStop(t *testing.T) {
 	startstoptest.Exercise(t, func(t *testing.T) startstoptest.Service {
 		clk := newClock()
 		v, err := New(Config{Now: clk.Now, Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)},
-			newMemStore(clk.Now), ownership.New())
+			newMemStore(clk.Now), ingest.NewOwnership())
 		require.NoError(t, err)
 		return v
 	})

@@ -26,7 +26,7 @@ type Store interface {
 	Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error)
 }
 
-// Owned is the set of owned control partitions (internal/ownership.Set).
+// Owned is the set of owned control partitions (ingest.Ownership).
 type Owned interface {
 	Partitions() []int32
 	Changed() <-chan struct{}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/internal/center"
 	"github.com/eventcenter/eventcenter/internal/config"
-	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake"
+	"github.com/eventcenter/eventcenter/internal/shutdown"
 )
 
 type devFlags struct {
@@ -46,7 +46,9 @@ broker (business topics are created on first use), and serves the admin API,
 the console (/ui) and /metrics on --http-listen without authentication.
 
 With --rocketmq it also starts the project's wire-level RocketMQ stand-in and
-configures a forward target named "rocketmq" (use ec-target: rocketmq).`,
+configures a forward target named "rocketmq" (use ec-target: rocketmq). The
+stand-in is test code: it is only in a binary built with -tags rocketmqfake
+(go run -tags rocketmqfake ./cmd/eventcenter dev --rocketmq).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDev(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -95,6 +97,9 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 	if f.partitions < 1 {
 		return fmt.Errorf("--partitions: must be at least 1, got %d", f.partitions)
 	}
+	if f.rocketmq && !haveRocketMQStandIn { // before anything is started
+		return fmt.Errorf("--rocketmq: %w", errNoRocketMQStandIn)
+	}
 	if err := os.MkdirAll(f.dataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
@@ -141,23 +146,24 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	var rmq *rocketmqfake.Server
+	var rmqAddr string
 	if f.rocketmq {
-		rmq, err = rocketmqfake.Start(rocketmqfake.WithAutoCreate(true))
+		addr, stop, err := startRocketMQStandIn()
 		if err != nil {
 			return fmt.Errorf("start RocketMQ stand-in: %w", err)
 		}
-		defer rmq.Close()
-		cfg.Forward.Targets = append(cfg.Forward.Targets, config.Target{Name: "rocketmq", Type: "rocketmq", NameServers: []string{rmq.NameServerAddr()}})
+		defer stop()
+		rmqAddr = addr
+		cfg.Forward.Targets = append(cfg.Forward.Targets, config.Target{Name: "rocketmq", Type: "rocketmq", NameServers: []string{addr}})
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 
-	ctx, cancel := signalContext(ctx, log)
+	ctx, cancel := shutdown.SignalContext(ctx, log)
 	defer cancel()
 	return runCenter(ctx, cfg, center.Options{Logger: log}, func(c *center.Center) {
-		printWelcome(stdout, cfg, c.Addr(), rmq)
+		printWelcome(stdout, cfg, c.Addr(), rmqAddr)
 	})
 }
 
@@ -260,7 +266,9 @@ func createTopics(ctx context.Context, brokers []string, partitions int, topics 
 	return nil
 }
 
-func printWelcome(w io.Writer, cfg config.Config, httpAddr string, rmq *rocketmqfake.Server) {
+// printWelcome tells where everything runs; rmqAddr is the RocketMQ
+// stand-in's name server, empty without --rocketmq.
+func printWelcome(w io.Writer, cfg config.Config, httpAddr, rmqAddr string) {
 	_, _ = fmt.Fprintf(w, `eventcenter dev is running.
 
   Kafka (kfake):   %[1]s   control topic %[2]s, dead letters %[3]s
@@ -269,8 +277,8 @@ func printWelcome(w io.Writer, cfg config.Config, httpAddr string, rmq *rocketmq
   Admin API:       http://%[5]s/api/v1/messages
   Metrics:         http://%[5]s/metrics
 `, cfg.Kafka.Brokers[0], cfg.Kafka.ControlTopic, cfg.Kafka.DLQ(), cfg.Store.DSN, httpAddr)
-	if rmq != nil {
-		_, _ = fmt.Fprintf(w, "  RocketMQ:        name server %s (forward target \"rocketmq\")\n", rmq.NameServerAddr())
+	if rmqAddr != "" {
+		_, _ = fmt.Fprintf(w, "  RocketMQ:        name server %s (forward target \"rocketmq\")\n", rmqAddr)
 	}
 	_, _ = fmt.Fprintf(w, `
 Send a transactional message with kcat:

@@ -6,6 +6,11 @@
 //	eventcenter admin ...                  operator commands over the admin API
 //	eventcenter version
 //
+// The tools that measure and stress the center (bench, soak) are a separate
+// command, cmd/ectools, so that this binary links none of them; "dev
+// --rocketmq" needs a build with -tags rocketmqfake (the RocketMQ stand-in is
+// test code).
+//
 // Configuration precedence, lowest first: built-in defaults, the YAML file,
 // EVENTCENTER_* environment variables, command-line flags.
 //

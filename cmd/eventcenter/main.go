@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +16,7 @@ import (
 	"github.com/eventcenter/eventcenter/internal/center"
 	"github.com/eventcenter/eventcenter/internal/cliflags"
 	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/internal/shutdown"
 	"github.com/eventcenter/eventcenter/internal/version"
 )
 
@@ -47,19 +46,14 @@ Configuration precedence, lowest first: built-in defaults, the YAML file
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return cliflags.Check(cmd.Flags(), flagRules)
 	}
-	root.AddCommand(newServe(), newDev(), newMigrate(), newVersion(), newHealthcheck(), cli.NewCommand(), newBench(), newSoak())
+	root.AddCommand(newServe(), newDev(), newMigrate(), newVersion(), newHealthcheck(), cli.NewCommand())
 	return root
 }
 
-// flagRules are the numeric flags that need more than "not negative": the
-// counts that must be at least 1 (dev, bench and soak), and soak's --seed,
-// which may be negative.
+// flagRules are the numeric flags that need more than "not negative": dev's
+// partition count must be at least 1. (bench and soak live in cmd/ectools.)
 var flagRules = cliflags.Rules{
-	Min: map[string]float64{
-		"partitions": 1, "producers": 1, "centers": 1, "concurrency": 1,
-		"checkback-concurrency": 1, "checkback-workers": 1, "store-max-conns": 1,
-	},
-	Negative: []string{"seed"},
+	Min: map[string]float64{"partitions": 1},
 }
 
 // flags shared by serve and dev that override the configuration.
@@ -95,28 +89,6 @@ func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// signalContext is cancelled by the first SIGINT/SIGTERM; a second one
-// exits the process at once.
-func signalContext(parent context.Context, log *slog.Logger) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(parent)
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		select {
-		case s := <-sigs:
-			log.Info("shutting down; send the signal again to exit at once", "signal", s.String())
-			cancel()
-		case <-ctx.Done():
-			signal.Stop(sigs)
-			return
-		}
-		s := <-sigs
-		log.Error("exiting at once", "signal", s.String())
-		os.Exit(2)
-	}()
-	return ctx, cancel
 }
 
 // runCenter runs a center until ctx ends, then stops it in order.
@@ -158,7 +130,7 @@ func newServe() *cobra.Command {
 				return err
 			}
 			log := newLogger(cfg.Log, cmd.ErrOrStderr())
-			ctx, cancel := signalContext(cmd.Context(), log)
+			ctx, cancel := shutdown.SignalContext(cmd.Context(), log)
 			defer cancel()
 			return runCenter(ctx, cfg, center.Options{Logger: log}, nil)
 		},

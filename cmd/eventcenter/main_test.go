@@ -95,7 +95,7 @@ func TestDevWelcomeConsumeCommandExits(t *testing.T) {
 	cfg := config.Default()
 	cfg.Store = config.Store{Driver: "sqlite", DSN: "/tmp/dev/eventcenter.db"}
 	var out bytes.Buffer
-	printWelcome(&out, cfg, "127.0.0.1:8080", nil)
+	printWelcome(&out, cfg, "127.0.0.1:8080", "")
 	var consume string
 	for line := range strings.Lines(out.String()) {
 		if strings.Contains(line, "kcat -C") {
@@ -124,7 +124,7 @@ func TestDevCreatesTopics(t *testing.T) {
 }
 
 // Negative counts and durations are refused, naming the flag, before the
-// command does anything (dev would start a broker, bench and soak a run).
+// command does anything (dev would start a broker).
 func TestNegativeFlagsAreErrors(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -133,14 +133,6 @@ func TestNegativeFlagsAreErrors(t *testing.T) {
 	}{
 		{[]string{"dev", "--data-dir", dir, "--partitions", "-3"}, "--partitions: must be at least 1, got -3"},
 		{[]string{"dev", "--data-dir", dir, "--partitions", "0"}, "--partitions: must be at least 1, got 0"},
-		{[]string{"bench", "--messages", "-1"}, "--messages: must not be negative, got -1"},
-		{[]string{"bench", "--duration", "-1m"}, "--duration: must not be negative, got -1m0s"},
-		{[]string{"bench", "--rate", "-5"}, "--rate: must not be negative, got -5"},
-		{[]string{"bench", "--producers", "0"}, "--producers: must be at least 1, got 0"},
-		{[]string{"bench", "--checkback-first-delay", "-1s"}, "--checkback-first-delay: must not be negative, got -1s"},
-		{[]string{"soak", "--partitions", "-3"}, "--partitions: must be at least 1, got -3"},
-		{[]string{"soak", "--centers", "-1"}, "--centers: must be at least 1, got -1"},
-		{[]string{"soak", "--fault-every", "-4s"}, "--fault-every: must not be negative, got -4s"},
 		{[]string{"admin", "list", "--limit", "-1"}, "--limit: must not be negative, got -1"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -152,10 +144,6 @@ func TestNegativeFlagsAreErrors(t *testing.T) {
 			require.EqualError(t, root.ExecuteContext(ctx), tc.msg)
 		})
 	}
-	// soak's seed may be negative: the run gets past the flag check (and
-	// fails on its own configuration).
-	_, err := run(t, "soak", "--seed", "-7", "--duration", "0s")
-	require.ErrorContains(t, err, "Duration")
 }
 
 // serve, migrate and dev check the whole configuration before they touch
@@ -187,4 +175,17 @@ func TestConfigCheckedBeforeStoreAndKafka(t *testing.T) {
 	entries, err := os.ReadDir(data)
 	require.NoError(t, err)
 	require.Empty(t, entries, "dev started nothing")
+}
+
+// The product binary has no RocketMQ stand-in: dev --rocketmq says how to
+// get one before it starts anything.
+func TestDevRocketMQNeedsTheBuildTag(t *testing.T) {
+	if haveRocketMQStandIn {
+		t.Skip("built with -tags rocketmqfake")
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	_, err := run(t, "dev", "--rocketmq", "--data-dir", data, "--kafka-addr", "127.0.0.1:0")
+	require.ErrorContains(t, err, "-tags rocketmqfake")
+	_, statErr := os.Stat(data)
+	require.True(t, os.IsNotExist(statErr), "dev started nothing")
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/forwarder/kafka"
-	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/internal/pgtest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
@@ -100,7 +100,7 @@ func BenchmarkForwardToKafka(b *testing.B) {
 			Payload: make([]byte, 512), DecidedAt: time.Now()}
 	}
 	st := &countStore{wake: make(chan struct{}, 1)}
-	owned := ownership.New()
+	owned := ingest.NewOwnership()
 	owned.Assign(0)
 	f, err := forwarder.New(forwarder.Config{
 		Targets: map[string]forwarder.Target{"kafka": tg}, ScanInterval: time.Hour,
@@ -179,7 +179,7 @@ func benchCommitAndForward(b *testing.B, sq store.Store) {
 	c := benchCluster(b)
 	tg := benchTarget(b, c)
 	st := &markCounter{Store: sq, wake: make(chan struct{}, 1)}
-	owned := ownership.New()
+	owned := ingest.NewOwnership()
 	owned.Assign(0)
 	f, err := forwarder.New(forwarder.Config{
 		Targets: map[string]forwarder.Target{"kafka": tg}, ScanInterval: time.Hour,

@@ -15,7 +15,7 @@ import (
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/forwarder/kafka"
-	"github.com/eventcenter/eventcenter/internal/ownership"
+	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/internal/testclock"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
@@ -47,7 +47,7 @@ func newPipeline(t *testing.T, clusterOpts []kfake.Opt, mod func(*forwarder.Conf
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	p.st = st
-	owned := ownership.New()
+	owned := ingest.NewOwnership()
 	owned.Assign(0)
 	cfg := forwarder.Config{
 		Targets:      map[string]forwarder.Target{"kafka": tg},

@@ -12,7 +12,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kslog"
 
+	"github.com/eventcenter/eventcenter/clientlib/envelope/kafkarec"
 	"github.com/eventcenter/eventcenter/forwarder"
 )
 
@@ -150,7 +152,7 @@ func New(cfg Config) (*Target, error) {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(linger),
 		kgo.UnknownTopicRetries(retries),
-		kgo.WithLogger(kgoLogger{cfg.Logger}),
+		kgo.WithLogger(kslog.New(cfg.Logger)),
 	}
 	if cfg.AutoCreateTopics {
 		opts = append(opts, kgo.AllowAutoTopicCreation())
@@ -215,13 +217,7 @@ func (t *Target) classify(topic string, size int, err error) error {
 }
 
 // recordSize is a record's key, value and headers in bytes.
-func recordSize(r *kgo.Record) int {
-	n := len(r.Key) + len(r.Value)
-	for _, h := range r.Headers {
-		n += len(h.Key) + len(h.Value)
-	}
-	return n
-}
+func recordSize(r *kgo.Record) int { return kafkarec.Size(r) }
 
 // Close flushes nothing (Send waits for its records) and closes the
 // clients.
@@ -242,12 +238,7 @@ func toKgo(dst *kgo.Record, r *forwarder.Record) {
 		dst.Key = []byte(r.Key)
 	}
 	dst.Value = r.Value
-	if len(r.Headers) > 0 {
-		dst.Headers = make([]kgo.RecordHeader, len(r.Headers))
-		for i, h := range r.Headers {
-			dst.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
-		}
-	}
+	dst.Headers = kafkarec.KgoHeaders(r.Headers)
 }
 
 // Ref formats a produced record's position as "topic/partition@offset".
@@ -288,26 +279,4 @@ func Classify(topic string, err error) error {
 		return forwarder.Permanent(fmt.Errorf("kafka rejected the record for topic %q: %w", topic, err))
 	}
 	return fmt.Errorf("produce to kafka topic %q: %w", topic, err)
-}
-
-// kgoLogger passes the client's logs to slog: its Warn and Error as such,
-// its (chatty) Info and Debug as Debug.
-type kgoLogger struct{ l *slog.Logger }
-
-func (k kgoLogger) Level() kgo.LogLevel {
-	if k.l.Enabled(context.Background(), slog.LevelDebug) {
-		return kgo.LogLevelInfo
-	}
-	return kgo.LogLevelWarn
-}
-
-func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	lv := slog.LevelDebug
-	switch level {
-	case kgo.LogLevelError:
-		lv = slog.LevelError
-	case kgo.LogLevelWarn:
-		lv = slog.LevelWarn
-	}
-	k.l.Log(context.Background(), lv, msg, keyvals...)
 }

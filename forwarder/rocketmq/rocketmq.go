@@ -21,8 +21,8 @@ import (
 )
 
 // IDProperty is the message property that carries the record's
-// "bizID:messageKey".
-const IDProperty = "ec-id"
+// "bizID:messageKey" (forwarder.HeaderID, the Kafka header's name).
+const IDProperty = forwarder.HeaderID
 
 // Defaults.
 const (

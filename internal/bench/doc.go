@@ -1,4 +1,4 @@
-// Package bench is the logic of "eventcenter bench": it drives producers
+// Package bench is the logic of "ectools bench": it drives producers
 // through clientlib against an embedded (kfake + the center in process) or
 // external setup, measures commit-to-forward latency and forwarded messages
 // per second with a consumer of the business topic, times check-back

@@ -22,7 +22,6 @@ import (
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/internal/config"
-	"github.com/eventcenter/eventcenter/internal/ownership"
 	"github.com/eventcenter/eventcenter/internal/retention"
 	"github.com/eventcenter/eventcenter/internal/storemetrics"
 	"github.com/eventcenter/eventcenter/internal/version"
@@ -59,7 +58,7 @@ type Center struct {
 	registry *prometheus.Registry
 
 	Store     store.Store
-	Owned     *ownership.Set
+	Owned     *ingest.Ownership
 	targets   map[string]forwarder.Target
 	Forwarder *forwarder.Forwarder
 	Verifier  *verifier.Verifier
@@ -91,7 +90,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	if opt.Registry == nil {
 		opt.Registry = prometheus.NewRegistry()
 	}
-	c := &Center{cfg: cfg, log: opt.Logger, registry: opt.Registry, Owned: ownership.New(), targets: map[string]forwarder.Target{}}
+	c := &Center{cfg: cfg, log: opt.Logger, registry: opt.Registry, Owned: ingest.NewOwnership(), targets: map[string]forwarder.Target{}}
 	defer func() {
 		if err != nil {
 			c.closeAll()

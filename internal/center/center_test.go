@@ -99,13 +99,6 @@ func TestStopTwiceReturns(t *testing.T) {
 	require.NoError(t, c.Stop(ctx), "a second Stop returns at once with the first result")
 }
 
-func TestConfigDefaultsMatchIngestDefaults(t *testing.T) {
-	d := config.Default()
-	require.Equal(t, ingest.DefaultParallelism, d.Ingest.Parallelism)
-	require.Equal(t, ingest.DefaultMinApply, d.Ingest.MinApplyRecords)
-	require.Equal(t, ingest.DefaultMaxPayload, d.Ingest.MaxPayloadBytes)
-}
-
 // The sizes config validates with are the ones ingest and the targets use:
 // a message ingest accepts fits every target's producer.
 func TestConfigSizesMatchIngestAndTargets(t *testing.T) {

@@ -19,6 +19,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/eventcenter/eventcenter/clientlib/checkback"
+	"github.com/eventcenter/eventcenter/forwarder"
+	"github.com/eventcenter/eventcenter/ingest"
+	"github.com/eventcenter/eventcenter/internal/retention"
 	"github.com/eventcenter/eventcenter/verifier"
 )
 
@@ -248,24 +251,32 @@ type Log struct {
 	Format string `yaml:"format" env:"EVENTCENTER_LOG_FORMAT"`
 }
 
-// Default returns the built-in defaults.
+// Default returns the built-in defaults. What a component also defaults
+// comes from the component's own Default* constants (ingest, forwarder,
+// verifier, retention), the one home of each value: a zero field passed to
+// the component and the binary's default are the same by construction. What
+// only the binary has (Kafka session, store, HTTP, log) is defaulted here.
 func Default() Config {
 	return Config{
-		Kafka:  Kafka{Brokers: []string{"127.0.0.1:9092"}, ControlTopic: "eventcenter.control", Group: "eventcenter", ClientID: "eventcenter", SessionTimeout: 45 * time.Second, ControlPartitions: 8},
-		Store:  Store{Driver: "postgres", MaxConns: 8},
-		HTTP:   HTTP{Listen: "127.0.0.1:8080"},
-		Ingest: Ingest{MaxPayloadBytes: 1 << 20, SendLease: 30 * time.Second, Parallelism: 4, MinApplyRecords: 500},
+		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ControlTopic: ingest.DefaultControlTopic, Group: ingest.DefaultGroup,
+			ClientID: "eventcenter", SessionTimeout: 45 * time.Second, ControlPartitions: 8},
+		Store: Store{Driver: "postgres", MaxConns: 8},
+		HTTP:  HTTP{Listen: "127.0.0.1:8080"},
+		Ingest: Ingest{MaxPayloadBytes: ingest.DefaultMaxPayload, SendLease: forwarder.DefaultLease,
+			Parallelism: ingest.DefaultParallelism, MinApplyRecords: ingest.DefaultMinApply},
 		Forward: Forward{
-			DefaultTarget: "kafka", MaxAttempts: 20, BackoffBase: time.Second, BackoffCap: 5 * time.Minute,
-			ScanInterval: time.Second, Lease: 30 * time.Second, SendTimeout: 10 * time.Second,
+			DefaultTarget: "kafka", MaxAttempts: forwarder.DefaultMaxAttempts,
+			BackoffBase: forwarder.DefaultBackoffBase, BackoffCap: forwarder.DefaultBackoffCap,
+			ScanInterval: forwarder.DefaultScanInterval, Lease: forwarder.DefaultLease, SendTimeout: forwarder.DefaultSendTimeout,
 			Targets: []Target{{Name: "kafka", Type: "kafka"}},
 		},
 		Checkback: Checkback{
-			Policy:  Policy{FirstDelay: 30 * time.Second, BackoffBase: 10 * time.Second, BackoffCap: 5 * time.Minute, MaxAttempts: 15, Timeout: 3 * time.Second},
-			Workers: 64, EndpointConcurrency: 8, Lease: 2 * time.Minute,
-			Breaker: Breaker{Failures: 5, Cooldown: 30 * time.Second},
+			Policy: Policy{FirstDelay: verifier.DefaultFirstDelay, BackoffBase: verifier.DefaultBackoffBase,
+				BackoffCap: verifier.DefaultBackoffCap, MaxAttempts: verifier.DefaultMaxAttempts, Timeout: verifier.DefaultTimeout},
+			Workers: verifier.DefaultWorkers, EndpointConcurrency: verifier.DefaultEndpointConcurrency, Lease: verifier.DefaultLease,
+			Breaker: Breaker{Failures: verifier.DefaultBreakerFailures, Cooldown: verifier.DefaultBreakerCoolDown},
 		},
-		Retention: Retention{Period: 7 * 24 * time.Hour, Interval: time.Minute, Batch: 500},
+		Retention: Retention{Period: retention.DefaultPeriod, Interval: retention.DefaultInterval, Batch: retention.DefaultBatch},
 		Log:       Log{Level: "info", Format: "text"},
 	}
 }

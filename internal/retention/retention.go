@@ -18,13 +18,23 @@ type Store interface {
 	Purge(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
+// Defaults: a zero Interval or Batch takes these, and the binary's
+// configuration (retention.*) starts from them. DefaultPeriod is the
+// binary's; a zero Period here disables purging.
+const (
+	DefaultPeriod   = 7 * 24 * time.Hour
+	DefaultInterval = time.Minute
+	DefaultBatch    = 500
+)
+
 // Config configures the purger.
 type Config struct {
 	// Period is how long terminal messages are kept; 0 disables purging.
 	Period time.Duration
-	// Interval between purge rounds.
+	// Interval between purge rounds (default DefaultInterval).
 	Interval time.Duration
-	// Batch is the number of rows deleted per statement.
+	// Batch is the number of rows deleted per statement (default
+	// DefaultBatch).
 	Batch      int
 	Now        func() time.Time
 	Logger     *slog.Logger
@@ -48,10 +58,10 @@ func New(cfg Config, st Store) *Purger {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Batch < 1 {
-		cfg.Batch = 500
+		cfg.Batch = DefaultBatch
 	}
 	if cfg.Interval <= 0 {
-		cfg.Interval = time.Minute
+		cfg.Interval = DefaultInterval
 	}
 	p := &Purger{cfg: cfg, st: st, purged: prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "eventcenter_retention_purged_total",

@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventcenter/eventcenter/clientlib/envelope"
 )
 
 // collector reads the business topic from the start for the whole run.
@@ -52,7 +54,7 @@ func startCollector(brokers []string) (*collector, context.CancelFunc, error) {
 func (c *collector) add(r *kgo.Record) {
 	var id string
 	for _, h := range r.Headers {
-		if h.Key == "ec-id" {
+		if h.Key == envelope.HeaderID {
 			id = string(h.Value)
 		}
 	}

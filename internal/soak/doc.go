@@ -1,5 +1,5 @@
 // Package soak is the cluster soak and chaos harness behind
-// "eventcenter soak": it starts ecbroker (a Kafka-protocol broker in its own
+// "ectools soak": it starts ecbroker (a Kafka-protocol broker in its own
 // process), a throwaway PostgreSQL cluster (initdb into a temporary
 // directory), several "eventcenter serve" processes, producers using
 // clientlib (commit, rollback, commit-before-prepare as raw records,

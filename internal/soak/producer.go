@@ -13,6 +13,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/clientlib"
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/clientlib/envelope/kafkarec"
 )
 
 const (
@@ -194,10 +195,7 @@ func produceRaw(ctx context.Context, cl *kgo.Client, e envelope.Envelope) error 
 	if err != nil {
 		return err
 	}
-	kr := &kgo.Record{Topic: controlTopic, Key: rec.Key, Value: rec.Value}
-	for _, h := range rec.Headers {
-		kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
-	}
+	kr := kafkarec.Record(controlTopic, rec)
 	for {
 		err := cl.ProduceSync(ctx, kr).FirstErr()
 		if err == nil || ctx.Err() != nil {

@@ -12,7 +12,7 @@ import (
 )
 
 // ciSeed is the soak test's fixed seed: a failure replays with
-// "eventcenter soak --duration 75s --rate 150 --fault-every 3s --seed 8".
+// "ectools soak --duration 75s --rate 150 --fault-every 3s --seed 8".
 const ciSeed = 8
 
 // TestSoakShort runs the soak for 75 s with faults (about 10 of them) and a

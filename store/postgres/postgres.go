@@ -661,6 +661,11 @@ func (s *Store) Audit(ctx context.Context, bizID, key string) ([]store.AuditEntr
 // retryNowChunk is how many messages one RetryNowBizID transaction resets.
 const retryNowChunk = 500
 
+// retryNowSQL selects one chunk of the rows store.RetryNowEligible names.
+var retryNowSQL = `SELECT ` + codec.Columns + ` FROM eventcenter_messages
+	WHERE biz_id = $1 AND id > $2 AND ` + store.RetryNowWhere("has_body") + `
+	ORDER BY id LIMIT $3 FOR UPDATE`
+
 // RetryNowBizID implements store.Store.
 func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error) {
 	total := 0
@@ -668,10 +673,7 @@ func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor
 	for {
 		n := 0
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, `SELECT `+codec.Columns+` FROM eventcenter_messages
-				WHERE biz_id = $1 AND id > $2
-				AND (status IN (1, 4) OR (status = 2 AND has_body AND send_status IN (0, 2)))
-				ORDER BY id LIMIT $3 FOR UPDATE`, bizID, lastID, retryNowChunk)
+			rows, err := tx.Query(ctx, retryNowSQL, bizID, lastID, retryNowChunk)
 			if err != nil {
 				return err
 			}

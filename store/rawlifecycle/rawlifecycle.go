@@ -1,7 +1,7 @@
 // Package rawlifecycle writes a message's store lifecycle (insert PREPARED,
 // update COMMITTED by key, update SENT by id) as plain batched SQL, without
 // the store's code: the baseline that the stores' Go benchmarks and the load
-// tool (eventcenter bench) compare the center against. One implementation
+// tool (ectools bench) compare the center against. One implementation
 // serves both, so the two baselines cannot drift apart.
 package rawlifecycle
 

@@ -685,6 +685,11 @@ func (s *Store) Audit(ctx context.Context, bizID, key string) ([]store.AuditEntr
 // retryNowChunk is how many messages one RetryNowBizID transaction resets.
 const retryNowChunk = 500
 
+// retryNowSQL selects one chunk of the rows store.RetryNowEligible names.
+var retryNowSQL = `SELECT ` + codec.Columns + ` FROM eventcenter_messages
+	WHERE biz_id = ? AND id > ? AND ` + store.RetryNowWhere("has_body = 1") + `
+	ORDER BY id LIMIT ?`
+
 // RetryNowBizID implements store.Store.
 func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error) {
 	total := 0
@@ -692,10 +697,7 @@ func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor
 	for {
 		n := 0
 		err := s.write(ctx, "retry now "+bizID, func(tx *sql.Tx) error {
-			rows, err := tx.QueryContext(ctx, `SELECT `+codec.Columns+` FROM eventcenter_messages
-				WHERE biz_id = ? AND id > ?
-				AND (status IN (1, 4) OR (status = 2 AND has_body = 1 AND send_status IN (0, 2)))
-				ORDER BY id LIMIT ?`, bizID, lastID, retryNowChunk)
+			rows, err := tx.QueryContext(ctx, retryNowSQL, bizID, lastID, retryNowChunk)
 			if err != nil {
 				return err
 			}

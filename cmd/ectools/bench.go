@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/eventcenter/eventcenter/internal/bench"
+	"github.com/eventcenter/eventcenter/internal/shutdown"
 )
 
 func newBench() *cobra.Command {
@@ -35,10 +36,10 @@ store (the lifecycle writes in batches of 1,000, no center). The report gives
 the center's throughput as a ratio of the lower one (--baselines=false skips).
 
 A progress line per second goes to stderr, the table to stdout.`,
-		Example: `  eventcenter bench --messages 100000
-  eventcenter bench --store postgres --dsn postgres://postgres@127.0.0.1:5432/test --messages 200000 --json run.json
-  eventcenter bench --store postgres --dsn ... --checkback-ratio 1 --messages 100000 --baselines=false
-  eventcenter bench --store postgres --dsn ... --duration 10m --rate 8000`,
+		Example: `  ectools bench --messages 100000
+  ectools bench --store postgres --dsn postgres://postgres@127.0.0.1:5432/test --messages 200000 --json run.json
+  ectools bench --store postgres --dsn ... --checkback-ratio 1 --messages 100000 --baselines=false
+  ectools bench --store postgres --dsn ... --duration 10m --rate 8000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
@@ -75,7 +76,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 					return fmt.Errorf("--memprofile: %w", err)
 				}
 			}
-			ctx, cancel := signalContext(cmd.Context(), cfg.Logger)
+			ctx, cancel := shutdown.SignalContext(cmd.Context(), cfg.Logger)
 			defer cancel()
 			rep, err := bench.Run(ctx, cfg)
 			if err != nil {

@@ -28,18 +28,19 @@ SIGSTOP/SIGCONT, PostgreSQL restarts, broker produce and fetch errors, check-bac
 outages and one control-topic partition increase. At the end it checks the
 invariants; the exit status is non-zero when one is violated.
 
-ecbroker is looked up next to this binary, then in PATH (go build ./cmd/ecbroker).`,
+eventcenter and ecbroker are looked up next to this binary, then in PATH
+(go build -o bin/ ./cmd/eventcenter ./cmd/ecbroker ./cmd/ectools).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			self, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("soak: find this binary: %w", err)
+			}
 			if cfg.EventcenterBin == "" {
-				self, err := os.Executable()
-				if err != nil {
-					return fmt.Errorf("soak: find this binary: %w", err)
-				}
-				cfg.EventcenterBin = self
+				cfg.EventcenterBin = findBinary(self, "eventcenter")
 			}
 			if cfg.BrokerBin == "" {
-				cfg.BrokerBin = findBroker(cfg.EventcenterBin)
+				cfg.BrokerBin = findBinary(self, "ecbroker")
 			}
 			cfg.Out = cmd.OutOrStdout()
 			// Ctrl-C ends the run early; the children are still stopped.
@@ -65,19 +66,22 @@ ecbroker is looked up next to this binary, then in PATH (go build ./cmd/ecbroker
 	f.BoolVar(&cfg.Faults, "faults", true, "inject faults")
 	f.DurationVar(&cfg.FaultEvery, "fault-every", 4*time.Second, "mean time between faults")
 	f.DurationVar(&cfg.Settle, "settle", 0, "how long to wait for convergence after the producers stop (0: check-back schedule + 90s)")
-	f.StringVar(&cfg.BrokerBin, "ecbroker", "", "ecbroker binary")
+	f.StringVar(&cfg.BrokerBin, "ecbroker", "", "ecbroker binary (default: next to this binary, then PATH)")
+	f.StringVar(&cfg.EventcenterBin, "eventcenter", "", "eventcenter binary the centers run (default: next to this binary, then PATH)")
 	f.StringVar(&cfg.PGBinDir, "pg-bin", "/usr/lib/postgresql/15/bin", "directory of initdb and pg_ctl")
 	f.StringVar(&cfg.WorkDir, "work-dir", "", "keep configs, logs and the database here (default: a temporary directory, kept only on failure)")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the temporary directory")
 	return cmd
 }
 
-func findBroker(self string) string {
-	next := filepath.Join(filepath.Dir(self), "ecbroker")
+// findBinary returns the path of the named binary next to self, else in
+// PATH, else the path next to self (for the error the run gives).
+func findBinary(self, name string) string {
+	next := filepath.Join(filepath.Dir(self), name)
 	if _, err := os.Stat(next); err == nil {
 		return next
 	}
-	if p, err := exec.LookPath("ecbroker"); err == nil {
+	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
 	return next

@@ -1,4 +1,4 @@
-package ownership
+package ingest
 
 import (
 	"testing"
@@ -6,9 +6,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestAssignRevokeNotifies(t *testing.T) {
+func TestOwnershipAssignRevokeNotifies(t *testing.T) {
 	t.Parallel()
-	s := New()
+	s := NewOwnership()
 	ch := s.Changed()
 	s.Assign(3, 1)
 	select {
