@@ -88,9 +88,12 @@ func TraceID(headers []envelope.Header) string {
 	return sc.TraceID().String()
 }
 
-// Provider is a tracer provider with a Shutdown that flushes its spans.
+// Provider is a tracer provider that can flush its spans.
 type Provider interface {
 	trace.TracerProvider
+	// ForceFlush exports the spans ended so far.
+	ForceFlush(ctx context.Context) error
+	// Shutdown flushes and stops.
 	Shutdown(ctx context.Context) error
 }
 
