@@ -75,8 +75,11 @@ func statements(sqlText string) []string {
 // dialect's migrations in order, one statement at a time (MySQL drivers do
 // not run several in one call by default), and records each version in
 // ec_inbox_schema_version. Every migration is written to be safe to run
-// again (IF NOT EXISTS), so Migrate can run at every consumer start and two
-// consumers migrating at once do no harm.
+// again (IF NOT EXISTS), so Migrate can run at every consumer start. Two
+// consumers migrating an empty PostgreSQL database at the same instant can
+// make one of them fail with a duplicate-object error (CREATE ... IF NOT
+// EXISTS is not atomic there): that one retries, or run Migrate once from
+// a deploy step.
 func Migrate(ctx context.Context, db Execer, d Dialect) error {
 	ms, err := Migrations(d)
 	if err != nil {
