@@ -3,6 +3,7 @@ package clientlib
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -60,4 +61,39 @@ func withTraceContext(ctx context.Context, hs []Header) []Header {
 	copy(out, hs)
 	propagation.TraceContext{}.Inject(ctx, headerCarrier{&out})
 	return out
+}
+
+// recordCarrier adapts a Kafka record's headers to a TextMapCarrier.
+type recordCarrier struct{ r *kgo.Record }
+
+func (c recordCarrier) Get(key string) string {
+	for _, h := range c.r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func (c recordCarrier) Set(string, string) {} // extraction only
+
+func (c recordCarrier) Keys() []string {
+	keys := make([]string, len(c.r.Headers))
+	for i, h := range c.r.Headers {
+		keys[i] = h.Key
+	}
+	return keys
+}
+
+// RecordContext returns ctx with the remote span context of a forwarded
+// record's traceparent/tracestate headers (the center's forward span, or
+// the producer's span when the center does not trace), so that a span the
+// consumer starts from it continues the producer's trace:
+//
+//	ctx, span := tracer.Start(clientlib.RecordContext(ctx, r), "consume",
+//		trace.WithSpanKind(trace.SpanKindConsumer))
+//
+// ctx is returned unchanged if the record has no valid traceparent.
+func RecordContext(ctx context.Context, r *kgo.Record) context.Context {
+	return propagation.TraceContext{}.Extract(ctx, recordCarrier{r})
 }

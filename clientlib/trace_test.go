@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventcenter/eventcenter/clientlib"
@@ -83,4 +84,14 @@ func TestPrepareTraceContextKeptOrSkipped(t *testing.T) {
 	require.Equal(t, "00-11111111111111111111111111111111-2222222222222222-01", tp)
 	e := decode(t, recs[2])
 	require.Len(t, e.Headers, envelope.MaxHeaders-1)
+}
+
+func TestRecordContext(t *testing.T) {
+	t.Parallel()
+	r := &kgo.Record{Headers: []kgo.RecordHeader{{Key: "ec-id", Value: []byte("b:k")}, {Key: "traceparent", Value: []byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")}}}
+	sc := trace.SpanContextFromContext(clientlib.RecordContext(t.Context(), r))
+	require.True(t, sc.IsRemote())
+	require.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", sc.TraceID().String())
+	require.Equal(t, "00f067aa0ba902b7", sc.SpanID().String())
+	require.False(t, trace.SpanContextFromContext(clientlib.RecordContext(t.Context(), &kgo.Record{})).IsValid())
 }

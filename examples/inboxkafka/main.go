@@ -26,7 +26,12 @@ import (
 	_ "github.com/go-sql-driver/mysql" // database/sql driver "mysql"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/eventcenter/eventcenter/clientlib"
 	"github.com/eventcenter/eventcenter/clientlib/inbox"
 )
 
@@ -154,10 +159,20 @@ func (c *Consumer) process(ctx context.Context, fetches kgo.Fetches) error {
 			slog.WarnContext(ctx, "record without ec-id skipped", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset)
 			continue
 		}
-		applied, err := c.Inbox.Do(ctx, c.DB, id, func(ctx context.Context, tx *sql.Tx) error { return c.Apply(ctx, tx, r) })
+		// The consumer's span continues the producer's trace (the
+		// forwarded traceparent); the global provider is a no-op unless the
+		// program installs an SDK.
+		sctx, span := otel.Tracer("inboxkafka").Start(clientlib.RecordContext(ctx, r), "consume "+r.Topic,
+			trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attribute.String("eventcenter.message_id", id)))
+		applied, err := c.Inbox.Do(sctx, c.DB, id, func(ctx context.Context, tx *sql.Tx) error { return c.Apply(ctx, tx, r) })
 		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "not applied")
+			span.End()
 			return fmt.Errorf("record %s[%d]@%d: %w", r.Topic, r.Partition, r.Offset, err)
 		}
+		span.SetAttributes(attribute.Bool("eventcenter.duplicate", !applied))
+		span.End()
 		if c.Handled != nil {
 			c.Handled(r, applied)
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
+	rmqforwarder "github.com/eventcenter/eventcenter/forwarder/rocketmq"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -225,4 +226,18 @@ func TestStoreSpansPerPrepare(t *testing.T) {
 	_, err = st.Apply(t.Context(), req)
 	require.ErrorIs(t, err, next.err)
 	require.Equal(t, codes.Error, rec.Ended()[4].Status().Code)
+}
+
+// On a RocketMQ target the forward span's traceparent becomes a message
+// property, as every forwarded header does.
+func TestTargetTraceparentIsARocketMQProperty(t *testing.T) {
+	t.Parallel()
+	rec, tp := recorder(t)
+	next := &fakeTarget{}
+	r := forwarder.BuildRecord(&state.Message{BizID: "b", Key: "1", Topic: "orders", Headers: []envelope.Header{{Key: HeaderTraceparent, Value: []byte(producerTP)}}})
+	Target("rmq", next, tp).Send(t.Context(), []forwarder.Record{r})
+	m, err := rmqforwarder.Message(&next.got[0])
+	require.NoError(t, err)
+	sc := rec.Ended()[0].SpanContext()
+	require.Equal(t, "00-"+sc.TraceID().String()+"-"+sc.SpanID().String()+"-01", m.GetProperty(HeaderTraceparent))
 }
