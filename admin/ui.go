@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/eventcenter/eventcenter/admin/adminapi"
+	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/internal/tracing"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -52,6 +54,7 @@ func parsePages() (map[string]*template.Template, error) {
 		"has":        func(xs []string, x string) bool { return slices.Contains(xs, x) },
 		"isStuck":    func(col string) bool { return col == "VERIFY_FAILED" || col == "COMMITTED/DEAD" },
 		"deref":      func(s *string) string { return *s },
+		"traceID":    uiTraceID,
 		// colTitle lets "COMMITTED/PENDING" break after the slash.
 		"colTitle": func(c string) template.HTML {
 			return template.HTML(strings.ReplaceAll(template.HTMLEscapeString(c), "/", "/<wbr>"))
@@ -560,4 +563,16 @@ func (h *handler) uiDLQReplay(w http.ResponseWriter, r *http.Request, p principa
 		q.Set("key", res.Key)
 	}
 	return "/ui/dlq?" + q.Encode(), nil
+}
+
+// uiTraceID returns the OpenTelemetry trace id of a message, from the W3C
+// traceparent the producer sent among its forwarded headers (clientlib
+// adds it), or "" if it has none.
+func uiTraceID(hs []adminapi.Header) string {
+	for _, h := range hs {
+		if h.Key == tracing.HeaderTraceparent && h.Value != nil {
+			return tracing.TraceID([]envelope.Header{{Key: h.Key, Value: []byte(*h.Value)}})
+		}
+	}
+	return ""
 }

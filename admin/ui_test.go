@@ -15,6 +15,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/admin"
 	"github.com/eventcenter/eventcenter/admin/internal/admintest"
+	"github.com/eventcenter/eventcenter/clientlib/envelope"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -397,4 +398,24 @@ func TestUIDotKey(t *testing.T) {
 	audit, err := env.Store.Audit(t.Context(), "odd", "..")
 	require.NoError(t, err)
 	require.Len(t, audit, 1)
+}
+
+// The message page shows the trace id of the producer's traceparent.
+func TestUIMessageShowsTraceID(t *testing.T) {
+	t.Parallel()
+	env := admintest.New(t, nil)
+	_, err := env.Store.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{{
+		BizID: admintest.Biz, Key: "traced", Partition: 1, Event: state.Event{Kind: state.KindPrepare, At: env.Clock.Now(), Body: &state.Body{
+			Headers: []envelope.Header{{Key: "traceparent", Value: []byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")}},
+			Topic:   "orders-events", CheckAfter: time.Minute,
+		}},
+	}}})
+	require.NoError(t, err)
+	b := newBrowser(t, env)
+	b.login(admintest.AdminToken)
+	p := b.get(detailPath(admintest.Biz, "traced"))
+	require.Equal(t, http.StatusOK, p.code, p.body)
+	require.Contains(t, p.body, `<dt>trace id</dt><dd class="mono" id="trace-id">4bf92f3577b34da6a3ce929d0e0e4736</dd>`)
+	p = b.get(detailPath(admintest.Biz, admintest.KeyVF))
+	require.NotContains(t, p.body, `id="trace-id"`, "no traceparent, no trace id")
 }

@@ -46,7 +46,8 @@ func WithDeduperClock(now func() time.Time) DeduperOption {
 //
 // Memory is per consumer process: after a restart or a partition moving to
 // another consumer, duplicates can pass; a consumer that must never process
-// twice keeps the ids in its own database, in the transaction of its work.
+// twice keeps the ids in its own database, in the transaction of its work:
+// package clientlib/inbox does that.
 type Deduper struct {
 	mu    sync.Mutex
 	size  int

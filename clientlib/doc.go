@@ -14,11 +14,18 @@
 // JSON-RPC) at the endpoint given in Message.Verify or WithDefaultVerify.
 //
 // Forwarded messages carry the header ec-id = "bizID:messageKey"; a consumer
-// drops redeliveries with a Deduper.
+// drops redeliveries with a Deduper (in memory), or gets exactly-once
+// effects with the inbox of package clientlib/inbox, which records the id
+// in the consumer's own database transaction.
+//
+// Tracing: Prepare sends the W3C trace context of its context's
+// OpenTelemetry span as the forwarded headers traceparent and tracestate;
+// the center's spans and the consumer's continue the producer's trace.
 //
 // clientlib is its own Go module, github.com/eventcenter/eventcenter/clientlib,
-// whose only dependency is franz-go: no database driver, no RocketMQ client,
-// nothing of the center. The module also holds the two packages producer
+// whose only dependencies are franz-go and the OpenTelemetry API (otel and
+// otel/trace, no SDK): no database driver, no RocketMQ client, nothing of
+// the center. The module also holds the two packages producer
 // and center share: envelope (the control-record wire format) and checkback
 // (the check-back protocol: endpoint grammar, Decision, answer encoding and
 // strict decoding, the EC-Signature HMAC). The center's module imports them

@@ -9,7 +9,7 @@ import (
 )
 
 // clientlib is its own module so that a producer importing it gets
-// franz-go and nothing of the center (no database driver, no RocketMQ
+// franz-go (and the OpenTelemetry API) and nothing of the center (no database driver, no RocketMQ
 // client, no testcontainers, no chromedp). Its go.mod requires only
 // franz-go and its compression libraries, plus test-only modules, and
 // never the center's module or a replace (which a producer's build would
@@ -28,6 +28,12 @@ func TestModuleNeedsOnlyFranzGo(t *testing.T) {
 		"github.com/stretchr/testify":           true, // tests
 		"go.uber.org/goleak":                    true, // tests
 		"go.yaml.in/yaml/v3":                    true, // testify's
+		// The OpenTelemetry API (not the SDK): Prepare reads the span of its
+		// context and sends its W3C trace context. Small, no exporter, no
+		// gRPC; xxhash is what its trace package needs.
+		"go.opentelemetry.io/otel":       true,
+		"go.opentelemetry.io/otel/trace": true,
+		"github.com/cespare/xxhash/v2":   true,
 	}
 	var module string
 	var required []string

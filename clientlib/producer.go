@@ -97,8 +97,14 @@ func (p *Producer) ControlTopic() string { return p.topic }
 // Prepare announces msg: it validates msg, sends its PREPARE envelope and
 // waits for the broker's acknowledgement. Run the local transaction only
 // after Prepare returned nil.
+//
+// If ctx carries an OpenTelemetry span, its W3C trace context goes with the
+// message as the forwarded headers traceparent and tracestate: the center's
+// spans and the consumer's continue that trace.
 func (p *Producer) Prepare(ctx context.Context, msg Message) error {
-	if err := p.send(ctx, msg.envelope(p.defaultVerify)); err != nil {
+	e := msg.envelope(p.defaultVerify)
+	e.Headers = withTraceContext(ctx, e.Headers)
+	if err := p.send(ctx, e); err != nil {
 		return fmt.Errorf("prepare %s: %w", msg.ID(), err)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-resty/resty/v2"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/eventcenter/eventcenter/clientlib/checkback"
 )
@@ -86,6 +87,8 @@ func (c *caller) do(ctx context.Context, cl call) answer {
 			req.Header.Add(k, v)
 		}
 	}
+	// The W3C trace context (the check-back span's, or the producer's).
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	if r.Body != nil {
 		req.SetBody(r.Body)
 	}

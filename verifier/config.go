@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventcenter/eventcenter/clientlib/checkback"
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
@@ -172,6 +173,10 @@ type Config struct {
 	// Rand returns a number in [0, 1) for jitter; it is called from several
 	// goroutines and must be safe for that. nil uses math/rand/v2.
 	Rand func() float64
+	// TracerProvider, when set, records an "eventcenter.checkback" span per
+	// call, a child of the producer's span (the message's traceparent
+	// header). Calls carry the W3C traceparent either way.
+	TracerProvider trace.TracerProvider
 }
 
 // resolved is a bizID's effective configuration.

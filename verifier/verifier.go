@@ -9,9 +9,13 @@ import (
 	"time"
 
 	"github.com/sony/gobreaker/v2"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventcenter/eventcenter/clientlib/checkback"
 	"github.com/eventcenter/eventcenter/internal/startstop"
+	"github.com/eventcenter/eventcenter/internal/tracing"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -273,8 +277,8 @@ func (v *Verifier) take(l *loop, c claimed) {
 			continue
 		}
 		// The body is not needed to check back: do not hold it while the
-		// message waits.
-		m.Payload, m.Headers = nil, nil
+		// message waits (only the trace context the call carries).
+		m.Payload, m.Headers = nil, tracing.TraceHeaders(m.Headers)
 		l.buf = append(l.buf, job{m: *m, ep: ep, r: r, claimedAt: c.at})
 	}
 }
@@ -450,10 +454,12 @@ func (v *Verifier) deferMsg(m *state.Message, ep checkback.Endpoint, at time.Tim
 // counting again.
 func (v *Verifier) check(ctx context.Context, m *state.Message, ep checkback.Endpoint, r *resolved, g *gate, done func(error)) {
 	n := max(m.VerifyAttempts, 1)
+	ctx, endSpan := v.checkSpan(ctx, m, ep, n)
 	id := g.begin()
 	a := v.caller.do(ctx, call{ep: ep, bizID: m.BizID, key: m.Key, attempt: n,
 		timeout: r.policy.Timeout, secret: r.secret})
 	took := g.finish(id)
+	endSpan(a)
 	if ctx.Err() != nil {
 		// Cut short by Stop: the breaker ignores it; the attempt stays
 		// counted (the producer may have seen the call), like an unknown
@@ -596,5 +602,29 @@ func (v *Verifier) apply(ctx context.Context, batch []result) {
 			v.log.Warn("check-back answer contradicts the recorded decision; kept the first",
 				"biz_id", c.BizID, "key", c.Key, "answer", c.Event.Kind.String())
 		}
+	}
+}
+
+// checkSpan returns ctx with the producer's trace context (from the
+// message's traceparent header), which the call sends on, and with an
+// "eventcenter.checkback" span when tracing is on; end ends the span.
+func (v *Verifier) checkSpan(ctx context.Context, m *state.Message, ep checkback.Endpoint, attempt int) (_ context.Context, end func(answer)) {
+	ctx = tracing.FromHeaders(ctx, m.Headers)
+	if v.cfg.TracerProvider == nil {
+		return ctx, func(answer) {}
+	}
+	ctx, sp := tracing.Tracer(v.cfg.TracerProvider).Start(ctx, tracing.SpanCheckback,
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(tracing.AttrMessageID.String(m.MessageID()),
+			attribute.String("eventcenter.checkback.protocol", ep.Protocol.String()),
+			attribute.Int("eventcenter.checkback.attempt", attempt)))
+	return ctx, func(a answer) {
+		if a.Err != nil {
+			sp.RecordError(a.Err)
+			sp.SetStatus(codes.Error, "check-back failed")
+		} else {
+			sp.SetAttributes(attribute.String("eventcenter.checkback.decision", a.Decision.String()))
+		}
+		sp.End()
 	}
 }

@@ -123,6 +123,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 	f.IntVar(&cfg.CheckbackConcurrency, "checkback-concurrency", cfg.CheckbackConcurrency, "embedded center: checkback.endpoint_concurrency")
 	f.IntVar(&cfg.CheckbackWorkers, "checkback-workers", cfg.CheckbackWorkers, "embedded center: checkback.workers")
 	f.BoolVar(&cfg.Baselines, "baselines", cfg.Baselines, "measure the transport and store baselines first")
+	f.BoolVar(&cfg.Tracing, "tracing", false, "embedded center: OpenTelemetry tracing on (spans exported to a discard exporter), messages sent from producer spans")
 	f.IntVar(&cfg.StoreWriters, "store-writers", 0, "writers of the store baseline (default 2 on PostgreSQL, 1 on SQLite)")
 	f.DurationVar(&cfg.BrokerRetention, "broker-retention", cfg.BrokerRetention, "retention.ms of the topics the tool creates (kfake keeps records in memory: keep it short in long runs)")
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "how long to wait for forwards after sending ended")

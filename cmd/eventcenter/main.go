@@ -17,6 +17,7 @@ import (
 	"github.com/eventcenter/eventcenter/internal/cliflags"
 	"github.com/eventcenter/eventcenter/internal/config"
 	"github.com/eventcenter/eventcenter/internal/shutdown"
+	"github.com/eventcenter/eventcenter/internal/tracing"
 	"github.com/eventcenter/eventcenter/internal/version"
 )
 
@@ -92,7 +93,26 @@ func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
 }
 
 // runCenter runs a center until ctx ends, then stops it in order.
+//
+// Tracing is configured by the OTEL_* variables (internal/tracing.FromEnv);
+// spans still buffered are flushed after the center stopped.
 func runCenter(ctx context.Context, cfg config.Config, opt center.Options, ready func(*center.Center)) error {
+	if opt.TracerProvider == nil {
+		tp, err := tracing.FromEnv(nil)
+		if err != nil {
+			return fmt.Errorf("tracing: %w", err)
+		}
+		if tp != nil {
+			opt.TracerProvider = tp
+			defer func() {
+				flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				defer cancel()
+				if err := tp.Shutdown(flushCtx); err != nil {
+					opt.Logger.Warn("tracing: flushing spans failed", "err", err)
+				}
+			}()
+		}
+	}
 	c, err := center.New(ctx, cfg, opt)
 	if err != nil {
 		return err

@@ -27,7 +27,7 @@ const module = "github.com/eventcenter/eventcenter/"
 // them are checked against their layer.
 var layers = map[string]int{
 	// 0: leaves, no project imports.
-	"clientlib/checkback": 0, "store/migrate": 0, "admin/adminapi": 0, "internal/version": 0,
+	"clientlib/checkback": 0, "clientlib/inbox": 0, "store/migrate": 0, "admin/adminapi": 0, "internal/version": 0,
 	"internal/cliflags": 0, "internal/shutdown": 0, "internal/startstop": 0, "internal/testclock": 0,
 	"internal/lifecycle": 1, "internal/startstop/startstoptest": 1,
 	"store/rawlifecycle": 0, "testsupport/rocketmqfake": 0, "testsupport/rocketmqfake/rmqtest": 0,
@@ -37,17 +37,18 @@ var layers = map[string]int{
 	// 3-5: the store seam, its drivers and their conformance suite.
 	"store": 3, "store/internal/codec": 4, "store/storetest": 4, "store/memstore": 5,
 	"store/postgres": 5, "store/sqlite": 5, "store/mysql": 5, "internal/pgtest": 6, "internal/mytest": 6,
-	// 6-7: the components. The forwarder is below those that hand it work.
+	// 6-8: the components. The forwarder is below those that hand it work;
+	// tracing wraps the forwarder and store seams for those above it.
 	"forwarder": 6, "clientlib": 6,
-	"ingest": 7, "verifier": 7, "admin": 7, "forwarder/kafka": 7, "forwarder/rocketmq": 7,
-	"internal/retention": 7, "internal/storemetrics": 7,
-	"admin/client": 7, "admin/cli": 8, "admin/internal/admintest": 8,
-	// 9-10: the binary's configuration and its assembly.
-	"internal/config": 9, "internal/center": 10,
-	// 11-12: tools and commands.
-	"internal/bench": 11, "internal/soak": 11,
-	"cmd/eventcenter": 12, "cmd/ectools": 12, "cmd/ecbroker": 12,
-	"examples/quickstart": 12, "deploy/compose/example-producer": 12,
+	"ingest": 8, "verifier": 8, "admin": 8, "forwarder/kafka": 8, "forwarder/rocketmq": 8,
+	"internal/retention": 8, "internal/storemetrics": 8, "internal/tracing": 7,
+	"admin/client": 8, "admin/cli": 9, "admin/internal/admintest": 9,
+	// 10-11: the binary's configuration and its assembly.
+	"internal/config": 10, "internal/center": 11,
+	// 12-13: tools and commands.
+	"internal/bench": 12, "internal/soak": 12, "internal/inboxtest": 12,
+	"cmd/eventcenter": 13, "cmd/ectools": 13, "cmd/ecbroker": 13,
+	"examples/quickstart": 13, "examples/inboxkafka": 13, "examples/inboxrocketmq": 13, "deploy/compose/example-producer": 13,
 }
 
 type pkg struct {

@@ -67,6 +67,11 @@ type Config struct {
 
 	// Baselines measures the transport and store baselines first.
 	Baselines bool
+	// Tracing runs the embedded center with OpenTelemetry tracing on
+	// (spans recorded and batch-exported to a discard exporter, so the
+	// cost is the center's, without a collector) and sends every message
+	// from a sampled producer span; to compare with a run without it.
+	Tracing bool
 	// StoreWriters is the number of concurrent writers of the store
 	// baseline (0: 2 on PostgreSQL, 1 on SQLite).
 	StoreWriters int

@@ -22,6 +22,7 @@ import (
 	"github.com/eventcenter/eventcenter/clientlib"
 	"github.com/eventcenter/eventcenter/internal/center"
 	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/internal/tracing"
 )
 
 // bizID is the bizID of every bench message.
@@ -256,9 +257,18 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 	if err != nil {
 		return fail(fmt.Errorf("center http listener: %w", err))
 	}
-	c, err := center.New(ctx, cfg, center.Options{Logger: bc.Logger, Listener: l})
+	opts := center.Options{Logger: bc.Logger, Listener: l}
+	var tp tracing.Provider
+	if bc.Tracing {
+		tp = tracing.DiscardProvider()
+		opts.TracerProvider = tp
+	}
+	c, err := center.New(ctx, cfg, opts)
 	if err != nil {
 		_ = l.Close()
+		if tp != nil {
+			_ = tp.Shutdown(ctx)
+		}
 		return fail(fmt.Errorf("center: %w", err))
 	}
 	if err := c.Start(ctx); err != nil {
@@ -268,6 +278,9 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		err := c.Stop(sctx)
+		if tp != nil {
+			_ = tp.Shutdown(sctx) // the discard exporter cannot fail
+		}
 		if dropSchema != nil {
 			dropSchema()
 		}
@@ -442,10 +455,14 @@ func load(ctx context.Context, cfg Config, runID string, brokers []string, topic
 				key := runID + "-" + string(seqBuf)
 				msg := clientlib.Message{BizID: bizID, Key: key, Payload: payload, ForwardTopic: topic, ForwardKey: key,
 					Headers: []clientlib.Header{{Key: seqHeader, Value: []byte(string(seqBuf))}}}
+				mctx := lctx
+				if cfg.Tracing {
+					mctx = tracing.WithProducerSpan(lctx)
+				}
 				switch kindOf(seq, cfg.RollbackRatio, cfg.CheckbackRatio) {
 				case kindCheckback:
 					tr.expect(seq, time.Now(), true)
-					if err := p.Prepare(lctx, msg); err != nil {
+					if err := p.Prepare(mctx, msg); err != nil {
 						tr.forget(seq)
 						fail(err)
 						continue
@@ -453,7 +470,7 @@ func load(ctx context.Context, cfg Config, runID string, brokers []string, topic
 					sent.Add(1)
 					leftForCB.Add(1)
 				case kindRollback:
-					err := p.Transact(lctx, msg, func(context.Context) error { return errRollback })
+					err := p.Transact(mctx, msg, func(context.Context) error { return errRollback })
 					if !errors.Is(err, errRollback) {
 						fail(fmt.Errorf("rollback: %w", err))
 						continue
@@ -464,7 +481,7 @@ func load(ctx context.Context, cfg Config, runID string, brokers []string, topic
 					sent.Add(1)
 					rolledBack.Add(1)
 				default:
-					err := p.Transact(lctx, msg, func(context.Context) error {
+					err := p.Transact(mctx, msg, func(context.Context) error {
 						tr.expect(seq, time.Now(), false)
 						return nil
 					})

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventcenter/eventcenter/admin"
 	"github.com/eventcenter/eventcenter/forwarder"
@@ -24,6 +25,7 @@ import (
 	"github.com/eventcenter/eventcenter/internal/config"
 	"github.com/eventcenter/eventcenter/internal/retention"
 	"github.com/eventcenter/eventcenter/internal/storemetrics"
+	"github.com/eventcenter/eventcenter/internal/tracing"
 	"github.com/eventcenter/eventcenter/internal/version"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/verifier"
@@ -49,6 +51,10 @@ type Options struct {
 	// TopicCheckInterval is how often a missing control topic is looked
 	// for again (tests); zero means 5s.
 	TopicCheckInterval time.Duration
+	// TracerProvider, when set, records the center's spans (ingest,
+	// check-back calls, forward; see internal/tracing); nil is tracing off.
+	// main builds it from the OTEL_* variables (tracing.FromEnv).
+	TracerProvider trace.TracerProvider
 }
 
 // Center is one running instance.
@@ -115,6 +121,11 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	if err := c.buildTargets(cfg, opt); err != nil {
 		return nil, err
 	}
+	if opt.TracerProvider != nil {
+		for name, t := range c.targets {
+			c.targets[name] = tracing.Target(name, t, opt.TracerProvider)
+		}
+	}
 	c.Forwarder, err = forwarder.New(forwarder.Config{
 		Targets:       c.targets,
 		DefaultTarget: cfg.Forward.DefaultTarget,
@@ -140,6 +151,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	}
 	vcfg := verifierConfig(cfg, opt)
 	vcfg.Registerer = reg
+	vcfg.TracerProvider = opt.TracerProvider
 	c.Verifier, err = verifier.New(vcfg, fast, c.Owned)
 	if err != nil {
 		return nil, fmt.Errorf("verifier: %w", err)
@@ -155,6 +167,10 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		ingestOpts = append(ingestOpts, kgo.MetadataMaxAge(cfg.Kafka.MetadataMaxAge),
 			kgo.MetadataMinAge(min(cfg.Kafka.MetadataMaxAge, 5*time.Second)))
 	}
+	var ingestStore ingest.Store = fast
+	if opt.TracerProvider != nil {
+		ingestStore = tracing.Store(fast, opt.TracerProvider)
+	}
 	c.Ingester, err = ingest.New(ingest.Config{
 		Brokers:         cfg.Kafka.Brokers,
 		ControlTopic:    cfg.Kafka.ControlTopic,
@@ -169,7 +185,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		Now:             opt.Now,
 		Logger:          opt.Logger.With("component", "ingest"),
 		Registerer:      reg,
-	}, fast, c.Owned)
+	}, ingestStore, c.Owned)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
