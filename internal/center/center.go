@@ -110,6 +110,13 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	if err := verifierConfig(cfg, opt).Validate(); err != nil {
 		return nil, fmt.Errorf("config: checkback: %w", err)
 	}
+	if err := c.checkKafka(ctx, cfg, opt); err != nil {
+		return nil, err
+	}
+	kafkaAuth, err := cfg.Kafka.Auth.Options()
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
 	if c.Store, c.pool, err = OpenStore(ctx, cfg.Store, opt.Now, opt.Logger); err != nil {
 		return nil, err
 	}
@@ -166,7 +173,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		Parallelism:     cfg.Ingest.Parallelism,
 		MinApplyRecords: cfg.Ingest.MinApplyRecords,
 		DLQRetryBudget:  cfg.Ingest.DLQRetryBudget,
-		ClientOptions:   append(ingestOpts, opt.KafkaOptions...),
+		ClientOptions:   append(append(ingestOpts, kafkaAuth...), opt.KafkaOptions...),
 		Now:             opt.Now,
 		Logger:          opt.Logger.With("component", "ingest"),
 		Registerer:      reg,
@@ -248,7 +255,11 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 	for _, t := range cfg.Admin.Tokens {
 		tokens = append(tokens, admin.Token{Name: t.Name, Token: t.Token, Scope: t.Scope})
 	}
-	dlqClient, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ClientID(cfg.Kafka.ClientID + "-admin")}, opt.KafkaOptions...)...)
+	kafkaAuth, err := cfg.Kafka.Auth.Options()
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	dlqClient, err := kgo.NewClient(append(append([]kgo.Opt{kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ClientID(cfg.Kafka.ClientID + "-admin")}, kafkaAuth...), opt.KafkaOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter client: %w", err)
 	}

@@ -167,7 +167,11 @@ func newTarget(t config.Target, cfg config.Config, opt Options) (forwarder.Targe
 		if len(brokers) == 0 {
 			brokers = cfg.Kafka.Brokers
 		}
-		kopts := append([]kgo.Opt{kgo.ClientID(cfg.Kafka.ClientID + "-" + t.Name)}, opt.KafkaOptions...)
+		auth, err := cfg.TargetAuth(t).Options()
+		if err != nil {
+			return nil, fmt.Errorf("kafka: %w", err)
+		}
+		kopts := append(append([]kgo.Opt{kgo.ClientID(cfg.Kafka.ClientID + "-" + t.Name)}, auth...), opt.KafkaOptions...)
 		return kafka.New(kafka.Config{Name: t.Name, Brokers: brokers, AutoCreateTopics: t.AutoCreateTopics,
 			MaxMessageBytes: cfg.MessageBytes(t), ClientOptions: kopts, Logger: log})
 	case "rocketmq":

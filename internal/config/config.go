@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/eventcenter/eventcenter/clientlib/checkback"
+	"github.com/eventcenter/eventcenter/clientlib/kafkaauth"
 	"github.com/eventcenter/eventcenter/verifier"
 )
 
@@ -61,6 +62,8 @@ type Kafka struct {
 	// center creates (kafka.create_topics); it bounds how many instances
 	// share the work.
 	ControlPartitions int `yaml:"control_partitions" env:"EVENTCENTER_KAFKA_CONTROL_PARTITIONS"`
+	// Auth is kafka.tls and kafka.sasl (see security.go).
+	Auth kafkaauth.Config `yaml:",inline"`
 }
 
 // Store is the database.
@@ -75,6 +78,8 @@ type Store struct {
 	// AutoMigrate applies migrations at start-up (dev); otherwise run
 	// "eventcenter migrate" and the center checks the schema at start-up.
 	AutoMigrate bool `yaml:"auto_migrate" env:"EVENTCENTER_STORE_AUTO_MIGRATE"`
+	// Password and PasswordFile: see security.go.
+	StoreSecrets `yaml:",inline"`
 }
 
 // HTTP is the listener for the admin API, /ui, /metrics, /healthz, /readyz.
@@ -98,6 +103,8 @@ type Token struct {
 	Token string `yaml:"token"`
 	// Scope is "read" or "admin".
 	Scope string `yaml:"scope"`
+	// TokenFile holds the token instead of Token (see security.go).
+	TokenFile string `yaml:"token_file"`
 }
 
 // Ingest tunes the control-topic consumer.
@@ -149,6 +156,10 @@ type Target struct {
 	// 4 MiB. It must fit every message ingest accepts (see
 	// MinMessageBytes).
 	MaxMessageBytes int `yaml:"max_message_bytes"`
+	// Auth is the target's tls and sasl (kafka; see security.go).
+	Auth kafkaauth.Config `yaml:",inline"`
+	// ACL is the target's access_key, secret_key (rocketmq).
+	ACL RocketMQACL `yaml:",inline"`
 }
 
 // Sizes that tie ingest's payload limit to the producers' (checked against
@@ -233,6 +244,8 @@ type Biz struct {
 	Allow         []string `yaml:"allow"`
 	// Secret signs check-back requests (HMAC-SHA256).
 	Secret string `yaml:"secret"`
+	// SecretFile holds the secret instead of Secret (see security.go).
+	SecretFile string `yaml:"secret_file"`
 }
 
 // Retention configures the purge of terminal messages.
@@ -240,6 +253,9 @@ type Retention struct {
 	Period   time.Duration `yaml:"period" env:"EVENTCENTER_RETENTION_PERIOD"`
 	Interval time.Duration `yaml:"interval" env:"EVENTCENTER_RETENTION_INTERVAL"`
 	Batch    int           `yaml:"batch" env:"EVENTCENTER_RETENTION_BATCH"`
+	// AuditPeriod is how long audit records are kept, whatever became of
+	// their message (0 keeps them forever).
+	AuditPeriod time.Duration `yaml:"audit_period" env:"EVENTCENTER_RETENTION_AUDIT_PERIOD"`
 }
 
 // Log configures log/slog.
@@ -265,7 +281,7 @@ func Default() Config {
 			Workers: 64, EndpointConcurrency: 8, Lease: 2 * time.Minute,
 			Breaker: Breaker{Failures: 5, Cooldown: 30 * time.Second},
 		},
-		Retention: Retention{Period: 7 * 24 * time.Hour, Interval: time.Minute, Batch: 500},
+		Retention: Retention{Period: 7 * 24 * time.Hour, Interval: time.Minute, Batch: 500, AuditPeriod: DefaultAuditPeriod},
 		Log:       Log{Level: "info", Format: "text"},
 	}
 }
@@ -284,6 +300,9 @@ func Load(path string) (Config, error) {
 		}
 	}
 	if err := ApplyEnv(&cfg); err != nil {
+		return cfg, err
+	}
+	if err := cfg.ResolveSecrets(); err != nil {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()
@@ -340,6 +359,7 @@ func ApplyEnv(cfg *Config) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	applySecretEnv(cfg)
 	if cfg.Admin.TokensEnv != "" {
 		for _, part := range strings.Split(cfg.Admin.TokensEnv, ",") {
 			name, rest, ok1 := strings.Cut(strings.TrimSpace(part), ":")
@@ -463,6 +483,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateForward(bad)
 	c.validateCheckback(bad)
+	c.validateSecurity(bad)
 	if c.Retention.Period < 0 {
 		bad("retention.period", "must not be negative (0 keeps everything)")
 	}
