@@ -182,7 +182,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	c.purger = retention.New(retention.Config{
-		Period: cfg.Retention.Period, Interval: cfg.Retention.Interval, Batch: cfg.Retention.Batch,
+		Period: cfg.Retention.Period, AuditPeriod: cfg.Retention.AuditPeriod, Interval: cfg.Retention.Interval, Batch: cfg.Retention.Batch,
 		Now: opt.Now, Logger: opt.Logger.With("component", "retention"), Registerer: reg,
 	}, c.Store)
 	var bizIDs []string
