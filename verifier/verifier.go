@@ -452,7 +452,7 @@ func (v *Verifier) check(ctx context.Context, m *state.Message, ep checkback.End
 	n := max(m.VerifyAttempts, 1)
 	id := g.begin()
 	a := v.caller.do(ctx, call{ep: ep, bizID: m.BizID, key: m.Key, attempt: n,
-		timeout: r.policy.Timeout, secret: r.secret})
+		timeout: r.policy.Timeout, secret: r.currentSecret()})
 	took := g.finish(id)
 	if ctx.Err() != nil {
 		// Cut short by Stop: the breaker ignores it; the attempt stays

@@ -50,6 +50,9 @@ type Options struct {
 	// TopicCheckInterval is how often a missing control topic is looked
 	// for again (tests); zero means 5s.
 	TopicCheckInterval time.Duration
+	// SecretCheckInterval is how often secret files are looked at for
+	// changes (tests); zero means 10s. SIGHUP re-reads them at once.
+	SecretCheckInterval time.Duration
 }
 
 // Center is one running instance.
@@ -69,6 +72,7 @@ type Center struct {
 	dlqClient *kgo.Client
 	pool      *pgxpool.Pool
 	topics    *topicWatch
+	secrets   *secrets
 
 	listener net.Listener
 	server   *http.Server
@@ -105,6 +109,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	buildInfo.WithLabelValues(version.Version, version.Commit, version.GoVersion()).Set(1)
 	reg.MustRegister(buildInfo)
 
+	c.secrets = newSecrets(cfg, opt.Logger.With("component", "secrets"), opt.SecretCheckInterval, reg)
 	// The verifier's own checks (config.Validate covers them by YAML path)
 	// also run before the store is opened or migrated.
 	if err := verifierConfig(cfg, opt).Validate(); err != nil {
@@ -148,6 +153,10 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	}
 	vcfg := verifierConfig(cfg, opt)
 	vcfg.Registerer = reg
+	for id, b := range vcfg.BizIDs {
+		b.SecretSource = c.secrets.BizSecret(id)
+		vcfg.BizIDs[id] = b
+	}
 	c.Verifier, err = verifier.New(vcfg, fast, c.Owned)
 	if err != nil {
 		return nil, fmt.Errorf("verifier: %w", err)
@@ -265,11 +274,12 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 	}
 	c.dlqClient = dlqClient
 	api, err := admin.NewHandler(admin.Config{
-		Tokens:     tokens,
-		Insecure:   cfg.Admin.Insecure,
-		Now:        opt.Now,
-		Logger:     opt.Logger.With("component", "admin"),
-		Registerer: c.registry,
+		Tokens:      tokens,
+		TokenSource: c.secrets.Tokens,
+		Insecure:    cfg.Admin.Insecure,
+		Now:         opt.Now,
+		Logger:      opt.Logger.With("component", "admin"),
+		Registerer:  c.registry,
 	}, c.Forwarder.FastPath(c.Store), admin.NewKafkaDLQ(dlqClient, cfg.Kafka.DLQ(), cfg.Kafka.ControlTopic))
 	if err != nil {
 		return nil, fmt.Errorf("admin: %w", err)
@@ -296,7 +306,14 @@ func (c *Center) ready(w http.ResponseWriter, r *http.Request) {
 	// An empty bizID never exists (envelopes require one); a NUL byte would
 	// be rejected by PostgreSQL's text type.
 	if _, err := c.Store.Get(ctx, "", "readyz"); err != nil && !errors.Is(err, store.ErrNotFound) {
-		http.Error(w, "store: "+err.Error(), http.StatusServiceUnavailable)
+		// The error may name hosts, users or databases: only for a
+		// holder of an admin token (any scope); it is logged anyway.
+		if c.secrets.bearerOK(r) {
+			http.Error(w, "store: "+err.Error(), http.StatusServiceUnavailable)
+		} else {
+			http.Error(w, "store: unavailable (details in the log, or send an admin token)", http.StatusServiceUnavailable)
+		}
+		c.log.Warn("readyz: store check failed", "err", err)
 		return
 	}
 	if !c.started.Load() {
@@ -340,6 +357,7 @@ func (c *Center) Start(ctx context.Context) error {
 		name  string
 		start func(context.Context) error
 	}{
+		{"secret files", c.secrets.Start},
 		{"forwarder", c.Forwarder.Start},
 		{"verifier", c.Verifier.Start},
 		{"control topic check", c.topics.Start},
@@ -382,6 +400,7 @@ func (c *Center) stop(ctx context.Context) error {
 	step("forwarder", c.Forwarder.Stop)
 	step("retention", c.purger.Stop)
 	step("store metrics", c.gauges.Stop)
+	step("secret files", c.secrets.Stop)
 	// 3. The HTTP server, then clients and the store.
 	if c.served != nil {
 		step("http", c.server.Shutdown)

@@ -118,6 +118,9 @@ func NewPool(ctx context.Context, cfg config.Store) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("store.dsn: %w", err)
 	}
 	pcfg.MaxConns = int32(cfg.MaxConns)
+	if err := storePassword(pcfg, cfg); err != nil {
+		return nil, err
+	}
 	postgres.ConfigurePool(pcfg)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {

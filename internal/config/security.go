@@ -70,7 +70,8 @@ func ReadSecretFile(path string) (string, error) {
 
 // ResolveSecrets reads the secrets given as files into their fields: admin
 // tokens (token_file), check-back secrets (secret_file) and RocketMQ secret
-// keys (secret_key_file). Kafka and store passwords are read at each
+// keys (secret_key_file); the file names stay, for the center to re-read
+// them when they change. Kafka and store passwords are read at each
 // connection instead. Errors name the key and the file only.
 func (c *Config) ResolveSecrets() error {
 	var errs []error
@@ -78,13 +79,14 @@ func (c *Config) ResolveSecrets() error {
 		if path == "" {
 			return
 		}
-		if *into != "" {
-			errs = append(errs, fmt.Errorf("%s: give the secret or its file, not both", field))
-			return
-		}
 		v, err := ReadSecretFile(path)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", field, err))
+			return
+		}
+		// A second resolution finds the file's own value.
+		if *into != "" && *into != v {
+			errs = append(errs, fmt.Errorf("%s: give the secret or its file, not both", field))
 			return
 		}
 		*into = v
@@ -92,17 +94,14 @@ func (c *Config) ResolveSecrets() error {
 	for i := range c.Admin.Tokens {
 		t := &c.Admin.Tokens[i]
 		read(fmt.Sprintf("admin.tokens[%d].token_file", i), t.TokenFile, &t.Token)
-		t.TokenFile = ""
 	}
 	for i := range c.Checkback.Biz {
 		b := &c.Checkback.Biz[i]
 		read(fmt.Sprintf("checkback.biz[%d].secret_file", i), b.SecretFile, &b.Secret)
-		b.SecretFile = ""
 	}
 	for i := range c.Forward.Targets {
 		a := &c.Forward.Targets[i].ACL
 		read(fmt.Sprintf("forward.targets[%d].secret_key_file", i), a.SecretKeyFile, &a.SecretKey)
-		a.SecretKeyFile = ""
 	}
 	if c.Store.PasswordFile != "" {
 		if _, err := ReadSecretFile(c.Store.PasswordFile); err != nil {

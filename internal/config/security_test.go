@@ -73,6 +73,7 @@ retention:
 // TestSecurityErrors: bad settings are named by YAML path; no error shows
 // a secret.
 func TestSecurityErrors(t *testing.T) {
+	other := secretFile(t, "another-token-value")
 	for _, tc := range []struct{ yaml, want string }{
 		{"kafka:\n  sasl: {mechanism: GSSAPI}\n", "kafka.sasl.mechanism"},
 		{"kafka:\n  sasl: {mechanism: PLAIN, username: u}\n", "kafka.sasl.password"},
@@ -83,7 +84,7 @@ func TestSecurityErrors(t *testing.T) {
 		{"forward:\n  targets:\n    - {name: kafka, type: kafka}\n    - {name: r, type: rocketmq, name_servers: [\"10.0.0.1:9876\"], access_key: ak}\n", "forward.targets[1].access_key"},
 		{"forward:\n  targets:\n    - {name: kafka, type: kafka}\n    - {name: r, type: rocketmq, name_servers: [\"10.0.0.1:9876\"], sasl: {mechanism: PLAIN}}\n", "forward.targets[1].tls"},
 		{"admin:\n  tokens:\n    - {name: a, scope: admin, token_file: /nonexistent/tok}\n", "admin.tokens[0].token_file"},
-		{"admin:\n  tokens:\n    - {name: a, scope: admin, token: " + canary + ", token_file: /x}\n", "not both"},
+		{"admin:\n  tokens:\n    - {name: a, scope: admin, token: " + canary + ", token_file: " + other + "}\n", "not both"},
 		{"checkback:\n  biz:\n    - {biz_id: a, secret_file: /nonexistent/s}\n", "checkback.biz[0].secret_file"},
 		{"store:\n  password_file: /nonexistent/pw\n", "store.password_file"},
 		{"retention:\n  audit_period: -1h\n", "retention.audit_period"},
