@@ -183,7 +183,7 @@ func newTarget(t config.Target, cfg config.Config, opt Options) (forwarder.Targe
 			group = "eventcenter"
 		}
 		return rocketmq.New(rocketmq.Config{Name: t.Name, NameServers: t.NameServers, Group: group,
-			MaxMessageBytes: cfg.MessageBytes(t), Logger: log})
+			MaxMessageBytes: cfg.MessageBytes(t), AccessKey: t.ACL.AccessKey, SecretKey: t.ACL.SecretKey, Logger: log})
 	}
 	return nil, fmt.Errorf("unknown target type %q", t.Type)
 }
