@@ -2,13 +2,16 @@ package center
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventcenter/eventcenter/clientlib/kafkaauth"
 	"github.com/eventcenter/eventcenter/clientlib/kafkaauth/kafkaauthtest"
@@ -50,6 +53,25 @@ func TestKafkaTLSAndSASL(t *testing.T) {
 			_ = resp.Body.Close()
 			return resp.StatusCode == http.StatusOK
 		}, 20*time.Second, 10*time.Millisecond)
+
+		// A bad envelope goes to the dead-letter topic (the DLQ writer)
+		// and the admin API reads it back (the DLQ reader), both through
+		// TLS and SASL.
+		opts, err := good.Options()
+		require.NoError(t, err)
+		cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(secure.ListenAddrs()...))...)
+		require.NoError(t, err)
+		defer cl.Close()
+		require.NoError(t, cl.ProduceSync(t.Context(), &kgo.Record{Topic: "eventcenter.control", Key: []byte("b:k"), Value: []byte("{not json")}).FirstErr())
+		require.Eventually(t, func() bool {
+			resp, err := (&http.Client{Timeout: 8 * time.Second}).Get("http://" + c.Addr() + "/api/v1/dlq")
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode == http.StatusOK && strings.Contains(string(b), `"key": "b:k"`)
+		}, 20*time.Second, 20*time.Millisecond)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		require.NoError(t, c.Stop(ctx))
