@@ -1,6 +1,8 @@
 package kafkaauth_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"os"
 	"path/filepath"
 	"testing"
@@ -99,6 +101,37 @@ func TestTLSAndSASL(t *testing.T) {
 		require.NotErrorIs(t, err, kafkaauth.ErrUnreachable)
 		t.Log(err)
 	})
+}
+
+// TestExpiredServerCertificate: a broker whose certificate has expired is
+// refused by the client, with x509's reason.
+func TestExpiredServerCertificate(t *testing.T) {
+	t.Parallel()
+	p := kafkaauthtest.New(t)
+	certPEM, keyPEM := p.Issue(t, "localhost", time.Now().Add(-time.Minute), x509.ExtKeyUsageServerAuth)
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	require.NoError(t, err)
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.TLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
+	require.NoError(t, err)
+	t.Cleanup(cluster.Close)
+	err = check(t, cluster.ListenAddrs(), kafkaauth.Config{TLS: kafkaauth.TLS{CAFile: p.CAFile, ServerName: "localhost"}})
+	require.ErrorContains(t, err, "expired")
+	require.NotErrorIs(t, err, kafkaauth.ErrUnreachable)
+}
+
+// TestMinVersion: tls.min_version 1.3 refuses a broker that offers 1.2 at
+// most.
+func TestMinVersion(t *testing.T) {
+	t.Parallel()
+	p := kafkaauthtest.New(t)
+	srv := p.ServerTLS(false)
+	srv.MaxVersion = tls.VersionTLS12
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.TLS(srv))
+	require.NoError(t, err)
+	t.Cleanup(cluster.Close)
+	require.NoError(t, check(t, cluster.ListenAddrs(), kafkaauth.Config{TLS: kafkaauth.TLS{CAFile: p.CAFile, MinVersion: "1.2"}}))
+	err = check(t, cluster.ListenAddrs(), kafkaauth.Config{TLS: kafkaauth.TLS{CAFile: p.CAFile, MinVersion: "1.3"}})
+	require.ErrorContains(t, err, "protocol version")
 }
 
 func TestUnreachable(t *testing.T) {
