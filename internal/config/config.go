@@ -361,11 +361,12 @@ func ApplyEnv(cfg *Config) error {
 	}
 	applySecretEnv(cfg)
 	if cfg.Admin.TokensEnv != "" {
-		for _, part := range strings.Split(cfg.Admin.TokensEnv, ",") {
+		for i, part := range strings.Split(cfg.Admin.TokensEnv, ",") {
 			name, rest, ok1 := strings.Cut(strings.TrimSpace(part), ":")
 			scope, tok, ok2 := strings.Cut(rest, ":")
 			if !ok1 || !ok2 {
-				return fmt.Errorf("environment: EVENTCENTER_ADMIN_TOKENS: want name:scope:token[,...], got %q", part)
+				// The entry holds a secret: say where, not what.
+				return fmt.Errorf("environment: EVENTCENTER_ADMIN_TOKENS: entry %d is not name:scope:token (want name:scope:token[,...])", i+1)
 			}
 			cfg.Admin.Tokens = append(cfg.Admin.Tokens, Token{Name: name, Scope: scope, Token: tok})
 		}

@@ -109,3 +109,12 @@ func TestEmptySecretFile(t *testing.T) {
 	_, err := Load(write(t, "store:\n  dsn: postgres://ec@db/ec\nadmin:\n  tokens:\n    - {name: a, scope: admin, token_file: "+p+"}\n"))
 	require.ErrorContains(t, err, "is empty")
 }
+
+// TestAdminTokensEnvErrorHidesTheToken: a malformed EVENTCENTER_ADMIN_TOKENS
+// entry is named by position, not shown.
+func TestAdminTokensEnvErrorHidesTheToken(t *testing.T) {
+	t.Setenv("EVENTCENTER_ADMIN_TOKENS", "ops:admin:0123456789abcdef,"+canary)
+	_, err := Load(write(t, "store:\n  dsn: postgres://ec@db/ec\n"))
+	require.ErrorContains(t, err, "EVENTCENTER_ADMIN_TOKENS: entry 2")
+	require.NotContains(t, err.Error(), canary)
+}
