@@ -65,6 +65,9 @@ type SASL struct {
 	// newlines are ignored). Never logged.
 	Password     string `yaml:"password"`
 	PasswordFile string `yaml:"password_file"`
+	// PasswordEnv names an environment variable holding the password,
+	// read at each authentication too.
+	PasswordEnv string `yaml:"password_env"`
 	// TokenFile holds the OAUTHBEARER token, read on every authentication
 	// so that whatever refreshes the file refreshes the center's token.
 	TokenFile string `yaml:"token_file"`
@@ -94,15 +97,15 @@ func (c Config) Validate() error {
 	s := c.SASL
 	switch strings.ToUpper(s.Mechanism) {
 	case "":
-		if s.Username != "" || s.Password != "" || s.PasswordFile != "" || s.TokenFile != "" {
+		if s.Username != "" || s.Password != "" || s.PasswordFile != "" || s.PasswordEnv != "" || s.TokenFile != "" {
 			bad("sasl.mechanism", "is required when sasl credentials are given (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER)")
 		}
 	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
 		if s.Username == "" {
 			bad("sasl.username", "is required for %s", s.Mechanism)
 		}
-		if (s.Password == "") == (s.PasswordFile == "") {
-			bad("sasl.password", "give exactly one of password and password_file for %s", s.Mechanism)
+		if n := btoi(s.Password != "") + btoi(s.PasswordFile != "") + btoi(s.PasswordEnv != ""); n != 1 {
+			bad("sasl.password", "give exactly one of password, password_file and password_env for %s", s.Mechanism)
 		}
 		if s.TokenFile != "" {
 			bad("sasl.token_file", "is for OAUTHBEARER only")
@@ -111,13 +114,20 @@ func (c Config) Validate() error {
 		if s.TokenFile == "" {
 			bad("sasl.token_file", "is required for OAUTHBEARER")
 		}
-		if s.Password != "" || s.PasswordFile != "" {
+		if s.Password != "" || s.PasswordFile != "" || s.PasswordEnv != "" {
 			bad("sasl.password", "is not used by OAUTHBEARER (use token_file)")
 		}
 	default:
 		bad("sasl.mechanism", "want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER, got %q", s.Mechanism)
 	}
 	return errors.Join(errs...)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func minVersion(v string) (uint16, error) {
@@ -182,6 +192,12 @@ func readSecret(path string) (string, error) {
 // Build makes the SASL mechanism of s; nil when SASL is off.
 func (s SASL) Build() (sasl.Mechanism, error) {
 	password := func() (string, error) {
+		if s.PasswordEnv != "" {
+			if v := os.Getenv(s.PasswordEnv); v != "" {
+				return v, nil
+			}
+			return "", fmt.Errorf("sasl.password_env: environment variable %s is not set", s.PasswordEnv)
+		}
 		if s.PasswordFile == "" {
 			return s.Password, nil
 		}
@@ -191,8 +207,9 @@ func (s SASL) Build() (sasl.Mechanism, error) {
 		}
 		return p, nil
 	}
-	// A missing file is a start-up error, not a retried connection error.
-	if s.PasswordFile != "" {
+	// A missing file or variable is a start-up error, not a retried
+	// connection error.
+	if s.PasswordFile != "" || s.PasswordEnv != "" {
 		if _, err := password(); err != nil {
 			return nil, err
 		}

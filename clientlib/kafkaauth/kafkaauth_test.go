@@ -219,3 +219,18 @@ func TestPasswordFileRotation(t *testing.T) {
 	require.NoError(t, os.WriteFile(pw, []byte("new-"+canary), 0o600))
 	require.NoError(t, check(t, cluster.ListenAddrs(), cfg))
 }
+
+// TestPasswordEnv: the password may come from a named environment
+// variable; an unset one fails when the options are built.
+func TestPasswordEnv(t *testing.T) {
+	t.Setenv("EC_TEST_KAFKA_PW", "pw-from-env")
+	m, err := kafkaauth.SASL{Mechanism: "PLAIN", Username: "u", PasswordEnv: "EC_TEST_KAFKA_PW"}.Build()
+	require.NoError(t, err)
+	_, first, err := m.Authenticate(t.Context(), "h:9092")
+	require.NoError(t, err)
+	require.Equal(t, "\x00u\x00pw-from-env", string(first))
+	_, err = kafkaauth.Config{SASL: kafkaauth.SASL{Mechanism: "PLAIN", Username: "u", PasswordEnv: "EC_TEST_UNSET_VAR"}}.Options()
+	require.ErrorContains(t, err, "EC_TEST_UNSET_VAR is not set")
+	err = kafkaauth.Config{SASL: kafkaauth.SASL{Mechanism: "PLAIN", Username: "u", Password: "p", PasswordEnv: "X"}}.Validate()
+	require.ErrorContains(t, err, "exactly one")
+}

@@ -244,8 +244,10 @@ type Biz struct {
 	Allow         []string `yaml:"allow"`
 	// Secret signs check-back requests (HMAC-SHA256).
 	Secret string `yaml:"secret"`
-	// SecretFile holds the secret instead of Secret (see security.go).
+	// SecretFile holds the secret instead of Secret; SecretEnv names an
+	// environment variable that does (see security.go).
 	SecretFile string `yaml:"secret_file"`
+	SecretEnv  string `yaml:"secret_env"`
 }
 
 // Retention configures the purge of terminal messages.

@@ -25,11 +25,13 @@ type StoreSecrets struct {
 }
 
 // RocketMQACL is a RocketMQ target's ACL credentials: access_key, and
-// secret_key or secret_key_file.
+// secret_key, secret_key_file or secret_key_env (the name of an
+// environment variable holding it).
 type RocketMQACL struct {
 	AccessKey     string `yaml:"access_key"`
 	SecretKey     string `yaml:"secret_key"`
 	SecretKeyFile string `yaml:"secret_key_file"`
+	SecretKeyEnv  string `yaml:"secret_key_env"`
 }
 
 // Secret-bearing environment variables without a field of their own: the
@@ -90,6 +92,28 @@ func (c *Config) ResolveSecrets() error {
 			return
 		}
 		*into = v
+	}
+	fromEnv := func(field, name string, into *string) {
+		if name == "" {
+			return
+		}
+		v := os.Getenv(name)
+		switch {
+		case v == "":
+			errs = append(errs, fmt.Errorf("%s: environment variable %s is not set", field, name))
+		case *into != "" && *into != v:
+			errs = append(errs, fmt.Errorf("%s: give the secret, its file or its variable, not two", field))
+		default:
+			*into = v
+		}
+	}
+	for i := range c.Checkback.Biz {
+		b := &c.Checkback.Biz[i]
+		fromEnv(fmt.Sprintf("checkback.biz[%d].secret_env", i), b.SecretEnv, &b.Secret)
+	}
+	for i := range c.Forward.Targets {
+		a := &c.Forward.Targets[i].ACL
+		fromEnv(fmt.Sprintf("forward.targets[%d].secret_key_env", i), a.SecretKeyEnv, &a.SecretKey)
 	}
 	for i := range c.Admin.Tokens {
 		t := &c.Admin.Tokens[i]
@@ -155,7 +179,7 @@ func (c *Config) validateSecurity(bad func(string, string, ...any)) {
 			if !t.Auth.IsZero() {
 				bad(field+".tls", "tls and sasl are for kafka targets (rocketmq: access_key, secret_key)")
 			}
-			if (t.ACL.AccessKey == "") != (t.ACL.SecretKey == "" && t.ACL.SecretKeyFile == "") {
+			if (t.ACL.AccessKey == "") != (t.ACL.SecretKey == "" && t.ACL.SecretKeyFile == "" && t.ACL.SecretKeyEnv == "") {
 				bad(field+".access_key", "access_key and secret_key (or secret_key_file) go together")
 			}
 		}

@@ -118,3 +118,27 @@ func TestAdminTokensEnvErrorHidesTheToken(t *testing.T) {
 	require.ErrorContains(t, err, "EVENTCENTER_ADMIN_TOKENS: entry 2")
 	require.NotContains(t, err.Error(), canary)
 }
+
+// TestSecretsFromEnvironment: check-back secrets and RocketMQ secret keys
+// may name an environment variable; an unset one is an error naming it.
+func TestSecretsFromEnvironment(t *testing.T) {
+	t.Setenv("EC_TEST_CB_SECRET", canary+"-cb")
+	t.Setenv("EC_TEST_RMQ_SK", canary+"-rmq")
+	body := `
+store: {dsn: "postgres://ec@db/ec"}
+forward:
+  targets:
+    - {name: kafka, type: kafka}
+    - {name: r, type: rocketmq, name_servers: ["10.0.0.1:9876"], access_key: ak, secret_key_env: EC_TEST_RMQ_SK}
+checkback:
+  biz:
+    - {biz_id: a, secret_env: EC_TEST_CB_SECRET}
+`
+	cfg, err := Load(write(t, body))
+	require.NoError(t, err)
+	require.Equal(t, canary+"-cb", cfg.Checkback.Biz[0].Secret)
+	require.Equal(t, canary+"-rmq", cfg.Forward.Targets[1].ACL.SecretKey)
+
+	_, err = Load(write(t, "store: {dsn: \"postgres://ec@db/ec\"}\ncheckback:\n  biz:\n    - {biz_id: a, secret_env: EC_TEST_UNSET_VAR}\n"))
+	require.ErrorContains(t, err, "checkback.biz[0].secret_env: environment variable EC_TEST_UNSET_VAR is not set")
+}
