@@ -24,6 +24,7 @@ type Store interface {
 	OldestPrepared(ctx context.Context) (map[string]time.Time, error)
 	Audit(ctx context.Context, bizID, key string) ([]store.AuditEntry, error)
 	AddAudit(ctx context.Context, e store.AuditEntry) error
+	AuditLog(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error)
 	RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error)
 }
 

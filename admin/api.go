@@ -29,6 +29,7 @@ func (h *handler) routesAPI() {
 	h.mux.Handle("POST "+p+"/bizids/{bizID}/retry", h.api(ScopeAdmin, h.apiBizRetry))
 	h.mux.Handle("GET "+p+"/dlq", h.api(ScopeRead, h.apiDLQList))
 	h.mux.Handle("POST "+p+"/dlq/{partition}/{offset}/replay", h.api(ScopeAdmin, h.apiDLQReplay))
+	h.mux.Handle("GET "+p+"/audit", h.api(ScopeRead, h.apiAuditLog))
 	h.mux.Handle(p+"/", h.api(ScopeRead, func(w http.ResponseWriter, r *http.Request, _ principal) error {
 		return &apiError{http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)}
 	}))
@@ -565,38 +566,45 @@ func (h *handler) dlqReplay(r *http.Request, p principal, partition int32, offse
 		// A MiddlewareMessage JSON names its message in the value.
 		bizID, key, ok = e.BizID, e.MessageKey, true
 	}
-	if ok {
-		res.Audited = h.auditReplay(r, p, bizID, key, partition, offset, reason, fix)
+	if !ok {
+		// A record that names no message is audited by its position.
+		bizID, key = "", fmt.Sprintf("dlq:%d/%d", partition, offset)
 	}
+	res.Audited, res.Known = h.auditReplay(r, p, bizID, key, partition, offset, reason, fix)
 	return res, nil
 }
 
-// auditReplay records a replay in the audit log of the message it names,
-// if that message exists (an audit row of a message that never comes would
-// never be purged). A failure is logged: the record is already replayed.
-func (h *handler) auditReplay(r *http.Request, p principal, bizID, key string, partition int32, offset int64, reason string, fix ReplayFix) bool {
+// auditReplay records a replay in the audit log, under the message it
+// names whether or not that message exists yet (audit records have their
+// own retention, so one of a message that never comes is purged in time).
+// A failure is logged and counted: the record is already replayed. known
+// tells whether the message exists.
+func (h *handler) auditReplay(r *http.Request, p principal, bizID, key string, partition int32, offset int64, reason string, fix ReplayFix) (audited, known bool) {
+	st := "NONE"
 	m, err := h.st.Get(r.Context(), bizID, key)
-	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) {
-			h.log.Warn("dead-letter replay not audited: reading the message failed", "id", envelopeKey(bizID, key), "err", err)
+	switch {
+	case err == nil:
+		known = true
+		st = m.Status.String()
+		if m.Orphan() {
+			st += " without body"
 		}
-		return false
+	case !errors.Is(err, store.ErrNotFound):
+		h.log.Warn("dead-letter replay: reading the message for the audit record failed", "id", envelopeKey(bizID, key), "err", err)
+		st = "UNKNOWN"
 	}
 	what := fmt.Sprintf(" (dead letter %d/%d replayed", partition, offset)
 	if fix.Topic != "" {
 		what += " with forward topic " + fix.Topic
 	}
-	st := m.Status.String()
-	if m.Orphan() {
-		st += " without body"
-	}
 	e := store.AuditEntry{BizID: bizID, Key: key, Action: "dlq_replay", Who: p.Name, Reason: reason + what + ")",
 		At: h.now(), Before: st, After: st}
 	if err := h.st.AddAudit(r.Context(), e); err != nil {
-		h.log.Warn("dead-letter replay not audited", "id", envelopeKey(bizID, key), "err", err)
-		return false
+		h.log.Error("dead-letter replay not audited", "id", envelopeKey(bizID, key), "err", err)
+		h.actions.WithLabelValues("dlq_replay", "not_audited").Inc()
+		return false, known
 	}
-	return true
+	return true, known
 }
 
 func (h *handler) apiDLQReplay(w http.ResponseWriter, r *http.Request, p principal) error {

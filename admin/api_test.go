@@ -539,6 +539,9 @@ func (f fakeStore) Audit(context.Context, string, string) ([]store.AuditEntry, e
 }
 func (f fakeStore) RetryNowBizID(context.Context, string, store.Actor) (int, error) { return 0, f.err }
 func (f fakeStore) AddAudit(context.Context, store.AuditEntry) error                { return f.err }
+func (f fakeStore) AuditLog(context.Context, store.AuditQuery) ([]store.AuditEntry, error) {
+	return nil, f.err
+}
 
 func TestStoreFailure(t *testing.T) {
 	t.Parallel()
@@ -553,6 +556,7 @@ func TestStoreFailure(t *testing.T) {
 		{method: "GET", path: adminapi.MessagePath("b", "k")},
 		{method: "POST", path: adminapi.ActionPath("b", "k", "retry"), body: reason("r")},
 		{method: "POST", path: adminapi.BizRetryPath("b"), body: reason("r")},
+		{method: "GET", path: adminapi.Prefix + "/audit"},
 	} {
 		a := do(t, env, c)
 		require.Equal(t, http.StatusInternalServerError, a.code, c.path)

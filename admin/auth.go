@@ -35,6 +35,7 @@ type tokenEntry struct {
 // auth checks bearer tokens and console sessions.
 type auth struct {
 	tokens       []tokenEntry
+	source       func() []Token
 	open         bool
 	insecureUser string
 	// openKey signs form tokens in open (insecure) mode.
@@ -54,14 +55,29 @@ func newAuth(cfg *Config) (*auth, error) {
 	if _, err := rand.Read(a.openKey); err != nil {
 		return nil, fmt.Errorf("make form key: %w", err)
 	}
-	for _, t := range cfg.Tokens {
-		a.tokens = append(a.tokens, tokenEntry{
+	a.tokens = entries(cfg.Tokens)
+	a.source = cfg.TokenSource
+	return a, nil
+}
+
+func entries(ts []Token) []tokenEntry {
+	out := make([]tokenEntry, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, tokenEntry{
 			name: t.Name, scope: t.Scope,
 			hash:   sha256.Sum256([]byte(t.Token)),
 			secret: []byte(t.Token),
 		})
 	}
-	return a, nil
+	return out
+}
+
+// current is the accepted tokens now.
+func (a *auth) current() []tokenEntry {
+	if a.source != nil {
+		return entries(a.source())
+	}
+	return a.tokens
 }
 
 const noTokensMsg = "no admin tokens are configured: configure admin tokens (name, token, scope read|admin), or enable insecure mode for development"
@@ -77,15 +93,16 @@ type authError struct {
 func (a *auth) byToken(tok string) (tokenEntry, bool) {
 	h := sha256.Sum256([]byte(tok))
 	found := -1
-	for i := range a.tokens {
-		if subtle.ConstantTimeCompare(h[:], a.tokens[i].hash[:]) == 1 {
+	tokens := a.current()
+	for i := range tokens {
+		if subtle.ConstantTimeCompare(h[:], tokens[i].hash[:]) == 1 {
 			found = i
 		}
 	}
 	if found < 0 {
 		return tokenEntry{}, false
 	}
-	return a.tokens[found], true
+	return tokens[found], true
 }
 
 // bearer authenticates an API request.
@@ -93,7 +110,7 @@ func (a *auth) bearer(r *http.Request) (principal, *authError) {
 	if a.open {
 		return principal{Name: a.insecureUser, Scope: ScopeAdmin, key: a.openKey}, nil
 	}
-	if len(a.tokens) == 0 {
+	if len(a.current()) == 0 {
 		return principal{}, &authError{msg: noTokensMsg, challenge: `Bearer realm="eventcenter"`}
 	}
 	h := r.Header.Get("Authorization")
@@ -167,7 +184,7 @@ func (a *auth) session(r *http.Request) (principal, bool) {
 		return principal{}, false
 	}
 	name := string(nb)
-	for _, t := range a.tokens {
+	for _, t := range a.current() {
 		if t.name != name {
 			continue
 		}

@@ -33,6 +33,10 @@ type Config struct {
 	// Tokens are the accepted bearer tokens. With none, every request is
 	// refused unless Insecure is set.
 	Tokens []Token
+	// TokenSource, when set, gives the accepted tokens at each request in
+	// place of Tokens (tokens read from files that may be rotated); Tokens
+	// still decides whether the API is open (Insecure).
+	TokenSource func() []Token
 	// Insecure opens the API and the console without a token when no token
 	// is configured (development only). Actions are audited as
 	// InsecureUser. It has no effect when tokens are configured.

@@ -238,13 +238,14 @@ func (d *KafkaDLQ) readerOpts() []kgo.Opt {
 	if vs := d.cl.OptValues(kgo.ClientID); len(vs) == 2 && vs[1] == true {
 		opts = append(opts, kgo.ClientID(vs[0].(string)+"-dlq-reader"))
 	}
-	if v := d.cl.OptValue(kgo.Dialer); v != nil {
+	// With DialTLSConfig the client reports a Dialer of its own too, and
+	// the two options together are refused: copy TLS, else the dialer.
+	if v, ok := d.cl.OptValue(kgo.DialTLSConfig).(*tls.Config); ok && v != nil {
+		opts = append(opts, kgo.DialTLSConfig(v))
+	} else if v := d.cl.OptValue(kgo.Dialer); v != nil {
 		if fn, ok := v.(func(ctx context.Context, network, host string) (net.Conn, error)); ok && fn != nil {
 			opts = append(opts, kgo.Dialer(fn))
 		}
-	}
-	if v, ok := d.cl.OptValue(kgo.DialTLSConfig).(*tls.Config); ok && v != nil {
-		opts = append(opts, kgo.DialTLSConfig(v))
 	}
 	if v, ok := d.cl.OptValue(kgo.SASL).([]sasl.Mechanism); ok && len(v) > 0 {
 		opts = append(opts, kgo.SASL(v...))

@@ -99,7 +99,7 @@ func TestDLQ(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, get(t, env, "/api/v1/dlq?limit=-1").code)
 
 	res := decode[adminapi.DLQReplayResult](t, post(t, env, adminapi.DLQReplayPath(1, 0), reason("fixed")), http.StatusOK)
-	require.Equal(t, adminapi.DLQReplayResult{Partition: 1, Offset: 0, Replayed: true, Key: "pay:y"}, res)
+	require.Equal(t, adminapi.DLQReplayResult{Partition: 1, Offset: 0, Replayed: true, Key: "pay:y", Audited: true}, res)
 	require.Equal(t, []string{"1/0"}, dlq.Replayed())
 
 	a = post(t, env, adminapi.DLQReplayPath(1, 9), reason("fixed"))

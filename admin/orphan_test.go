@@ -161,7 +161,7 @@ func TestDLQReplayReasonFixAndAudit(t *testing.T) {
 
 	res := decode[adminapi.DLQReplayResult](t, post(t, env, adminapi.DLQReplayPath(2, 7),
 		adminapi.DLQReplayRequest{Reason: "producer sent no topic; it is orders.events", Topic: " orders.events "}), http.StatusOK)
-	require.Equal(t, adminapi.DLQReplayResult{Partition: 2, Offset: 7, Replayed: true, Key: "orders:" + keyOrphanOld, Audited: true}, res)
+	require.Equal(t, adminapi.DLQReplayResult{Partition: 2, Offset: 7, Replayed: true, Key: "orders:" + keyOrphanOld, Audited: true, Known: true}, res)
 	require.Equal(t, []admin.ReplayFix{{Topic: "orders.events"}}, dlq.fixes)
 	audit, err := env.Store.Audit(t.Context(), admintest.Biz, keyOrphanOld)
 	require.NoError(t, err)
@@ -169,9 +169,11 @@ func TestDLQReplayReasonFixAndAudit(t *testing.T) {
 		Reason: "producer sent no topic; it is orders.events (dead letter 2/7 replayed with forward topic orders.events)",
 		At:     env.Clock.Now(), Before: "COMMITTED without body", After: "COMMITTED without body"}}, audit)
 
-	// A record naming no stored message is replayed but not audited.
+	// A record naming no stored message is replayed and audited too
+	// (audit records have their own retention).
 	res = decode[adminapi.DLQReplayResult](t, post(t, env, adminapi.DLQReplayPath(0, 3), reason("retry")), http.StatusOK)
-	require.False(t, res.Audited)
+	require.True(t, res.Audited)
+	require.False(t, res.Known)
 	require.Equal(t, "orders:x", res.Key)
 }
 

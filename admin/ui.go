@@ -559,7 +559,7 @@ func (h *handler) uiDLQReplay(w http.ResponseWriter, r *http.Request, p principa
 		return "", err
 	}
 	q := url.Values{"replayed": {fmt.Sprintf("%d/%d", partition, offset)}}
-	if res.Audited {
+	if res.Known {
 		q.Set("key", res.Key)
 	}
 	return "/ui/dlq?" + q.Encode(), nil

@@ -13,6 +13,11 @@
 // center asks it back: serve NewCheckbackHandler (HTTP, Dubbo Triple JSON and
 // JSON-RPC) at the endpoint given in Message.Verify or WithDefaultVerify.
 //
+// An authenticated, encrypted cluster takes WithTLS and WithSASL (franz-go
+// mechanisms), or WithKafkaAuth with the center's own kafkaauth.Config (CA,
+// client certificate, SASL PLAIN / SCRAM / OAUTHBEARER, secrets in files
+// re-read at each connection); Ping checks the connection at start-up.
+//
 // Forwarded messages carry the header ec-id = "bizID:messageKey"; a consumer
 // drops redeliveries with a Deduper (in memory), or gets exactly-once
 // effects with the inbox of package clientlib/inbox, which records the id
@@ -28,6 +33,6 @@
 // the center. The module also holds the two packages producer
 // and center share: envelope (the control-record wire format) and checkback
 // (the check-back protocol: endpoint grammar, Decision, answer encoding and
-// strict decoding, the EC-Signature HMAC). The center's module imports them
-// from here.
+// strict decoding, the EC-Signature HMAC), and kafkaauth (TLS and SASL
+// options). The center's module imports them from here.
 package clientlib

@@ -72,7 +72,7 @@ func NewProducer(opts ...Option) (*Producer, error) {
 			kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 			kgo.ProducerLinger(defaultLinger),
 			kgo.WithLogger(kslog.New(kafkaLog)),
-		}, cfg.kgoOpts...)
+		}, append(cfg.security, cfg.kgoOpts...)...)
 		cl, err := kgo.NewClient(kopts...)
 		if err != nil {
 			return nil, fmt.Errorf("new producer: create Kafka client: %w", err)
@@ -80,6 +80,15 @@ func NewProducer(opts ...Option) (*Producer, error) {
 		p.cl, p.owned = cl, true
 	}
 	return p, nil
+}
+
+// Ping asks the brokers for metadata: a start-up check that the producer
+// can connect (TLS, SASL) without sending anything. Bound it with ctx.
+func (p *Producer) Ping(ctx context.Context) error {
+	if err := p.cl.Ping(ctx); err != nil {
+		return fmt.Errorf("ping kafka: %w", err)
+	}
+	return nil
 }
 
 // Close closes the client if the producer created it. Sends in flight fail.

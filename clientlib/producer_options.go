@@ -1,14 +1,17 @@
 package clientlib
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/clientlib/kafkaauth"
 )
 
 // DefaultControlTopic is the control topic unless WithControlTopic says
@@ -39,6 +42,10 @@ type producerConfig struct {
 	defaultVerify   string
 	kgoOpts         []kgo.Opt
 	decisionTimeout time.Duration
+	// security are the TLS / SASL options (WithTLS, WithSASL,
+	// WithKafkaAuth); secErr is a WithKafkaAuth that could not be built.
+	security []kgo.Opt
+	secErr   error
 }
 
 // WithBrokers sets the seed brokers of a client the producer creates and
@@ -87,7 +94,41 @@ func WithDecisionTimeout(d time.Duration) Option {
 	return optionFunc(func(c *producerConfig) { c.decisionTimeout = d })
 }
 
+// WithTLS encrypts the connection of the client the producer creates with
+// cfg (its RootCAs, Certificates, ServerName, MinVersion). Not allowed with
+// WithClient.
+func WithTLS(cfg *tls.Config) Option {
+	return optionFunc(func(c *producerConfig) { c.security = append(c.security, kgo.DialTLSConfig(cfg)) })
+}
+
+// WithSASL authenticates the client the producer creates with m, e.g.
+// scram.Auth{User: u, Pass: p}.AsSha512Mechanism() from
+// github.com/twmb/franz-go/pkg/sasl/scram. Not allowed with WithClient.
+func WithSASL(m sasl.Mechanism) Option {
+	return optionFunc(func(c *producerConfig) { c.security = append(c.security, kgo.SASL(m)) })
+}
+
+// WithKafkaAuth configures TLS and SASL from files as the center does (CA,
+// client certificate, password or OAUTHBEARER token files re-read at each
+// connection). Not allowed with WithClient.
+func WithKafkaAuth(cfg kafkaauth.Config) Option {
+	return optionFunc(func(c *producerConfig) {
+		opts, err := cfg.Options()
+		if err != nil {
+			c.secErr = errors.Join(c.secErr, fmt.Errorf("WithKafkaAuth: %w", err))
+			return
+		}
+		c.security = append(c.security, opts...)
+	})
+}
+
 func (c *producerConfig) validate() error {
+	if c.secErr != nil {
+		return c.secErr
+	}
+	if c.client != nil && len(c.security) > 0 {
+		return errors.New("WithTLS, WithSASL and WithKafkaAuth apply to a client the producer creates, not to one given WithClient")
+	}
 	switch {
 	case c.client == nil && len(c.brokers) == 0:
 		return errors.New("no Kafka given: use WithBrokers or WithClient")

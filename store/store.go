@@ -65,16 +65,22 @@ type Store interface {
 	// Audit returns the operator actions on one message, oldest first.
 	Audit(ctx context.Context, bizID, key string) ([]AuditEntry, error)
 	// AddAudit records an operator action that changes no row itself (a
-	// dead-letter record replayed for a message). Purge removes it with
-	// its message.
+	// dead-letter record replayed for a message).
 	AddAudit(ctx context.Context, e AuditEntry) error
+	// AuditLog lists audit records of every message, newest first, with
+	// their IDs (for paging with AuditQuery.BeforeID).
+	AuditLog(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
+	// PurgeAudit deletes up to limit audit records written before the
+	// given time, oldest first; it returns how many it deleted. Audit
+	// records have their own retention: Purge leaves them.
+	PurgeAudit(ctx context.Context, before time.Time, limit int) (int, error)
 	// RetryNowBizID applies an operator retry-now to every PREPARED,
 	// VERIFY_FAILED, pending or DEAD message of a bizID (after an outage),
 	// with one audit record each; it returns how many it reset.
 	RetryNowBizID(ctx context.Context, bizID string, who Actor) (int, error)
 	// Purge deletes up to limit terminal messages (rolled back, or committed
-	// and sent) decided or sent before the given time, and their audit
-	// records; it returns how many it deleted.
+	// and sent) decided or sent before the given time; it returns how many
+	// it deleted. Their audit records stay (see PurgeAudit).
 	Purge(ctx context.Context, before time.Time, limit int) (int, error)
 
 	// Close releases what the store opened itself (not a pool passed in).
@@ -177,8 +183,23 @@ type OrphanStat struct {
 	Oldest time.Time
 }
 
+// AuditQuery selects audit records for AuditLog.
+type AuditQuery struct {
+	// BizID, when set, keeps that bizID's records only.
+	BizID string
+	// Since, when set, keeps records at or after it.
+	Since time.Time
+	// BeforeID, when positive, keeps records with a smaller ID (the next
+	// page after a page whose last record had this ID).
+	BeforeID int64
+	// Limit bounds the records returned (must be positive).
+	Limit int
+}
+
 // AuditEntry records one operator action.
 type AuditEntry struct {
+	// ID orders the records; set by AuditLog only.
+	ID     int64
 	BizID  string
 	Key    string
 	Action string

@@ -85,6 +85,10 @@ type BizConfig struct {
 	// Secret, when set, signs every check-back request of this bizID with
 	// the EC-Signature header (see the package documentation).
 	Secret string
+	// SecretSource, when set, gives the secret at each call in place of
+	// Secret (a secret read from a file that may be rotated); an empty
+	// answer falls back to Secret.
+	SecretSource func() string
 }
 
 // Config configures a Verifier.
@@ -186,6 +190,18 @@ type resolved struct {
 	endpoint *checkback.Endpoint
 	force    bool
 	secret   []byte
+	// secretSource is BizConfig.SecretSource.
+	secretSource func() string
+}
+
+// currentSecret is the bizID's signing secret now.
+func (r *resolved) currentSecret() []byte {
+	if r.secretSource != nil {
+		if s := r.secretSource(); s != "" {
+			return []byte(s)
+		}
+	}
+	return r.secret
 }
 
 func (c *Config) setDefaults() {
@@ -357,6 +373,7 @@ func (c *Config) resolve() (map[string]*resolved, error) {
 		if b.Secret != "" {
 			r.secret = []byte(b.Secret)
 		}
+		r.secretSource = b.SecretSource
 		out[id] = r
 	}
 	if c.Lease < 3*maxTimeout {

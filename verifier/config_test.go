@@ -80,3 +80,23 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretSource: a bizID's SecretSource gives the signing secret at each
+// call (rotation without a restart); empty falls back to Secret.
+func TestSecretSource(t *testing.T) {
+	t.Parallel()
+	cur := "rotated-1"
+	c := Config{BizIDs: map[string]BizConfig{
+		"a": {Secret: "static", SecretSource: func() string { return cur }},
+		"b": {Secret: "static"},
+	}}
+	c.setDefaults()
+	res, err := c.resolve()
+	require.NoError(t, err)
+	require.Equal(t, []byte("rotated-1"), res["a"].currentSecret())
+	cur = "rotated-2"
+	require.Equal(t, []byte("rotated-2"), res["a"].currentSecret())
+	cur = ""
+	require.Equal(t, []byte("static"), res["a"].currentSecret())
+	require.Equal(t, []byte("static"), res["b"].currentSecret())
+}

@@ -179,9 +179,26 @@ type DLQReplayResult struct {
 	Replayed  bool  `json:"replayed"`
 	// Key is the replayed record's key (bizID:messageKey).
 	Key string `json:"key,omitempty"`
-	// Audited tells whether the replay was written to the audit log of
-	// the message it names (only a message that exists has one).
+	// Audited tells whether the replay was written to the audit log (under
+	// the message it names, or "dlq:partition/offset" when it names none).
 	Audited bool `json:"audited"`
+	// Known tells whether the record names a message the center has.
+	Known bool `json:"known,omitempty"`
+}
+
+// AuditLogEntry is one operator action in the audit log.
+type AuditLogEntry struct {
+	ID    int64  `json:"id"`
+	BizID string `json:"biz_id"`
+	Key   string `json:"key"`
+	AuditEntry
+}
+
+// AuditLog is a page of the audit log, newest first; Next, when set, is
+// the before_id of the next page.
+type AuditLog struct {
+	Entries []AuditLogEntry `json:"entries"`
+	Next    string          `json:"next,omitempty"`
 }
 
 // Error is the body of every error answer.

@@ -66,7 +66,7 @@ the token is --token, else $` + EnvToken + `.`,
 	pf.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	pf.DurationVar(&o.timeout, "timeout", 30*time.Second, "request timeout")
 	cmd.AddCommand(o.listCmd(), o.getCmd(), o.countsCmd(), o.resolveCmd(), o.actionCmd("redeliver"),
-		o.actionCmd("retry"), o.actionCmd(adminapi.ActionCloseOrphan), o.retryBizCmd(), o.dlqCmd())
+		o.actionCmd("retry"), o.actionCmd(adminapi.ActionCloseOrphan), o.retryBizCmd(), o.dlqCmd(), o.auditCmd())
 	return cmd
 }
 

@@ -304,3 +304,28 @@ func TestNegativeFlagsAreErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestAudit: "admin audit" lists operator actions newest first, with
+// --biz-id and --limit, and says how to get the next page.
+func TestAudit(t *testing.T) {
+	t.Parallel()
+	env := admintest.New(t, &memDLQ{})
+	_, _, err := run(t, env, admintest.AdminToken, "retry", "orders:o-1", "--reason", "endpoint back")
+	require.NoError(t, err)
+	_, _, err = run(t, env, admintest.AdminToken, "dlq", "replay", "2", "5", "--reason", "producer fixed")
+	require.NoError(t, err)
+	out, errOut, err := run(t, env, admintest.ReadToken, "audit")
+	require.NoError(t, err)
+	require.Empty(t, errOut)
+	require.Regexp(t, `ID\s+TIME\s+WHO\s+ACTION\s+MESSAGE\s+BEFORE → AFTER\s+REASON\n`+
+		`2\s+\S+\s+`+admintest.AdminName+`\s+dlq_replay\s+orders:o-1\s+.*producer fixed.*\n`+
+		`1\s+\S+\s+`+admintest.AdminName+`\s+retry_now\s+orders:o-1\s+PREPARED → PREPARED\s+endpoint back\n$`, out)
+	_, errOut, err = run(t, env, admintest.ReadToken, "audit", "--limit", "1")
+	require.NoError(t, err)
+	require.Equal(t, "more: --before-id 2\n", errOut)
+	out, _, err = run(t, env, admintest.ReadToken, "audit", "--biz-id", "pay", "-o", "json")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"entries":[]}`, out)
+	_, _, err = run(t, env, admintest.ReadToken, "audit", "--before-id", "x")
+	require.ErrorContains(t, err, "400 Bad Request: before_id")
+}

@@ -229,3 +229,30 @@ func (c *Client) ReplayDLQ(ctx context.Context, partition int32, offset int64, r
 	var out adminapi.DLQReplayResult
 	return out, c.do(ctx, http.MethodPost, adminapi.DLQReplayPath(partition, offset), nil, req, &out)
 }
+
+// AuditOptions select audit records (zero values: all).
+type AuditOptions struct {
+	BizID    string
+	Since    time.Time
+	BeforeID string
+	Limit    int
+}
+
+// AuditLog returns one page of the audit log, newest first.
+func (c *Client) AuditLog(ctx context.Context, o AuditOptions) (adminapi.AuditLog, error) {
+	q := url.Values{}
+	if o.BizID != "" {
+		q.Set("biz_id", o.BizID)
+	}
+	if !o.Since.IsZero() {
+		q.Set("since", o.Since.UTC().Format(time.RFC3339))
+	}
+	if o.BeforeID != "" {
+		q.Set("before_id", o.BeforeID)
+	}
+	if o.Limit > 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	var out adminapi.AuditLog
+	return out, c.do(ctx, http.MethodGet, adminapi.Prefix+"/audit", q, nil, &out)
+}

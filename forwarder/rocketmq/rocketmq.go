@@ -63,6 +63,10 @@ type Config struct {
 	// DefaultMaxMessageBytes. It must be at least the ingest payload limit,
 	// so that every message ingest accepts can be sent.
 	MaxMessageBytes int
+	// AccessKey and SecretKey sign every request for the brokers' ACL
+	// (HMAC-SHA1, the client's ACL hook); both or neither.
+	AccessKey string
+	SecretKey string
 	// Logger, scoped by the caller; nil means slog.Default() with
 	// component=target and target=Name. Unless SetClientLogger was called,
 	// the first target's logger also receives the RocketMQ client's own
@@ -96,6 +100,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxMessageBytes < 0 {
 		errs = append(errs, fmt.Errorf("MaxMessageBytes: must not be negative, got %d", c.MaxMessageBytes))
+	}
+	if (c.AccessKey == "") != (c.SecretKey == "") {
+		errs = append(errs, errors.New("AccessKey, SecretKey: both or neither"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("rocketmq target %q config: %w", c.Name, err)
@@ -174,13 +181,17 @@ func New(cfg Config) (*Target, error) {
 	// A unique instance name per target: the client's process-global
 	// client map is keyed by ip@instance.
 	instance := fmt.Sprintf("eventcenter-%s-%d-%d", cfg.Name, os.Getpid(), instanceSeq.Add(1))
-	p, err := producer.NewDefaultProducer(
+	popts := []producer.Option{
 		producer.WithNameServer(cfg.NameServers),
 		producer.WithGroupName(cfg.Group),
 		producer.WithInstanceName(instance),
 		producer.WithRetry(retries),
 		producer.WithQueueSelector(producer.NewHashQueueSelector()),
-	)
+	}
+	if cfg.AccessKey != "" {
+		popts = append(popts, producer.WithCredentials(primitive.Credentials{AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey}))
+	}
+	p, err := producer.NewDefaultProducer(popts...)
 	if err != nil {
 		return nil, fmt.Errorf("rocketmq target %q: new producer: %w", cfg.Name, err)
 	}

@@ -27,7 +27,7 @@ const module = "github.com/eventcenter/eventcenter/"
 // them are checked against their layer.
 var layers = map[string]int{
 	// 0: leaves, no project imports.
-	"clientlib/checkback": 0, "clientlib/inbox": 0, "store/migrate": 0, "admin/adminapi": 0, "internal/version": 0,
+	"clientlib/checkback": 0, "clientlib/inbox": 0, "clientlib/kafkaauth": 0, "store/migrate": 0, "admin/adminapi": 0, "internal/version": 0,
 	"internal/cliflags": 0, "internal/shutdown": 0, "internal/startstop": 0, "internal/testclock": 0,
 	"internal/lifecycle": 1, "internal/startstop/startstoptest": 1,
 	"store/rawlifecycle": 0, "testsupport/rocketmqfake": 0, "testsupport/rocketmqfake/rmqtest": 0,

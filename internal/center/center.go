@@ -55,6 +55,9 @@ type Options struct {
 	// check-back calls, forward; see internal/tracing); nil is tracing off.
 	// main builds it from the OTEL_* variables (tracing.FromEnv).
 	TracerProvider trace.TracerProvider
+	// SecretCheckInterval is how often secret files are looked at for
+	// changes (tests); zero means 10s. SIGHUP re-reads them at once.
+	SecretCheckInterval time.Duration
 }
 
 // Center is one running instance.
@@ -74,6 +77,7 @@ type Center struct {
 	dlqClient *kgo.Client
 	pool      *pgxpool.Pool
 	topics    *topicWatch
+	secrets   *secrets
 
 	listener net.Listener
 	server   *http.Server
@@ -110,10 +114,18 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	buildInfo.WithLabelValues(version.Version, version.Commit, version.GoVersion()).Set(1)
 	reg.MustRegister(buildInfo)
 
+	c.secrets = newSecrets(cfg, opt.Logger.With("component", "secrets"), opt.SecretCheckInterval, reg)
 	// The verifier's own checks (config.Validate covers them by YAML path)
 	// also run before the store is opened or migrated.
 	if err := verifierConfig(cfg, opt).Validate(); err != nil {
 		return nil, fmt.Errorf("config: checkback: %w", err)
+	}
+	if err := c.checkKafka(ctx, cfg, opt); err != nil {
+		return nil, err
+	}
+	kafkaAuth, err := cfg.Kafka.Auth.Options()
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
 	}
 	if c.Store, c.pool, err = OpenStore(ctx, cfg.Store, opt.Now, opt.Logger); err != nil {
 		return nil, err
@@ -152,6 +164,10 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	vcfg := verifierConfig(cfg, opt)
 	vcfg.Registerer = reg
 	vcfg.TracerProvider = opt.TracerProvider
+	for id, b := range vcfg.BizIDs {
+		b.SecretSource = c.secrets.BizSecret(id)
+		vcfg.BizIDs[id] = b
+	}
 	c.Verifier, err = verifier.New(vcfg, fast, c.Owned)
 	if err != nil {
 		return nil, fmt.Errorf("verifier: %w", err)
@@ -181,7 +197,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		Parallelism:     cfg.Ingest.Parallelism,
 		MinApplyRecords: cfg.Ingest.MinApplyRecords,
 		DLQRetryBudget:  cfg.Ingest.DLQRetryBudget,
-		ClientOptions:   append(ingestOpts, opt.KafkaOptions...),
+		ClientOptions:   append(append(ingestOpts, kafkaAuth...), opt.KafkaOptions...),
 		Now:             opt.Now,
 		Logger:          opt.Logger.With("component", "ingest"),
 		Registerer:      reg,
@@ -190,7 +206,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	c.purger = retention.New(retention.Config{
-		Period: cfg.Retention.Period, Interval: cfg.Retention.Interval, Batch: cfg.Retention.Batch,
+		Period: cfg.Retention.Period, AuditPeriod: cfg.Retention.AuditPeriod, Interval: cfg.Retention.Interval, Batch: cfg.Retention.Batch,
 		Now: opt.Now, Logger: opt.Logger.With("component", "retention"), Registerer: reg,
 	}, c.Store)
 	var bizIDs []string
@@ -263,17 +279,22 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 	for _, t := range cfg.Admin.Tokens {
 		tokens = append(tokens, admin.Token{Name: t.Name, Token: t.Token, Scope: t.Scope})
 	}
-	dlqClient, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ClientID(cfg.Kafka.ClientID + "-admin")}, opt.KafkaOptions...)...)
+	kafkaAuth, err := cfg.Kafka.Auth.Options()
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	dlqClient, err := kgo.NewClient(append(append([]kgo.Opt{kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ClientID(cfg.Kafka.ClientID + "-admin")}, kafkaAuth...), opt.KafkaOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter client: %w", err)
 	}
 	c.dlqClient = dlqClient
 	api, err := admin.NewHandler(admin.Config{
-		Tokens:     tokens,
-		Insecure:   cfg.Admin.Insecure,
-		Now:        opt.Now,
-		Logger:     opt.Logger.With("component", "admin"),
-		Registerer: c.registry,
+		Tokens:      tokens,
+		TokenSource: c.secrets.Tokens,
+		Insecure:    cfg.Admin.Insecure,
+		Now:         opt.Now,
+		Logger:      opt.Logger.With("component", "admin"),
+		Registerer:  c.registry,
 	}, c.Forwarder.FastPath(c.Store), admin.NewKafkaDLQ(dlqClient, cfg.Kafka.DLQ(), cfg.Kafka.ControlTopic))
 	if err != nil {
 		return nil, fmt.Errorf("admin: %w", err)
@@ -300,7 +321,14 @@ func (c *Center) ready(w http.ResponseWriter, r *http.Request) {
 	// An empty bizID never exists (envelopes require one); a NUL byte would
 	// be rejected by PostgreSQL's text type.
 	if _, err := c.Store.Get(ctx, "", "readyz"); err != nil && !errors.Is(err, store.ErrNotFound) {
-		http.Error(w, "store: "+err.Error(), http.StatusServiceUnavailable)
+		// The error may name hosts, users or databases: only for a
+		// holder of an admin token (any scope); it is logged anyway.
+		if c.secrets.bearerOK(r) {
+			http.Error(w, "store: "+err.Error(), http.StatusServiceUnavailable)
+		} else {
+			http.Error(w, "store: unavailable (details in the log, or send an admin token)", http.StatusServiceUnavailable)
+		}
+		c.log.Warn("readyz: store check failed", "err", err)
 		return
 	}
 	if !c.started.Load() {
@@ -344,6 +372,7 @@ func (c *Center) Start(ctx context.Context) error {
 		name  string
 		start func(context.Context) error
 	}{
+		{"secret files", c.secrets.Start},
 		{"forwarder", c.Forwarder.Start},
 		{"verifier", c.Verifier.Start},
 		{"control topic check", c.topics.Start},
@@ -386,6 +415,7 @@ func (c *Center) stop(ctx context.Context) error {
 	step("forwarder", c.Forwarder.Stop)
 	step("retention", c.purger.Stop)
 	step("store metrics", c.gauges.Stop)
+	step("secret files", c.secrets.Stop)
 	// 3. The HTTP server, then clients and the store.
 	if c.served != nil {
 		step("http", c.server.Shutdown)

@@ -118,6 +118,9 @@ func NewPool(ctx context.Context, cfg config.Store) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("store.dsn: %w", err)
 	}
 	pcfg.MaxConns = int32(cfg.MaxConns)
+	if err := storePassword(pcfg, cfg); err != nil {
+		return nil, err
+	}
 	postgres.ConfigurePool(pcfg)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
@@ -167,7 +170,11 @@ func newTarget(t config.Target, cfg config.Config, opt Options) (forwarder.Targe
 		if len(brokers) == 0 {
 			brokers = cfg.Kafka.Brokers
 		}
-		kopts := append([]kgo.Opt{kgo.ClientID(cfg.Kafka.ClientID + "-" + t.Name)}, opt.KafkaOptions...)
+		auth, err := cfg.TargetAuth(t).Options()
+		if err != nil {
+			return nil, fmt.Errorf("kafka: %w", err)
+		}
+		kopts := append(append([]kgo.Opt{kgo.ClientID(cfg.Kafka.ClientID + "-" + t.Name)}, auth...), opt.KafkaOptions...)
 		return kafka.New(kafka.Config{Name: t.Name, Brokers: brokers, AutoCreateTopics: t.AutoCreateTopics,
 			MaxMessageBytes: cfg.MessageBytes(t), ClientOptions: kopts, Logger: log})
 	case "rocketmq":
@@ -176,7 +183,7 @@ func newTarget(t config.Target, cfg config.Config, opt Options) (forwarder.Targe
 			group = "eventcenter"
 		}
 		return rocketmq.New(rocketmq.Config{Name: t.Name, NameServers: t.NameServers, Group: group,
-			MaxMessageBytes: cfg.MessageBytes(t), Logger: log})
+			MaxMessageBytes: cfg.MessageBytes(t), AccessKey: t.ACL.AccessKey, SecretKey: t.ACL.SecretKey, Logger: log})
 	}
 	return nil, fmt.Errorf("unknown target type %q", t.Type)
 }

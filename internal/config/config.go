@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/eventcenter/eventcenter/clientlib/checkback"
+	"github.com/eventcenter/eventcenter/clientlib/kafkaauth"
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/internal/retention"
@@ -64,6 +65,8 @@ type Kafka struct {
 	// center creates (kafka.create_topics); it bounds how many instances
 	// share the work.
 	ControlPartitions int `yaml:"control_partitions" env:"EVENTCENTER_KAFKA_CONTROL_PARTITIONS"`
+	// Auth is kafka.tls and kafka.sasl (see security.go).
+	Auth kafkaauth.Config `yaml:",inline"`
 }
 
 // Store is the database.
@@ -78,6 +81,8 @@ type Store struct {
 	// AutoMigrate applies migrations at start-up (dev); otherwise run
 	// "eventcenter migrate" and the center checks the schema at start-up.
 	AutoMigrate bool `yaml:"auto_migrate" env:"EVENTCENTER_STORE_AUTO_MIGRATE"`
+	// Password and PasswordFile: see security.go.
+	StoreSecrets `yaml:",inline"`
 }
 
 // HTTP is the listener for the admin API, /ui, /metrics, /healthz, /readyz.
@@ -101,6 +106,8 @@ type Token struct {
 	Token string `yaml:"token"`
 	// Scope is "read" or "admin".
 	Scope string `yaml:"scope"`
+	// TokenFile holds the token instead of Token (see security.go).
+	TokenFile string `yaml:"token_file"`
 }
 
 // Ingest tunes the control-topic consumer.
@@ -152,6 +159,10 @@ type Target struct {
 	// 4 MiB. It must fit every message ingest accepts (see
 	// MinMessageBytes).
 	MaxMessageBytes int `yaml:"max_message_bytes"`
+	// Auth is the target's tls and sasl (kafka; see security.go).
+	Auth kafkaauth.Config `yaml:",inline"`
+	// ACL is the target's access_key, secret_key (rocketmq).
+	ACL RocketMQACL `yaml:",inline"`
 }
 
 // Sizes that tie ingest's payload limit to the producers' (checked against
@@ -236,6 +247,10 @@ type Biz struct {
 	Allow         []string `yaml:"allow"`
 	// Secret signs check-back requests (HMAC-SHA256).
 	Secret string `yaml:"secret"`
+	// SecretFile holds the secret instead of Secret; SecretEnv names an
+	// environment variable that does (see security.go).
+	SecretFile string `yaml:"secret_file"`
+	SecretEnv  string `yaml:"secret_env"`
 }
 
 // Retention configures the purge of terminal messages.
@@ -243,6 +258,9 @@ type Retention struct {
 	Period   time.Duration `yaml:"period" env:"EVENTCENTER_RETENTION_PERIOD"`
 	Interval time.Duration `yaml:"interval" env:"EVENTCENTER_RETENTION_INTERVAL"`
 	Batch    int           `yaml:"batch" env:"EVENTCENTER_RETENTION_BATCH"`
+	// AuditPeriod is how long audit records are kept, whatever became of
+	// their message (0 keeps them forever).
+	AuditPeriod time.Duration `yaml:"audit_period" env:"EVENTCENTER_RETENTION_AUDIT_PERIOD"`
 }
 
 // Log configures log/slog.
@@ -276,7 +294,7 @@ func Default() Config {
 			Workers: verifier.DefaultWorkers, EndpointConcurrency: verifier.DefaultEndpointConcurrency, Lease: verifier.DefaultLease,
 			Breaker: Breaker{Failures: verifier.DefaultBreakerFailures, Cooldown: verifier.DefaultBreakerCoolDown},
 		},
-		Retention: Retention{Period: retention.DefaultPeriod, Interval: retention.DefaultInterval, Batch: retention.DefaultBatch},
+		Retention: Retention{Period: retention.DefaultPeriod, Interval: retention.DefaultInterval, Batch: retention.DefaultBatch, AuditPeriod: DefaultAuditPeriod},
 		Log:       Log{Level: "info", Format: "text"},
 	}
 }
@@ -295,6 +313,9 @@ func Load(path string) (Config, error) {
 		}
 	}
 	if err := ApplyEnv(&cfg); err != nil {
+		return cfg, err
+	}
+	if err := cfg.ResolveSecrets(); err != nil {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()
@@ -351,12 +372,14 @@ func ApplyEnv(cfg *Config) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	applySecretEnv(cfg)
 	if cfg.Admin.TokensEnv != "" {
-		for _, part := range strings.Split(cfg.Admin.TokensEnv, ",") {
+		for i, part := range strings.Split(cfg.Admin.TokensEnv, ",") {
 			name, rest, ok1 := strings.Cut(strings.TrimSpace(part), ":")
 			scope, tok, ok2 := strings.Cut(rest, ":")
 			if !ok1 || !ok2 {
-				return fmt.Errorf("environment: EVENTCENTER_ADMIN_TOKENS: want name:scope:token[,...], got %q", part)
+				// The entry holds a secret: say where, not what.
+				return fmt.Errorf("environment: EVENTCENTER_ADMIN_TOKENS: entry %d is not name:scope:token (want name:scope:token[,...])", i+1)
 			}
 			cfg.Admin.Tokens = append(cfg.Admin.Tokens, Token{Name: name, Scope: scope, Token: tok})
 		}
@@ -474,6 +497,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateForward(bad)
 	c.validateCheckback(bad)
+	c.validateSecurity(bad)
 	if c.Retention.Period < 0 {
 		bad("retention.period", "must not be negative (0 keeps everything)")
 	}

@@ -1,6 +1,7 @@
 // Package retention purges terminal messages (rolled back, or committed and
-// sent) older than the configured period, in small batches so the database
-// never holds long locks, and counts what it removed.
+// sent) older than the configured period, and audit records older than
+// their own (longer) period, in small batches so the database never holds
+// long locks, and counts what it removed.
 package retention
 
 import (
@@ -16,6 +17,7 @@ import (
 // Store is what the purger needs.
 type Store interface {
 	Purge(ctx context.Context, before time.Time, limit int) (int, error)
+	PurgeAudit(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // Defaults: a zero Interval or Batch takes these, and the binary's
@@ -31,6 +33,9 @@ const (
 type Config struct {
 	// Period is how long terminal messages are kept; 0 disables purging.
 	Period time.Duration
+	// AuditPeriod is how long audit records are kept, whatever became of
+	// their message; 0 keeps them forever.
+	AuditPeriod time.Duration
 	// Interval between purge rounds (default DefaultInterval).
 	Interval time.Duration
 	// Batch is the number of rows deleted per statement (default
@@ -44,9 +49,10 @@ type Config struct {
 // Purger is the background purge.
 type Purger struct {
 	*lifecycle.Loop
-	cfg    Config
-	st     Store
-	purged prometheus.Counter
+	cfg         Config
+	st          Store
+	purged      prometheus.Counter
+	auditPurged prometheus.Counter
 }
 
 // New returns a purger; it does nothing until Start.
@@ -67,8 +73,12 @@ func New(cfg Config, st Store) *Purger {
 		Name: "eventcenter_retention_purged_total",
 		Help: "Terminal messages deleted by the retention purge.",
 	})}
+	p.auditPurged = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "eventcenter_retention_audit_purged_total",
+		Help: "Audit records deleted by the retention purge (retention.audit_period).",
+	})
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(p.purged)
+		cfg.Registerer.MustRegister(p.purged, p.auditPurged)
 	}
 	p.Loop = lifecycle.NewLoop(cfg.Interval, p.Round)
 	return p
@@ -78,6 +88,34 @@ func New(cfg Config, st Store) *Purger {
 // It returns how many it deleted.
 func (p *Purger) Round(ctx context.Context) {
 	_, _ = p.round(ctx)
+	_, _ = p.roundAudit(ctx)
+}
+
+// roundAudit deletes batches of audit records older than AuditPeriod.
+func (p *Purger) roundAudit(ctx context.Context) (int, error) {
+	if p.cfg.AuditPeriod <= 0 {
+		return 0, nil
+	}
+	before := p.cfg.Now().Add(-p.cfg.AuditPeriod)
+	total := 0
+	for ctx.Err() == nil {
+		n, err := p.st.PurgeAudit(ctx, before, p.cfg.Batch)
+		total += n
+		p.auditPurged.Add(float64(n))
+		if err != nil {
+			if ctx.Err() == nil {
+				p.cfg.Logger.Warn("audit retention purge failed", "err", err)
+			}
+			return total, err
+		}
+		if n < p.cfg.Batch {
+			break
+		}
+	}
+	if total > 0 {
+		p.cfg.Logger.Info("audit retention purge", "deleted", total, "before", before)
+	}
+	return total, nil
 }
 
 func (p *Purger) round(ctx context.Context) (int, error) {

@@ -21,6 +21,37 @@ type fakeStore struct {
 	calls  []int
 	before []time.Time
 	err    error
+
+	auditLeft   int
+	auditCalls  []int
+	auditBefore []time.Time
+}
+
+func (f *fakeStore) PurgeAudit(_ context.Context, before time.Time, limit int) (int, error) {
+	f.auditCalls = append(f.auditCalls, limit)
+	f.auditBefore = append(f.auditBefore, before)
+	n := min(limit, f.auditLeft)
+	f.auditLeft -= n
+	return n, nil
+}
+
+// TestAuditHasItsOwnPeriod: audit records are purged on their own, longer
+// period; a zero period keeps them.
+func TestAuditHasItsOwnPeriod(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	st := &fakeStore{left: 3, auditLeft: 700}
+	reg := prometheus.NewRegistry()
+	p := New(Config{Period: 24 * time.Hour, AuditPeriod: 365 * 24 * time.Hour, Batch: 500, Now: func() time.Time { return now }, Registerer: reg}, st)
+	p.Round(t.Context())
+	require.Equal(t, now.Add(-24*time.Hour), st.before[0])
+	require.Equal(t, []time.Time{now.Add(-365 * 24 * time.Hour), now.Add(-365 * 24 * time.Hour)}, st.auditBefore)
+	require.Equal(t, 700.0, testutil.ToFloat64(p.auditPurged))
+	require.Equal(t, 3.0, testutil.ToFloat64(p.purged))
+
+	st = &fakeStore{auditLeft: 5}
+	New(Config{Period: time.Hour}, st).Round(t.Context())
+	require.Empty(t, st.auditCalls, "audit_period 0 keeps audit records")
 }
 
 func (f *fakeStore) Purge(_ context.Context, before time.Time, limit int) (int, error) {

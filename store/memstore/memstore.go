@@ -32,7 +32,10 @@ type Store struct {
 	rows   map[store.MessageRef]*state.Message
 	byID   map[int64]store.MessageRef
 	audits []store.AuditEntry
-	ids    int64
+	// auditIDs are the IDs of audits (same index), from lastAuditID.
+	auditIDs    []int64
+	lastAuditID int64
+	ids         int64
 
 	calls Calls
 	fail  struct{ apply, claimSends, claimCheckbacks, markSent []error }
@@ -140,7 +143,7 @@ func (s *Store) write(f *store.Folded) {
 		s.rows[r] = clone(m)
 		s.byID[m.ID] = r
 	}
-	s.audits = append(s.audits, f.Audits...)
+	s.addAudits(f.Audits...)
 }
 
 // ClaimSends implements store.Store.
@@ -377,7 +380,7 @@ func (s *Store) AddAudit(ctx context.Context, e store.AuditEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e.At = codec.Time(e.At)
-	s.audits = append(s.audits, e)
+	s.addAudits(e)
 	return nil
 }
 
@@ -430,10 +433,61 @@ func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int, er
 		delete(s.rows, r)
 		delete(s.byID, m.ID)
 	}
-	s.audits = slices.DeleteFunc(s.audits, func(a store.AuditEntry) bool {
-		return gone[store.MessageRef{BizID: a.BizID, Key: a.Key}]
-	})
 	return len(gone), nil
+}
+
+// addAudits appends audit records with new IDs; s.mu is held.
+func (s *Store) addAudits(es ...store.AuditEntry) {
+	for _, e := range es {
+		s.lastAuditID++
+		s.audits = append(s.audits, e)
+		s.auditIDs = append(s.auditIDs, s.lastAuditID)
+	}
+}
+
+// AuditLog implements store.Store.
+func (s *Store) AuditLog(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
+	if q.Limit <= 0 {
+		return nil, errors.New("audit log: limit must be positive")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.AuditEntry
+	for i := len(s.audits) - 1; i >= 0 && len(out) < q.Limit; i-- {
+		a := s.audits[i]
+		a.ID = s.auditIDs[i]
+		if (q.BizID == "" || a.BizID == q.BizID) && (q.BeforeID <= 0 || a.ID < q.BeforeID) && !a.At.Before(q.Since) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// PurgeAudit implements store.Store.
+func (s *Store) PurgeAudit(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, errors.New("purge audit: limit must be positive")
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("purge audit: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	keep := s.audits[:0]
+	keepIDs := s.auditIDs[:0]
+	for i, a := range s.audits {
+		if n < limit && a.At.Before(before) {
+			n++
+			continue
+		}
+		keep, keepIDs = append(keep, a), append(keepIDs, s.auditIDs[i])
+	}
+	s.audits, s.auditIDs = keep, keepIDs
+	return n, nil
 }
 
 // Close implements store.Store; it does nothing.

@@ -480,6 +480,63 @@ func insertAudit(as []store.AuditEntry) (string, []any) {
 		VALUES ` + placeholders(len(as), 8), args
 }
 
+// AuditLog implements store.Store.
+func (s *Store) AuditLog(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
+	if q.Limit <= 0 {
+		return nil, errors.New("audit log: limit must be positive")
+	}
+	query := `SELECT id, biz_id, message_key, action, who, reason, at, status_before, status_after
+		FROM eventcenter_audit WHERE 1=1`
+	var args []any
+	if q.BizID != "" {
+		query += ` AND biz_id = ?`
+		args = append(args, q.BizID)
+	}
+	if q.BeforeID > 0 {
+		query += ` AND id < ?`
+		args = append(args, q.BeforeID)
+	}
+	if !q.Since.IsZero() {
+		query += ` AND at >= ?`
+		args = append(args, dt(q.Since))
+	}
+	rows, err := s.db.QueryContext(ctx, query+` ORDER BY id DESC LIMIT ?`, append(args, q.Limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", translate(err))
+	}
+	defer rows.Close()
+	var out []store.AuditEntry
+	for rows.Next() {
+		var a store.AuditEntry
+		var at sql.NullTime
+		if err := rows.Scan(&a.ID, &a.BizID, &a.Key, &a.Action, &a.Who, &a.Reason, &at, &a.Before, &a.After); err != nil {
+			return nil, fmt.Errorf("audit log: %w", translate(err))
+		}
+		a.At = fromDT(at)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("audit log: %w", translate(err))
+	}
+	return out, nil
+}
+
+// PurgeAudit implements store.Store.
+func (s *Store) PurgeAudit(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, errors.New("purge audit: limit must be positive")
+	}
+	res, err := s.db.ExecContext(ctx, `DELETE FROM eventcenter_audit WHERE at < ? ORDER BY id LIMIT ?`, dt(before), limit)
+	if err != nil {
+		return 0, fmt.Errorf("purge audit: %w", translate(err))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("purge audit: %w", translate(err))
+	}
+	return int(n), nil
+}
+
 // Audit implements store.Store.
 func (s *Store) Audit(ctx context.Context, bizID, key string) ([]store.AuditEntry, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT biz_id, message_key, action, who, reason, at, status_before, status_after

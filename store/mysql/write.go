@@ -609,10 +609,6 @@ func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int, er
 			if _, err := tx.ExecContext(ctx, `DELETE FROM eventcenter_messages WHERE id IN (`+in+`)`, ids[lo:hi]...); err != nil {
 				return err
 			}
-			where, args := byKeys(gone[lo:hi])
-			if _, err := tx.ExecContext(ctx, `DELETE FROM eventcenter_audit WHERE `+where, args...); err != nil {
-				return err
-			}
 		}
 		return nil
 	})

@@ -656,6 +656,49 @@ func (s *Store) Audit(ctx context.Context, bizID, key string) ([]store.AuditEntr
 	return out, nil
 }
 
+// AuditLog implements store.Store.
+func (s *Store) AuditLog(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
+	if q.Limit <= 0 {
+		return nil, errors.New("audit log: limit must be positive")
+	}
+	var since any
+	if !q.Since.IsZero() {
+		since = q.Since
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, biz_id, message_key, action, who, reason, at, status_before, status_after
+		FROM eventcenter_audit WHERE ($1 = '' OR biz_id = $1) AND ($2::bigint <= 0 OR id < $2)
+		AND ($3::timestamptz IS NULL OR at >= $3) ORDER BY id DESC LIMIT $4`, q.BizID, q.BeforeID, since, q.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", translate(err))
+	}
+	var out []store.AuditEntry
+	var a store.AuditEntry
+	var at pgtype.Timestamptz
+	_, err = pgx.ForEachRow(rows, []any{&a.ID, &a.BizID, &a.Key, &a.Action, &a.Who, &a.Reason, &at, &a.Before, &a.After}, func() error {
+		a.At = fromTS(at)
+		out = append(out, a)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", translate(err))
+	}
+	return out, nil
+}
+
+// PurgeAudit implements store.Store.
+func (s *Store) PurgeAudit(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, errors.New("purge audit: limit must be positive")
+	}
+	// In id order, which follows time: the scan stops after limit rows.
+	tag, err := s.pool.Exec(ctx, `DELETE FROM eventcenter_audit WHERE id IN (
+		SELECT id FROM eventcenter_audit WHERE at < $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)`, before, limit)
+	if err != nil {
+		return 0, fmt.Errorf("purge audit: %w", translate(err))
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // ---- operator bulk actions and retention ----
 
 // retryNowChunk is how many messages one RetryNowBizID transaction resets.
@@ -726,8 +769,6 @@ const purgeSQL = `WITH gone AS (
 			WHERE (status = 3 AND decided_at < $1) OR (status = 2 AND send_status = 1 AND sent_at < $1)
 			LIMIT $2 FOR UPDATE SKIP LOCKED)
 		RETURNING biz_id, message_key
-	), audit AS (
-		DELETE FROM eventcenter_audit a USING gone WHERE a.biz_id = gone.biz_id AND a.message_key = gone.message_key
 	)
 	SELECT count(*) FROM gone`
 

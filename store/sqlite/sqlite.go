@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -680,6 +681,60 @@ func (s *Store) Audit(ctx context.Context, bizID, key string) ([]store.AuditEntr
 	return out, nil
 }
 
+// AuditLog implements store.Store.
+func (s *Store) AuditLog(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
+	if q.Limit <= 0 {
+		return nil, errors.New("audit log: limit must be positive")
+	}
+	since := int64(math.MinInt64)
+	if !q.Since.IsZero() {
+		since = q.Since.UnixMicro()
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id, biz_id, message_key, action, who, reason, at, status_before, status_after
+		FROM eventcenter_audit WHERE (?1 = '' OR biz_id = ?1) AND (?2 <= 0 OR id < ?2) AND at >= ?3
+		ORDER BY id DESC LIMIT ?4`, q.BizID, q.BeforeID, since, q.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	defer rows.Close()
+	var out []store.AuditEntry
+	for rows.Next() {
+		var a store.AuditEntry
+		var at sql.NullInt64
+		if err := rows.Scan(&a.ID, &a.BizID, &a.Key, &a.Action, &a.Who, &a.Reason, &at, &a.Before, &a.After); err != nil {
+			return nil, fmt.Errorf("audit log: %w", err)
+		}
+		a.At = fromMicro(at)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	return out, nil
+}
+
+// PurgeAudit implements store.Store.
+func (s *Store) PurgeAudit(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, errors.New("purge audit: limit must be positive")
+	}
+	n := 0
+	err := s.write(ctx, "purge audit", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM eventcenter_audit WHERE id IN (
+			SELECT id FROM eventcenter_audit WHERE at < ? ORDER BY id LIMIT ?)`, before.UnixMicro(), limit)
+		if err != nil {
+			return err
+		}
+		k, err := res.RowsAffected()
+		n = int(k)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 // ---- operator bulk actions and retention ----
 
 // retryNowChunk is how many messages one RetryNowBizID transaction resets.
@@ -774,18 +829,7 @@ func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int, er
 			return err
 		}
 		n = len(gone)
-		if n == 0 {
-			return nil
-		}
-		return chunks(len(gone), 2, func(lo, hi int) error {
-			args := make([]any, 0, 2*(hi-lo))
-			for _, r := range gone[lo:hi] {
-				args = append(args, r.BizID, r.Key)
-			}
-			_, err := tx.ExecContext(ctx, `DELETE FROM eventcenter_audit WHERE (biz_id, message_key) IN (VALUES `+
-				values(hi-lo, 2)+`)`, args...)
-			return err
-		})
+		return nil
 	})
 	if err != nil {
 		return 0, err

@@ -9,7 +9,8 @@
 // and claims (also with many concurrent claimers), lease-token-guarded
 // results, MarkSent, backoff to DEAD and VERIFY_FAILED, List filters and
 // pages (the orphan COMMIT filter too), Counts, OldestPrepared,
-// OrphanCommits, AddAudit, RetryNowBizID and Purge. A driver's test
+// OrphanCommits, AddAudit, AuditLog, RetryNowBizID, Purge (which leaves
+// audit records) and PurgeAudit. A driver's test
 // calls
 //
 //	storetest.Exercise(t, func(t *testing.T, now func() time.Time) store.Store { ... })

@@ -83,6 +83,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	t.Run("OrphanCommits", func(t *testing.T) { t.Parallel(); testOrphanCommits(t, newStore) })
 	t.Run("ListOrphans", func(t *testing.T) { t.Parallel(); testListOrphans(t, newStore) })
 	t.Run("AddAudit", func(t *testing.T) { t.Parallel(); testAddAudit(t, newStore) })
+	t.Run("AuditLog", func(t *testing.T) { t.Parallel(); testAuditLog(t, newStore) })
 }
 
 // ---- the transition table of DESIGN.md ----
@@ -1174,7 +1175,7 @@ func testPurge(t *testing.T, newStore NewStore) {
 	}
 	audit, err := b.s.Audit(t.Context(), biz, "audited-old")
 	require.NoError(t, err)
-	require.Empty(t, audit, "audit records go with the message")
+	require.Len(t, audit, 1, "audit records outlive the message (they have their own retention)")
 	for _, k := range []string{"dead-old", "pending-old", "prepared-old", "failed-old", "nobody-old", "rolled-new", "sent-new"} {
 		b.get(t, biz, k)
 	}
@@ -1369,7 +1370,7 @@ func testListOrphans(t *testing.T, newStore NewStore) {
 }
 
 // testAddAudit: an audit record that changes no row is read back with the
-// message's others, in order, and goes when the message is purged.
+// message's others, in order, and stays when the message is purged.
 func testAddAudit(t *testing.T, newStore NewStore) {
 	b := setup(t, newStore)
 	b.apply(t, Commit(biz, key, 0, b.now()))
@@ -1391,5 +1392,69 @@ func testAddAudit(t *testing.T, newStore NewStore) {
 	require.Equal(t, 1, n)
 	audit, err = b.s.Audit(t.Context(), biz, key)
 	require.NoError(t, err)
-	require.Empty(t, audit)
+	require.Len(t, audit, 2, "the message is gone, its audit records stay")
+}
+
+// testAuditLog: AuditLog lists every message's audit records newest first,
+// filtered by bizID and time and paged by ID; PurgeAudit removes the old
+// ones, oldest first, up to its limit, and only them.
+func testAuditLog(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	other := biz + "-other"
+	add := func(bizID, key, action string) {
+		require.NoError(t, b.s.AddAudit(t.Context(), store.AuditEntry{BizID: bizID, Key: key, Action: action,
+			Who: "alice", Reason: "r", At: b.now(), Before: "COMMITTED", After: "COMMITTED"}))
+	}
+	add(biz, "a", "dlq_replay")
+	add(other, "b", "dlq_replay")
+	b.clock.Advance(time.Hour)
+	mid := b.now()
+	b.apply(t, Prepare(biz, "c", 0, b.now()))
+	b.apply(t, Operator(biz, "c", state.KindResolveRollback, b.now(), "bob"))
+	add(other, "d", "dlq_replay")
+
+	all, err := b.s.AuditLog(t.Context(), store.AuditQuery{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, all, 4)
+	keys := func(es []store.AuditEntry) []string {
+		var out []string
+		for _, e := range es {
+			require.Positive(t, e.ID)
+			out = append(out, e.Key)
+		}
+		return out
+	}
+	require.Equal(t, []string{"d", "c", "b", "a"}, keys(all), "newest first")
+	require.Equal(t, "bob", all[1].Who)
+	require.Equal(t, "ROLLED_BACK", all[1].After)
+
+	page, err := b.s.AuditLog(t.Context(), store.AuditQuery{Limit: 2})
+	require.NoError(t, err)
+	require.Equal(t, []string{"d", "c"}, keys(page))
+	page, err = b.s.AuditLog(t.Context(), store.AuditQuery{Limit: 2, BeforeID: page[1].ID})
+	require.NoError(t, err)
+	require.Equal(t, []string{"b", "a"}, keys(page))
+	page, err = b.s.AuditLog(t.Context(), store.AuditQuery{Limit: 10, BizID: other})
+	require.NoError(t, err)
+	require.Equal(t, []string{"d", "b"}, keys(page))
+	page, err = b.s.AuditLog(t.Context(), store.AuditQuery{Limit: 10, Since: mid})
+	require.NoError(t, err)
+	require.Equal(t, []string{"d", "c"}, keys(page))
+	_, err = b.s.AuditLog(t.Context(), store.AuditQuery{})
+	require.Error(t, err, "a limit is required")
+
+	n, err := b.s.PurgeAudit(t.Context(), mid, 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "limited")
+	n, err = b.s.PurgeAudit(t.Context(), mid, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	n, err = b.s.PurgeAudit(t.Context(), mid, 10)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	all, err = b.s.AuditLog(t.Context(), store.AuditQuery{Limit: 10})
+	require.NoError(t, err)
+	require.Equal(t, []string{"d", "c"}, keys(all), "only the old records went")
+	_, err = b.s.PurgeAudit(t.Context(), mid, 0)
+	require.Error(t, err)
 }

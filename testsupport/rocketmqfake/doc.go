@@ -9,6 +9,8 @@
 // with long polling (11), consumer offsets per group (14, 15), max offset
 // and search by timestamp (30, 29), consumer lists (38), queue locks for
 // orderly consumers (41, 42) and send-back (36, accepted and dropped).
+// With WithACL, sends must carry the ACL signature of an access key and
+// secret key (otherwise 16, NO_PERMISSION).
 // Unknown request codes are answered with 3 (REQUEST_CODE_NOT_SUPPORTED).
 //
 // What it does not: persistence, several brokers, replication, tag filtering

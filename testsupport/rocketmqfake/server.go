@@ -30,6 +30,8 @@ type config struct {
 	clusterName   string
 	longPoll      time.Duration
 	listDelay     time.Duration
+	accessKey     string
+	secretKey     string
 }
 
 type topicSpec struct {
@@ -111,20 +113,21 @@ type Server struct {
 	// hookMu serializes SendHook calls.
 	hookMu sync.Mutex
 
-	mu         sync.Mutex
-	running    bool
-	closed     bool
-	stopping   chan struct{} // closed by Stop
-	listeners  []net.Listener
-	conns      map[*conn]struct{}
-	topics     map[string]*topicState
-	autoCreate bool
-	commitLog  int64
-	counts     map[int]int
-	sendHook   SendHook
-	groups     map[string]map[string]*conn // consumer group → client id → registering conn
-	offsets    map[string]map[qkey]int64   // consumer group → queue → offset
-	newData    chan struct{}               // closed and replaced on every store
+	mu          sync.Mutex
+	running     bool
+	closed      bool
+	stopping    chan struct{} // closed by Stop
+	listeners   []net.Listener
+	conns       map[*conn]struct{}
+	topics      map[string]*topicState
+	autoCreate  bool
+	commitLog   int64
+	counts      map[int]int
+	sendHook    SendHook
+	groups      map[string]map[string]*conn // consumer group → client id → registering conn
+	offsets     map[string]map[qkey]int64   // consumer group → queue → offset
+	newData     chan struct{}               // closed and replaced on every store
+	aclFailures int
 
 	wg  sync.WaitGroup // accept and read loops
 	hwg sync.WaitGroup // request handlers
@@ -465,6 +468,12 @@ func (s *Server) handle(c *conn, req *command, stopping <-chan struct{}) *comman
 	case CodeHeartbeat:
 		return s.handleHeartbeat(c, req)
 	case CodeSendMessage, CodeSendBatchMessage:
+		if why := s.checkACL(req); why != "" {
+			s.mu.Lock()
+			s.aclFailures++
+			s.mu.Unlock()
+			return response(req, ResNoPermission, why)
+		}
 		return s.handleSend(c, req, stopping)
 	case CodePullMessage:
 		return s.handlePull(req, stopping)
