@@ -23,11 +23,16 @@
 //
 //   - Handoff applies backpressure: when a target's queue is full it waits
 //     for room, at most HandoffWait per call and never past Stop, so that
-//     ingest slows to the forwarding rate. A message that still does not fit,
-//     or whose target's breaker is open (no wait then), is dropped and
-//     counted (eventcenter_forward_handoff_dropped_total); it is leased in
-//     the database, so the scan picks it up when the lease ends. The scan
-//     itself never waits (a stuck target must not stop the others).
+//     ingest slows to the forwarding rate. A message that still does not fit
+//     is dropped and counted (eventcenter_forward_handoff_dropped_total) and
+//     its lease is released (state.KindSendDeferred, written with the sent
+//     marks; eventcenter_forward_handoff_released_total): it is due at once
+//     and the scan, woken, claims it when the queues have room. One whose
+//     target's breaker is open (no wait then), or handed over while
+//     stopping, is left to its lease: the scan picks it up when the lease
+//     ends. The scan itself never waits (a stuck target must not stop the
+//     others); what it claims but cannot queue is released for its next
+//     round.
 //   - The scan runs every ScanInterval and at once when the owned partitions
 //     change; it claims (leases) due sends in the owned partitions, no more
 //     than the queues have room for.
@@ -83,7 +88,8 @@
 // eventcenter_forward_total{target,result} (sent, retry, dead, deferred),
 // eventcenter_forward_duration_seconds{target} (one batch send),
 // eventcenter_commit_to_sent_seconds (commit decision to sent mark),
-// eventcenter_forward_handoff_dropped_total, eventcenter_forward_dead_total{target},
+// eventcenter_forward_handoff_dropped_total,
+// eventcenter_forward_handoff_released_total, eventcenter_forward_dead_total{target},
 // eventcenter_forward_breaker_open{target}. Messages naming an unconfigured
 // target are labelled target="unconfigured" (target names from messages are
 // producer-chosen and never become labels).

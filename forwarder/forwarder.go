@@ -39,6 +39,8 @@ type Forwarder struct {
 	track tracker // messages queued or in flight
 	// results carries send outcomes from the workers to the recorder.
 	results chan batchResult
+	// rescan wakes the scan (released handoffs are due).
+	rescan chan struct{}
 
 	running atomic.Bool // started: workers drain the queues, so a handoff may wait
 
@@ -97,6 +99,7 @@ func New(cfg Config, st Store, owned Owned) (*Forwarder, error) {
 		met:      met,
 		lanes:    make(map[string]*lane, len(cfg.Targets)),
 		results:  make(chan batchResult, 2*cfg.Concurrency*len(cfg.Targets)+16),
+		rescan:   make(chan struct{}, 1),
 		draining: make(chan struct{}),
 		recStop:  make(chan struct{}),
 	}
@@ -184,21 +187,25 @@ func (f *Forwarder) Start(ctx context.Context) error {
 // and the verifier for messages that just became sendable (leased by the
 // store). When a target's queue is full it waits for room, so that the
 // caller slows to the forwarding rate, for at most HandoffWait in all and
-// never past Stop. What still finds no room, what is handed over for a
-// target whose breaker is open (its queue is not drained by sending), and
-// what is handed over before Start or while stopping is dropped and
-// counted; the scan picks it up when its lease runs out. The slice may be
-// reused after Handoff returns.
+// never past Stop. What still finds no room is dropped and counted, and its
+// lease is released (state.KindSendDeferred, written with the sent marks):
+// it is due at once, and the scan, woken, claims it as soon as the queues
+// have room, instead of after its lease. What is handed over for a target
+// whose breaker is open (its queue is not drained by sending; the lease is
+// the pause), and what is handed over before Start or while stopping is
+// dropped and counted too, and left to its lease. The slice may be reused
+// after Handoff returns.
 func (f *Forwarder) Handoff(msgs []state.Message) {
 	if f.Stopping() {
 		f.met.dropped.Add(float64(len(msgs)))
 		return
 	}
 	wait := f.cfg.HandoffWait
-	if !f.running.Load() {
+	running := f.running.Load()
+	if !running {
 		wait = 0 // no workers yet: nothing would make room
 	}
-	f.route(msgs, wait)
+	f.route(msgs, wait, running, true)
 }
 
 // shard returns the queue for a message: by forward key, or round robin
@@ -231,10 +238,15 @@ func (l *lane) room() int {
 // route puts messages on their targets' queues, waiting for room for at
 // most wait in all (<= 0: not at all; the scan must not wait, or one stuck
 // target would stop the others' retries); messages naming an unconfigured
-// target are failed permanently. It returns how many it dropped.
-func (f *Forwarder) route(msgs []state.Message, wait time.Duration) int {
+// target are failed permanently. While running, what finds no room in a
+// healthy target's queue has its lease released (see Handoff); after a
+// handoff's releases the scan is woken at once, after a scan's it runs at
+// its next interval (so that a target whose queue stays full is not
+// claimed for in a loop). It returns how many it dropped.
+func (f *Forwarder) route(msgs []state.Message, wait time.Duration, release, handoff bool) int {
 	dropped := 0
 	var unknown []failure
+	var released []store.Change
 	var expired <-chan time.Time // armed at the first full queue
 	for i := range msgs {
 		m := &msgs[i]
@@ -274,9 +286,18 @@ func (f *Forwarder) route(msgs []state.Message, wait time.Duration) int {
 		}
 		// A scan that claimed it again while it waited (not before its
 		// lease ran out, longer than HandoffWait) is dropped with it.
-		f.track.done(m.ID)
+		tok := f.track.done(m.ID)
 		f.met.dropped.Inc()
 		dropped++
+		if release && m.ID != 0 && !l.br.isOpen() && !f.Stopping() {
+			if tok == 0 {
+				tok = m.LeaseToken
+			}
+			released = append(released, f.newRelease(m, tok))
+		}
+	}
+	if len(released) > 0 {
+		f.release(released, handoff)
 	}
 	if len(unknown) == 0 {
 		return dropped
@@ -288,6 +309,30 @@ func (f *Forwarder) route(msgs []state.Message, wait time.Duration) int {
 		dropped += len(unknown)
 	}
 	return dropped
+}
+
+// newRelease builds the KindSendDeferred change that makes a dropped
+// handoff due now, if the row still carries lease token tok.
+func (f *Forwarder) newRelease(m *state.Message, tok int64) store.Change {
+	now := f.cfg.Now()
+	return store.Change{
+		BizID:      m.BizID,
+		Key:        m.Key,
+		Partition:  m.Partition,
+		LeaseToken: tok,
+		Event:      state.Event{Kind: state.KindSendDeferred, At: now, RetryAt: now},
+	}
+}
+
+// release hands lease releases to the recorder, which writes them with the
+// sent marks. It waits for the recorder (the caller, a handoff, already
+// slows to the forwarder's pace) but not past Stop: then the leases bring
+// the messages back.
+func (f *Forwarder) release(changes []store.Change, rescan bool) {
+	select {
+	case f.results <- batchResult{defers: changes, rescan: rescan}:
+	case <-f.stopReq:
+	}
 }
 
 // newFailure builds the KindSendFailed change for a failed send.
@@ -322,6 +367,7 @@ func (f *Forwarder) scanLoop(ctx context.Context) {
 			return
 		case <-timer.C:
 		case <-changed:
+		case <-f.rescan:
 		}
 		// Taken before the scan reads the partitions: a change during the
 		// scan closes it and scans again at once.
@@ -363,7 +409,9 @@ func (f *Forwarder) scan(ctx context.Context) bool {
 	dropped := 0
 	if len(msgs) > 0 {
 		f.log.Debug("claimed due sends", "n", len(msgs))
-		dropped = f.route(msgs, 0)
+		// What finds no room (a shard of a queue may be full while the
+		// queue has room) is released: due again at the next scan.
+		dropped = f.route(msgs, 0, true, false)
 	}
 	// Claim again at once only while everything claimed found room.
 	return len(msgs) == limit && dropped == 0

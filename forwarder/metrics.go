@@ -21,6 +21,7 @@ type metrics struct {
 	duration     *prometheus.HistogramVec
 	commitToSent prometheus.Histogram
 	dropped      prometheus.Counter
+	released     prometheus.Counter
 	dead         *prometheus.CounterVec
 	breakerOpen  *prometheus.GaugeVec
 }
@@ -44,7 +45,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "eventcenter_forward_handoff_dropped_total",
-			Help: "Messages not queued for sending because the queue was full (or the forwarder stopped); their lease brings them back to the scan.",
+			Help: "Messages handed over but not queued for sending: the queue stayed full (then their lease is released, see eventcenter_forward_handoff_released_total), the target's breaker was open or the forwarder was stopping (their lease brings them back to the scan).",
+		}),
+		released: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventcenter_forward_handoff_released_total",
+			Help: "Dropped handoffs whose send lease was released (due at once for the scan) instead of waiting for it to run out.",
 		}),
 		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_forward_dead_total",
@@ -58,7 +63,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.forward, m.duration, m.commitToSent, m.dropped, m.dead, m.breakerOpen} {
+	for _, c := range []prometheus.Collector{m.forward, m.duration, m.commitToSent, m.dropped, m.released, m.dead, m.breakerOpen} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register forwarder metrics: %w", err)
 		}

@@ -21,29 +21,36 @@ type failure struct {
 	change store.Change
 }
 
-// batchResult is what a worker hands the recorder after one send.
+// batchResult is what a worker hands the recorder after one send, or a
+// handoff the leases it releases.
 type batchResult struct {
-	marks []mark
-	fails []failure
+	marks  []mark
+	fails  []failure
+	defers []store.Change // state.KindSendDeferred
+	rescan bool           // wake the scan once defers are written
 }
 
 // recorder writes sent marks and failures in batches (by size and by
 // ticker), retrying with backoff while the store fails, so that a success is
 // never dropped silently. It runs on one goroutine.
 type recorder struct {
-	f     *Forwarder
-	marks []mark
-	fails []failure
-	sents []store.Sent // reused statement buffer
-	errs  int          // consecutive store failures
-	retry *time.Timer  // set while waiting to retry after a failure
+	f      *Forwarder
+	marks  []mark
+	fails  []failure
+	defers []store.Change
+	rescan bool
+	sents  []store.Sent // reused statement buffer
+	errs   int          // consecutive store failures
+	retry  *time.Timer  // set while waiting to retry after a failure
 }
 
-func (r *recorder) pending() int { return len(r.marks) + len(r.fails) }
+func (r *recorder) pending() int { return len(r.marks) + len(r.fails) + len(r.defers) }
 
 func (r *recorder) add(b batchResult) {
 	r.marks = append(r.marks, b.marks...)
 	r.fails = append(r.fails, b.fails...)
+	r.defers = append(r.defers, b.defers...)
+	r.rescan = r.rescan || b.rescan
 }
 
 // record is the recorder's loop; it ends after recStop with a final flush.
@@ -95,7 +102,8 @@ func (r *recorder) flushNow() {
 		r.errs++
 		d := r.f.cfg.StoreBackoff.Delay(r.errs - 1)
 		r.f.log.Warn("writing send results failed; retrying",
-			"err", err, "pending_marks", len(r.marks), "pending_failures", len(r.fails), "retry_in", d)
+			"err", err, "pending_marks", len(r.marks), "pending_failures", len(r.fails),
+			"pending_releases", len(r.defers), "retry_in", d)
 		r.retry = time.NewTimer(d)
 		return
 	}
@@ -140,7 +148,7 @@ func (r *recorder) final() {
 			t.Stop()
 		}
 		f.log.Error("stopping with send results not written; those messages will be sent again after their lease",
-			"err", err, "marks", len(r.marks), "failures", len(r.fails))
+			"err", err, "marks", len(r.marks), "failures", len(r.fails), "releases", len(r.defers))
 		f.stopErr = fmt.Errorf("stop forwarder: %d sent marks and %d send failures not written: %w",
 			len(r.marks), len(r.fails), err)
 		return
@@ -186,6 +194,30 @@ func (r *recorder) flush(ctx context.Context) error {
 			r.count(fl, o)
 		}
 		r.fails = shift(r.fails, n)
+	}
+	for len(r.defers) > 0 {
+		n := min(len(r.defers), f.cfg.MarkBatch)
+		res, err := f.st.Apply(ctx, store.ApplyRequest{Changes: r.defers[:n]})
+		if err != nil {
+			return fmt.Errorf("release the leases of %d dropped handoffs: %w", n, err)
+		}
+		released := 0
+		for _, o := range res.Outcomes {
+			if o.Err == nil && o.Effect == state.Changed {
+				released++
+			}
+		}
+		f.met.released.Add(float64(released))
+		r.defers = shift(r.defers, n)
+	}
+	if r.rescan {
+		// Released handoffs are due now: claim them as soon as the queues
+		// have room.
+		r.rescan = false
+		select {
+		case f.rescan <- struct{}{}:
+		default:
+		}
 	}
 	return nil
 }

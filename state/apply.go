@@ -56,6 +56,11 @@ func Apply(cur Message, ev Event) (Message, Outcome, error) {
 		}
 	case KindSendFailed:
 		out = sendFailed(&m, ev)
+	case KindSendDeferred:
+		if m.Sendable() {
+			m.SendNextAt = ev.RetryAt
+			out.Effect = Changed
+		}
 	case KindResolveCommit, KindResolveRollback:
 		out, err = resolve(&m, ev)
 	case KindRedeliver:

@@ -126,6 +126,10 @@ func TestTable(t *testing.T) {
 		{"committed/sent twice", committed(SendSent), KindSent, want{status: Committed, send: SendSent, hasBody: true}},
 		{"committed/send failed", committed(SendPending), KindSendFailed, want{status: Committed, hasBody: true, effect: Changed}},
 		{"committed/send failed after sent", committed(SendSent), KindSendFailed, want{status: Committed, send: SendSent, hasBody: true}},
+		{"committed/send deferred", committed(SendPending), KindSendDeferred, want{status: Committed, hasBody: true, effect: Changed}},
+		{"committed/send deferred after sent", committed(SendSent), KindSendDeferred, want{status: Committed, send: SendSent, hasBody: true}},
+		{"committed-nobody/send deferred ignored", committedNoBody(), KindSendDeferred, want{status: Committed}},
+		{"prepared/send deferred ignored", prepared(), KindSendDeferred, want{status: Prepared, hasBody: true}},
 		{"committed sent/redeliver", committed(SendSent), KindRedeliver, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
 		{"committed dead/redeliver", committed(SendDead), KindRedeliver, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
 		{"committed pending/redeliver", committed(SendPending), KindRedeliver, want{status: Committed, hasBody: true, err: ErrWrongState}},
@@ -213,7 +217,7 @@ func TestCloseOrphan(t *testing.T) {
 
 	// Envelopes and results never close an orphan.
 	for _, k := range []Kind{KindPrepare, KindCommit, KindRollback, KindCheckCommit, KindCheckRollback, KindCheckUnknown,
-		KindCheckDeferred, KindCheckParked, KindSent, KindSendFailed} {
+		KindCheckDeferred, KindCheckParked, KindSent, KindSendFailed, KindSendDeferred} {
 		got, _, err := Apply(committedNoBody(), ev(k))
 		require.NoError(t, err, k.String())
 		require.NotEqual(t, RolledBack, got.Status, k.String())
@@ -284,6 +288,24 @@ func TestLostClaimsCountAndParkAtTheLimit(t *testing.T) {
 	require.True(t, out.Parked)
 	require.Equal(t, VerifyFailed, m.Status)
 	require.Equal(t, 3, m.VerifyAttempts, "never more than the limit recorded")
+}
+
+// A send handed over but not queued is due again at RetryAt, without an
+// attempt: it was not tried.
+func TestSendDeferredCountsNoAttempt(t *testing.T) {
+	t.Parallel()
+	m := committed(SendPending)
+	m.SendAttempts = 2
+	m.SendNextAt = t1.Add(30 * time.Second) // the fast path's lease
+	got, out, err := Apply(m, Event{Kind: KindSendDeferred, At: t1, RetryAt: t1})
+	require.NoError(t, err)
+	require.Equal(t, Changed, out.Effect)
+	require.False(t, out.Sendable, "not handed over again: the scan claims it")
+	require.Equal(t, t1, got.SendNextAt)
+	require.Equal(t, 2, got.SendAttempts)
+	require.Equal(t, SendPending, got.SendStatus)
+	require.False(t, KindSendDeferred.IsOperator())
+	require.Equal(t, "send_deferred", KindSendDeferred.String())
 }
 
 // A claimed message that is put off (endpoint busy, circuit open) was not

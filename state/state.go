@@ -183,6 +183,13 @@ const (
 	// its PREPARE was dead-lettered or never came) as ROLLED_BACK. Only an
 	// operator may; it is refused for any other state.
 	KindCloseOrphan
+
+	// KindSendDeferred: a pending send handed to the forwarder but not
+	// queued (its queue stayed full): due again at RetryAt (usually now) for
+	// the next scan instead of after its lease, no attempt counted. A
+	// forwarding result, not an operator action (after KindCloseOrphan so
+	// that the numbers of the others stay as they were).
+	KindSendDeferred
 )
 
 var kindNames = map[Kind]string{
@@ -192,6 +199,7 @@ var kindNames = map[Kind]string{
 	KindCheckParked: "check_parked", KindSent: "sent", KindSendFailed: "send_failed",
 	KindResolveCommit: "resolve_commit", KindResolveRollback: "resolve_rollback",
 	KindRedeliver: "redeliver", KindRetryNow: "retry_now", KindCloseOrphan: "close_orphan",
+	KindSendDeferred: "send_deferred",
 }
 
 func (k Kind) String() string {
@@ -202,7 +210,7 @@ func (k Kind) String() string {
 }
 
 // IsOperator tells whether k is an operator action.
-func (k Kind) IsOperator() bool { return k >= KindResolveCommit }
+func (k Kind) IsOperator() bool { return k >= KindResolveCommit && k <= KindCloseOrphan }
 
 // Body is what a PREPARE carries.
 type Body struct {
@@ -226,7 +234,8 @@ type Event struct {
 	// Body is set for KindPrepare.
 	Body *Body
 	// RetryAt is the next attempt time for KindCheckUnknown,
-	// KindCheckDeferred and KindSendFailed (backoff and jitter included).
+	// KindCheckDeferred, KindSendFailed (backoff and jitter included) and
+	// KindSendDeferred.
 	RetryAt time.Time
 	// MaxAttempts is the attempt limit for KindCheckUnknown and
 	// KindSendFailed; reaching it parks (VERIFY_FAILED) or kills (DEAD).

@@ -57,6 +57,20 @@ func TestRunEmbeddedSQLite(t *testing.T) {
 	var back Report
 	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
 	require.Equal(t, c.Forwarded, back.Center.Forwarded)
+	// Per-second counts cover every message; CPU comes from /proc.
+	var fwd, sent int64
+	for _, n := range back.Center.ForwardedPerSecond {
+		fwd += n
+	}
+	for _, n := range back.Center.SentPerSecond {
+		sent += n
+	}
+	require.Equal(t, c.Forwarded, fwd)
+	require.Equal(t, c.Committed+c.LeftForCheckback, sent)
+	require.NotNil(t, back.CPU)
+	require.Positive(t, back.CPU.ProcessSeconds)
+	require.Positive(t, back.CPU.ProcessUsPerMsg)
+	require.Contains(t, table.String(), "CPU per forwarded message")
 }
 
 func TestRunPostgres(t *testing.T) {
@@ -81,6 +95,9 @@ func TestRunPostgres(t *testing.T) {
 	require.Zero(t, rep.Center.Missing)
 	require.NotEmpty(t, rep.Machine.Postgres)
 	require.NotNil(t, rep.Store)
+	require.NotNil(t, rep.CPU)
+	require.Positive(t, rep.CPU.PostgresBackendsSeconds+rep.CPU.PostgresAllSeconds,
+		"the server's CPU is read from /proc when it runs here")
 }
 
 func TestValidate(t *testing.T) {

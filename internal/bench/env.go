@@ -77,6 +77,22 @@ func withSearchPath(dsn, schema string) (string, error) {
 	return u.String(), nil
 }
 
+// appName is the application_name of the center's PostgreSQL connections
+// (to find its backends' CPU time).
+func appName(runID string) string { return "ecbench_" + runID }
+
+// withAppName sets application_name in a postgres:// URL.
+func withAppName(dsn, app string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("parse dsn: %w", err)
+	}
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+	return u.String(), nil
+}
+
 // pgExec runs statements on a fresh connection to dsn.
 func pgExec(ctx context.Context, dsn string, stmts ...string) error {
 	conn, err := pgx.Connect(ctx, dsn)

@@ -22,6 +22,8 @@ type Report struct {
 	RatioOf string  `json:"ratio_of,omitempty"`
 	// Metrics are the embedded center's eventcenter_* series at the end.
 	Metrics []MetricValue `json:"center_metrics,omitempty"`
+	// CPU is the CPU time of the center phase, from /proc.
+	CPU *CPUUsage `json:"cpu,omitempty"`
 }
 
 // ReportConfig is the part of Config the report repeats.
@@ -134,11 +136,27 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row("check-back: prepare → forward", "%s", lat(x.Checkback))
 		row("check-back rate", "%.0f resolved/s (first send to last resolved), %d check-back calls", x.CheckbackRate, x.CheckbackCalls)
 	}
+	if s := x.SlowestSecond; s != nil {
+		row("slowest second with a backlog", "%d forwarded in second %d (%d sent in it, backlog %d at its start); %d whole seconds with a backlog below half the mean send rate (%.0f msg/s)",
+			s.Forwarded, s.At, s.Sent, s.Backlog, s.SecondsBelowHalf, x.SendRate/2)
+	}
+	if u := r.CPU; u != nil {
+		pg := ""
+		if u.PostgresBackendsSeconds > 0 || u.PostgresAllSeconds > 0 {
+			pg = fmt.Sprintf(", the center's PostgreSQL backends %.0f µs (%.1f s), all postgres processes %.0f µs (%.1f s)",
+				u.PostgresBackendsUsPerMsg, u.PostgresBackendsSeconds, u.PostgresAllUsPerMsg, u.PostgresAllSeconds)
+		}
+		row("CPU per forwarded message", "this process %.0f µs (%.1f s%s)%s; machine busy %.1f CPU-s in %.1f s",
+			u.ProcessUsPerMsg, u.ProcessSeconds, embeddedNote(c.Mode),
+			pg, u.MachineSeconds, u.WallSeconds)
+	}
 	row("heap in use (after GC)", "start %.1f MB, end %.1f MB, max sample %.1f MB", x.HeapStartMB, x.HeapEndMB, x.HeapMaxMB)
 	for _, m := range r.Metrics {
 		switch {
 		case strings.HasPrefix(m.Name, "eventcenter_forward_handoff_dropped_total"):
-			row("handoffs dropped", "%.0f (forwarded after their lease instead)", m.Value)
+			row("handoffs dropped", "%.0f (not queued at once)", m.Value)
+		case strings.HasPrefix(m.Name, "eventcenter_forward_handoff_released_total"):
+			row("handoff leases released", "%.0f (due at once for the scan)", m.Value)
 		case strings.HasPrefix(m.Name, "eventcenter_ingest_batch_size"):
 			row("ingest batches", "%d, mean %.0f records", m.Count, m.Mean)
 		case strings.HasPrefix(m.Name, "eventcenter_ingest_batch_apply_duration_seconds"):
@@ -161,4 +179,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// embeddedNote says what "this process" holds in the embedded mode.
+func embeddedNote(mode string) string {
+	if strings.HasPrefix(mode, "embedded") {
+		return ": center, kfake and load generator"
+	}
+	return ""
 }

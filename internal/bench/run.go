@@ -149,8 +149,14 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		defer func() { close(stop); <-done }()
 	}
 
+	var meter cpuMeter
+	if cfg.Store == "postgres" && !cfg.External {
+		meter = cpuMeter{dsn: cfg.DSN, app: appName(runID)}
+	}
 	rep.Machine.LoadAvgStart = loadAvg()
+	cpu0, began := meter.sample(ctx), time.Now()
 	rep.Center, err = load(ctx, cfg, runID, brokers, topic, cb)
+	rep.CPU = usage(cpu0, meter.sample(ctx), time.Since(began).Seconds(), rep.Center.Forwarded)
 	rep.Machine.LoadAvgEnd = loadAvg()
 	if err != nil {
 		return nil, err
@@ -235,6 +241,10 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 	case "postgres":
 		dsn, drop, err := freshSchema(ctx, bc.DSN, "ecbench_"+runID)
 		if err != nil {
+			return nil, nil, fmt.Errorf("center store: %w", err)
+		}
+		if dsn, err = withAppName(dsn, appName(runID)); err != nil {
+			drop()
 			return nil, nil, fmt.Errorf("center store: %w", err)
 		}
 		dropSchema = drop
@@ -329,6 +339,15 @@ type CenterResult struct {
 	CheckbackRate  float64 `json:"checkback_rate"`
 	CheckbackCalls int64   `json:"checkback_calls"`
 
+	// SlowestSecond is the whole second with the fewest forwarded
+	// messages while a backlog existed (nil when there was none).
+	SlowestSecond *SlowestSecond `json:"slowest_second_with_backlog,omitempty"`
+	// SentPerSecond and ForwardedPerSecond count, per second from the
+	// first send, the messages whose clock started (commit, or prepare for
+	// check-back ones) and the messages forwarded.
+	SentPerSecond      []int64 `json:"sent_per_second"`
+	ForwardedPerSecond []int64 `json:"forwarded_per_second"`
+
 	HeapStartMB float64      `json:"heap_start_mb"`
 	HeapEndMB   float64      `json:"heap_end_mb"`
 	HeapMaxMB   float64      `json:"heap_max_mb"`
@@ -420,6 +439,7 @@ func load(ctx context.Context, cfg Config, runID string, brokers []string, topic
 		sendEnd                     atomic.Int64
 		wg                          sync.WaitGroup
 	)
+	tr.sentPS.start, tr.fwdPS.start = start, start
 	fail := func(err error) {
 		errCount.Add(1)
 		firstErr.CompareAndSwap(nil, err.Error())
@@ -588,6 +608,16 @@ func load(ctx context.Context, cfg Config, runID string, brokers []string, topic
 	res.CommitToForward = tr.commitH.summary()
 	res.CommitToSend = tr.sendH.summary()
 	res.Checkback = tr.cbH.summary()
+	res.SentPerSecond, res.ForwardedPerSecond = tr.sentPS.snapshot(), tr.fwdPS.snapshot()
+	if res.SendSeconds > 0 {
+		var expected int64
+		for _, n := range res.SentPerSecond {
+			expected += n
+		}
+		if s, ok := slowestSecond(res.SentPerSecond, res.ForwardedPerSecond, float64(expected)/res.SendSeconds); ok {
+			res.SlowestSecond = &s
+		}
+	}
 	if !tr.lastCB.IsZero() {
 		res.CheckbackRate = float64(tr.cbH.n) / tr.lastCB.Sub(start).Seconds()
 	}

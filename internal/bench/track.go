@@ -62,6 +62,10 @@ type tracker struct {
 
 	forwarded  atomic.Int64
 	duplicates atomic.Int64
+
+	// Per second since the first send: messages expected (their clock
+	// started) and forwarded.
+	sentPS, fwdPS perSecond
 }
 
 func newTracker() *tracker {
@@ -78,6 +82,7 @@ func (t *tracker) expect(seq int64, at time.Time, checkback bool) {
 	s.m[seq] = pendingEntry{at: at.UnixNano(), checkback: checkback}
 	s.mu.Unlock()
 	t.pending.Add(1)
+	t.sentPS.add(at)
 }
 
 // forget drops an expectation (the send failed before anything could be
@@ -108,6 +113,7 @@ func (t *tracker) seen(seq int64, now, produced time.Time) {
 	}
 	t.pending.Add(-1)
 	t.forwarded.Add(1)
+	t.fwdPS.add(now)
 	d := now.Sub(time.Unix(0, e.at))
 	t.mu.Lock()
 	if t.firstFwd.IsZero() {

@@ -5,3 +5,6 @@ const MarkSentSQL = markSentSQL
 
 // OrphanCommitsSQL is orphanCommitsSQL, for the plan tests.
 const OrphanCommitsSQL = orphanCommitsSQL
+
+// SentRefs is sentRefs, for the plan tests.
+var SentRefs = sentRefs
