@@ -24,9 +24,13 @@ func Bucket(bizID, key string) int {
 	return int(h.Sum32() % Buckets)
 }
 
-// ParseBuckets reads a bucket list such as "0-511" or "0-99,200,300-399".
+// ParseBuckets reads a bucket list such as "0-511" or "0-99,200,300-399";
+// "" is no bucket (a shard being filled by MoveBuckets, say).
 func ParseBuckets(s string) ([]int, error) {
 	var out []int
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
 	for part := range strings.SplitSeq(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
