@@ -3,6 +3,7 @@ package sharded
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -101,4 +102,24 @@ func Even(n int) []string {
 		out[i] = fmt.Sprintf("%d-%d", lo, hi)
 	}
 	return out
+}
+
+// FormatBuckets writes buckets as ParseBuckets reads them ("0-511,600").
+func FormatBuckets(buckets []int) string {
+	bs := slices.Sorted(slices.Values(buckets))
+	bs = slices.Compact(bs)
+	var parts []string
+	for i := 0; i < len(bs); {
+		j := i
+		for j+1 < len(bs) && bs[j+1] == bs[j]+1 {
+			j++
+		}
+		if i == j {
+			parts = append(parts, strconv.Itoa(bs[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", bs[i], bs[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
 }
