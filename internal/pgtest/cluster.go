@@ -37,12 +37,15 @@ func (s *Server) DSN() string {
 // binaries in Bin it skips the test, or fails it when CI=true.
 func Cluster(t testing.TB) *Server {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(Bin, "initdb")); err != nil {
-		msg := "no PostgreSQL binaries in " + Bin
+	skip := func(msg string) {
+		t.Helper()
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg + " (CI=true: PostgreSQL cluster tests may not be skipped)")
 		}
 		t.Skip(msg)
+	}
+	if _, err := os.Stat(filepath.Join(Bin, "initdb")); err != nil {
+		skip("no PostgreSQL binaries in " + Bin)
 	}
 	work, err := os.MkdirTemp("", "ec-pgcluster-")
 	if err != nil {
@@ -57,7 +60,7 @@ func Cluster(t testing.TB) *Server {
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			t.Skip("running as root needs a postgres user")
+			skip("running as root needs a postgres user")
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
