@@ -109,7 +109,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "goroutines sending through each producer")
 	f.Float64Var(&cfg.RollbackRatio, "rollback-ratio", 0, "share of messages rolled back")
 	f.Float64Var(&cfg.CheckbackRatio, "checkback-ratio", 0, "share of messages left PREPARED for check-back (answered commit)")
-	f.StringVar(&cfg.Store, "store", cfg.Store, "sqlite, postgres or mysql")
+	f.StringVar(&cfg.Store, "store", cfg.Store, "sqlite, postgres, mysql or sharded (--dsn: PostgreSQL URLs separated by commas)")
 	f.StringVar(&cfg.DSN, "dsn", "", "PostgreSQL URL (a fresh schema is created and dropped) or SQLite file (default: a temporary file)")
 	f.IntVar(&cfg.StoreMaxConns, "store-max-conns", cfg.StoreMaxConns, "the center's store.max_conns (PostgreSQL)")
 	f.StringSliceVar(&cfg.Brokers, "brokers", nil, "external Kafka brokers (default: kfake in process)")

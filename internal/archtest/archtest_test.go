@@ -36,7 +36,7 @@ var layers = map[string]int{
 	"clientlib/envelope": 1, "clientlib/envelope/kafkarec": 2, "state": 2,
 	// 3-5: the store seam, its drivers and their conformance suite.
 	"store": 3, "store/internal/codec": 4, "store/storetest": 4, "store/memstore": 5,
-	"store/postgres": 5, "store/sqlite": 5, "store/mysql": 5, "internal/pgtest": 6, "internal/mytest": 6,
+	"store/postgres": 5, "store/sqlite": 5, "store/mysql": 5, "store/sharded": 5, "internal/pgtest": 6, "internal/mytest": 6,
 	// 6-8: the components. The forwarder is below those that hand it work;
 	// tracing wraps the forwarder and store seams for those above it.
 	"forwarder": 6, "clientlib": 6,

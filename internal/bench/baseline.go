@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,12 @@ func transportBaseline(ctx context.Context, brokers []string, topic string, part
 func storeBaseline(ctx context.Context, cfg Config, runID string, n, writers int) (_ *Throughput, err error) {
 	var lifecycle func(ctx context.Context, round int) error
 	var what string
+	if cfg.Store == "sharded" { // one shard's ceiling: the first server
+		one := cfg
+		one.Store = "postgres"
+		one.DSN, _, _ = strings.Cut(cfg.DSN, ",")
+		return storeBaseline(ctx, one, runID, n, writers)
+	}
 	switch cfg.Store {
 	case "postgres":
 		dsn, drop, err := freshSchema(ctx, cfg.DSN, "ecbench_"+runID+"_raw")

@@ -111,6 +111,7 @@ func TestValidate(t *testing.T) {
 		"store":       {func(c *Config) { c.Store = "oracle" }, "store"},
 		"mysql dsn":   {func(c *Config) { c.Store, c.DSN = "mysql", "u:p@tcp(h:3306)/" }, "dsn"},
 		"pg dsn":      {func(c *Config) { c.Store = "postgres" }, "dsn"},
+		"shard dsns":  {func(c *Config) { c.Store, c.DSN = "sharded", "postgres://a/x,mysql://b/y" }, "dsn"},
 		"external":    {func(c *Config) { c.External = true }, "brokers"},
 		"producers":   {func(c *Config) { c.Producers = 0 }, "producers"},
 		"rate":        {func(c *Config) { c.Rate = -1 }, "rate"},

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"strings"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -34,7 +35,9 @@ type Config struct {
 	RollbackRatio  float64
 	CheckbackRatio float64
 
-	// Store is "sqlite", "postgres" or "mysql"; DSN the PostgreSQL URL
+	// Store is "sqlite", "postgres", "mysql" or "sharded" (DSN: PostgreSQL
+	// URLs separated by commas, one shard each, buckets split evenly; the
+	// store baseline measures the first); DSN the PostgreSQL URL
 	// (embedded runs create and drop a fresh schema in it), the MySQL DSN
 	// (they create and drop databases named <db>_bench_<run>...) or a
 	// SQLite file (empty: a temporary file).
@@ -161,8 +164,14 @@ func (c *Config) Validate() error {
 		if mc, err := gomysql.ParseDSN(c.DSN); c.DSN == "" || err != nil || mc.DBName == "" {
 			bad("dsn", "a MySQL DSN user:password@tcp(host:3306)/dbname is required with --store mysql")
 		}
+	case "sharded":
+		for i, dsn := range strings.Split(c.DSN, ",") {
+			if u, err := url.Parse(dsn); dsn == "" || err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+				bad("dsn", "with --store sharded, a comma-separated list of postgres:// URLs (one per shard); entry %d is not one", i)
+			}
+		}
 	default:
-		bad("store", "want sqlite, postgres or mysql, got %q", c.Store)
+		bad("store", "want sqlite, postgres, mysql or sharded, got %q", c.Store)
 	}
 	if c.External && len(c.Brokers) == 0 {
 		bad("brokers", "required with --external")

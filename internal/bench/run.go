@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/eventcenter/eventcenter/internal/center"
 	"github.com/eventcenter/eventcenter/internal/config"
 	"github.com/eventcenter/eventcenter/internal/tracing"
+	"github.com/eventcenter/eventcenter/store/sharded"
 )
 
 // bizID is the bizID of every bench message.
@@ -98,7 +100,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		if !cfg.External || cfg.DSN != "" {
 			writers := cfg.StoreWriters
 			if writers == 0 {
-				writers = map[string]int{"postgres": 2, "mysql": 2, "sqlite": 1}[cfg.Store]
+				writers = map[string]int{"postgres": 2, "mysql": 2, "sqlite": 1, "sharded": 2}[cfg.Store]
 			}
 			fmt.Fprintf(progress(cfg), "baseline: store (%s), %d messages, %d writers\n", cfg.Store, n, writers)
 			if rep.Store, err = storeBaseline(ctx, cfg, runID, n, writers); err != nil {
@@ -249,6 +251,28 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 		}
 		dropSchema = drop
 		cfg.Store = config.Store{Driver: "postgres", DSN: dsn, MaxConns: bc.StoreMaxConns, AutoMigrate: true}
+	case "sharded":
+		var drops []func()
+		dropSchema = func() {
+			for _, d := range drops {
+				d()
+			}
+		}
+		cfg.Store = config.Store{Driver: "sharded", MaxConns: bc.StoreMaxConns, AutoMigrate: true}
+		dsns := strings.Split(bc.DSN, ",")
+		for i, b := range sharded.Even(len(dsns)) {
+			dsn, drop, err := freshSchema(ctx, dsns[i], "ecbench_"+runID)
+			if err != nil {
+				dropSchema()
+				return nil, nil, fmt.Errorf("center store: shard %d: %w", i, err)
+			}
+			drops = append(drops, drop)
+			if dsn, err = withAppName(dsn, appName(runID)); err != nil {
+				dropSchema()
+				return nil, nil, fmt.Errorf("center store: shard %d: %w", i, err)
+			}
+			cfg.Store.Shards = append(cfg.Store.Shards, config.StoreShard{DSN: dsn, Buckets: b})
+		}
 	case "mysql":
 		dsn, drop, err := freshDatabase(ctx, bc.DSN, "bench_"+runID)
 		if err != nil {

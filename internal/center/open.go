@@ -18,6 +18,7 @@ import (
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/store/mysql"
 	"github.com/eventcenter/eventcenter/store/postgres"
+	"github.com/eventcenter/eventcenter/store/sharded"
 	"github.com/eventcenter/eventcenter/store/sqlite"
 )
 
@@ -61,8 +62,49 @@ func OpenStore(ctx context.Context, cfg config.Store, now func() time.Time, log 
 			return nil, nil, err
 		}
 		return st, nil, nil
+	case "sharded":
+		st, err := openSharded(ctx, cfg, now, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, nil, nil
 	}
 	return nil, nil, fmt.Errorf("store.driver: unknown driver %q", cfg.Driver)
+}
+
+// shardStore is the configuration of shard i of a sharded store: a
+// PostgreSQL store with the shard's DSN and the common settings.
+func shardStore(cfg config.Store, i int) config.Store {
+	sc := cfg
+	sc.Driver, sc.DSN, sc.Shards = "postgres", cfg.Shards[i].DSN, nil
+	return sc
+}
+
+// openSharded opens one PostgreSQL store per store.shards entry (each with
+// its own pool of store.max_conns, migrated or checked like a single
+// store) and the sharded store over them, which closes them.
+func openSharded(ctx context.Context, cfg config.Store, now func() time.Time, log *slog.Logger) (store.Store, error) {
+	var shards []sharded.Shard
+	closeAll := func() {
+		for _, sh := range shards {
+			_ = sh.Store.Close()
+			sh.Close()
+		}
+	}
+	for i, sc := range cfg.Shards {
+		st, pool, err := OpenStore(ctx, shardStore(cfg, i), now, log.With("shard", i))
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("store.shards[%d]: %w", i, err)
+		}
+		shards = append(shards, sharded.Shard{Store: st, Buckets: sc.Buckets, Close: pool.Close})
+	}
+	st, err := sharded.New(shards)
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("store.shards: %w", err)
+	}
+	return st, nil
 }
 
 // openMySQL opens the MySQL / MariaDB store, which owns (and closes) its
@@ -158,6 +200,13 @@ func Migrate(ctx context.Context, cfg config.Store, log *slog.Logger) error {
 		}
 		defer db.Close()
 		return mysql.Migrate(ctx, db)
+	case "sharded":
+		for i := range cfg.Shards {
+			if err := Migrate(ctx, shardStore(cfg, i), log.With("shard", i)); err != nil {
+				return fmt.Errorf("store.shards[%d]: %w", i, err)
+			}
+		}
+		return nil
 	}
 	return fmt.Errorf("store.driver: unknown driver %q", cfg.Driver)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/internal/retention"
+	"github.com/eventcenter/eventcenter/store/sharded"
 	"github.com/eventcenter/eventcenter/verifier"
 )
 
@@ -83,6 +84,20 @@ type Store struct {
 	AutoMigrate bool `yaml:"auto_migrate" env:"EVENTCENTER_STORE_AUTO_MIGRATE"`
 	// Password and PasswordFile: see security.go.
 	StoreSecrets `yaml:",inline"`
+	// Shards, with Driver "sharded", spread the messages over several
+	// PostgreSQL servers (store/sharded; docs/shards.md). MaxConns and
+	// AutoMigrate apply to each shard; DSN is unused.
+	Shards []StoreShard `yaml:"shards"`
+}
+
+// StoreShard is one shard of a sharded store.
+type StoreShard struct {
+	// DSN is the shard's PostgreSQL URL (the password in it, if any).
+	DSN string `yaml:"dsn"`
+	// Buckets lists the virtual buckets (0-1023) the shard holds, as
+	// ranges: "0-511" or "0-99,200-299". Every bucket is held by exactly
+	// one shard.
+	Buckets string `yaml:"buckets"`
 }
 
 // HTTP is the listener for the admin API, /ui, /metrics, /healthz, /readyz.
@@ -450,8 +465,13 @@ func (c *Config) Validate() error {
 		if c.Store.DSN == "" {
 			bad("store.dsn", "want a SQLite file path")
 		}
+	case "sharded":
+		validateShards(c.Store.Shards, bad)
 	default:
-		bad("store.driver", "want postgres, mysql or sqlite, got %q", c.Store.Driver)
+		bad("store.driver", "want postgres, mysql, sqlite or sharded, got %q", c.Store.Driver)
+	}
+	if c.Store.Driver != "sharded" && len(c.Store.Shards) > 0 {
+		bad("store.shards", "is for store.driver sharded only")
 	}
 	if c.Store.MaxConns < 1 {
 		bad("store.max_conns", "must be at least 1")
@@ -734,4 +754,36 @@ func redact(dsn string) string {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
 	return u.String()
+}
+
+// validateShards checks store.shards: PostgreSQL URLs, and every bucket
+// held by exactly one shard.
+func validateShards(shards []StoreShard, bad func(field, format string, args ...any)) {
+	if len(shards) == 0 {
+		bad("store.shards", "store.driver sharded needs at least one shard")
+		return
+	}
+	if len(shards) > sharded.MaxShards {
+		bad("store.shards", "at most %d shards, got %d", sharded.MaxShards, len(shards))
+		return
+	}
+	specs := make([]string, len(shards))
+	ok := true
+	for i, sh := range shards {
+		f := fmt.Sprintf("store.shards[%d]", i)
+		if u, err := url.Parse(sh.DSN); sh.DSN == "" || err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			bad(f+".dsn", "want a postgres:// URL, got %q", redact(sh.DSN))
+		}
+		if _, err := sharded.ParseBuckets(sh.Buckets); err != nil {
+			bad(f+".buckets", "%v", err)
+			ok = false
+		}
+		specs[i] = sh.Buckets
+	}
+	if !ok {
+		return
+	}
+	if _, err := sharded.NewMap(specs); err != nil {
+		bad("store.shards", "%v", err)
+	}
 }

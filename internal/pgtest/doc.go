@@ -7,4 +7,8 @@
 // Pool does the same and returns a pgxpool.Pool on it, closed at cleanup.
 // Without the variable, tests skip with a message saying how to run them;
 // with CI=true they fail instead, so CI cannot silently skip them.
+//
+// Cluster starts a throwaway PostgreSQL cluster of its own (initdb into a
+// temporary directory, a free port) for tests that need several servers or
+// restart one; it skips without the binaries, or fails with CI=true.
 package pgtest

@@ -40,7 +40,12 @@ func BaseDSN(t testing.TB) string {
 // subprocesses). The schema is dropped at cleanup.
 func DSN(t testing.TB) string {
 	t.Helper()
-	base := BaseDSN(t)
+	return DSNOn(t, BaseDSN(t))
+}
+
+// DSNOn is DSN on the server of the DSN base (a Cluster's, say).
+func DSNOn(t testing.TB, base string) string {
+	t.Helper()
 	schema := "ec_test_" + randomHex(t, 8)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -64,7 +69,13 @@ func DSN(t testing.TB) string {
 // and the schema dropped at cleanup.
 func Pool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	dsn := DSN(t)
+	return PoolOn(t, BaseDSN(t))
+}
+
+// PoolOn is Pool on the server of the DSN base (a Cluster's, say).
+func PoolOn(t testing.TB, base string) *pgxpool.Pool {
+	t.Helper()
+	dsn := DSNOn(t, base)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		t.Fatalf("pgtest: parse DSN: %v", err)

@@ -1235,12 +1235,15 @@ func testMixedBatch(t *testing.T, newStore NewStore) {
 		want := store.Fold(loaded, changes)
 		res := b.apply(t, changes...)
 		require.Len(t, res.Sendable, len(want.Sendable))
-		var token int64
-		if len(res.Sendable) > 0 {
-			token = res.Sendable[0].LeaseToken
+		// Each sendable carries its lease token (one per batch in one
+		// database; one per shard's part in store/sharded).
+		tokens := map[store.MessageRef]int64{}
+		for _, m := range res.Sendable {
+			require.NotZero(t, m.LeaseToken)
+			tokens[store.MessageRef{BizID: m.BizID, Key: m.Key}] = m.LeaseToken
 		}
 		for _, m := range want.Sendable {
-			m.LeaseToken = token
+			m.LeaseToken = tokens[store.MessageRef{BizID: m.BizID, Key: m.Key}]
 			m.SendNextAt = b.now().Add(lease)
 		}
 		for i, o := range res.Outcomes {
@@ -1405,12 +1408,17 @@ func testAuditLog(t *testing.T, newStore NewStore) {
 		require.NoError(t, b.s.AddAudit(t.Context(), store.AuditEntry{BizID: bizID, Key: key, Action: action,
 			Who: "alice", Reason: "r", At: b.now(), Before: "COMMITTED", After: "COMMITTED"}))
 	}
+	// Records a millisecond apart: "newest first" among records of one
+	// instant is defined by one database's IDs only (store/sharded merges
+	// several databases by time).
 	add(biz, "a", "dlq_replay")
+	b.clock.Advance(time.Millisecond)
 	add(other, "b", "dlq_replay")
 	b.clock.Advance(time.Hour)
 	mid := b.now()
 	b.apply(t, Prepare(biz, "c", 0, b.now()))
 	b.apply(t, Operator(biz, "c", state.KindResolveRollback, b.now(), "bob"))
+	b.clock.Advance(time.Millisecond)
 	add(other, "d", "dlq_replay")
 
 	all, err := b.s.AuditLog(t.Context(), store.AuditQuery{Limit: 10})

@@ -1,0 +1,156 @@
+package sharded_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/memstore"
+	"github.com/eventcenter/eventcenter/store/sharded"
+	"github.com/eventcenter/eventcenter/store/storetest"
+)
+
+// memShards returns a sharded store over n in-memory stores.
+func memShards(t *testing.T, now func() time.Time, n int) *sharded.Store {
+	t.Helper()
+	var shards []sharded.Shard
+	for _, b := range sharded.Even(n) {
+		shards = append(shards, sharded.Shard{Store: memstore.New(now), Buckets: b})
+	}
+	s, err := sharded.New(shards)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s
+}
+
+// The sharded store over in-memory shards passes the conformance suite
+// (2 and 3 shards).
+func TestConformanceMem(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{2, 3} {
+		t.Run(string(rune('0'+n))+"shards", func(t *testing.T) {
+			t.Parallel()
+			storetest.Exercise(t, func(t *testing.T, now func() time.Time) store.Store { return memShards(t, now, n) })
+		})
+	}
+}
+
+// The bucket map must hold every bucket exactly once.
+func TestMapValidation(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		specs []string
+		want  string
+	}{
+		{nil, "want 1 to 256 shards"},
+		{[]string{"0-511", "513-1023"}, "bucket 512 is not mapped"},
+		{[]string{"0-512", "512-1023"}, "bucket 512 is already mapped to shard 0"},
+		{[]string{"0-1024"}, "outside 0-1023"},
+		{[]string{"5-1"}, "reversed"},
+		{[]string{"0-10,,11-1023"}, "empty range"},
+		{[]string{"x"}, "bad bucket"},
+	} {
+		_, err := sharded.NewMap(tc.specs)
+		require.ErrorContains(t, err, tc.want, "%v", tc.specs)
+	}
+	m, err := sharded.NewMap([]string{"0-99, 200-1023", "100-199"})
+	require.NoError(t, err)
+	require.Equal(t, 1, m[150])
+	require.Equal(t, 0, m[99])
+	_, err = sharded.New([]sharded.Shard{{Buckets: "0-1023"}})
+	require.ErrorContains(t, err, "shard 0 has no store")
+	// The hash is stable: a fixed key keeps its bucket forever.
+	require.Equal(t, sharded.Bucket("shop", "order-1"), sharded.Bucket("shop", "order-1"))
+	require.NotEqual(t, sharded.Bucket("shop", "order-1"), sharded.Bucket("shop", "order-2"))
+}
+
+// keyOn returns a key of bizID "shop" on the given shard.
+func keyOn(t *testing.T, s *sharded.Store, shard int, prefix string) string {
+	t.Helper()
+	m := s.Map()
+	for i := range 10000 {
+		k := prefix + "-" + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676))
+		if m.Shard("shop", k) == shard {
+			return k
+		}
+	}
+	t.Fatal("no key on shard")
+	return ""
+}
+
+// A batch over two shards of which one fails: the error is returned (the
+// caller does not commit its offsets), the other shard's part is
+// committed, and the replay of the whole batch completes it without
+// applying anything twice.
+func TestApplyOneShardFails(t *testing.T) {
+	t.Parallel()
+	clock := storetest.NewClock()
+	inner := []*memstore.Store{memstore.New(clock.Now), memstore.New(clock.Now)}
+	s, err := sharded.New([]sharded.Shard{{Store: inner[0], Buckets: "0-511"}, {Store: inner[1], Buckets: "512-1023"}})
+	require.NoError(t, err)
+	k0, k1 := keyOn(t, s, 0, "a"), keyOn(t, s, 1, "b")
+	batch := store.ApplyRequest{SendLease: time.Minute, Changes: []store.Change{
+		storetest.Prepare("shop", k0, 0, clock.Now()), storetest.Commit("shop", k0, 0, clock.Now()),
+		storetest.Prepare("shop", k1, 0, clock.Now()), storetest.Commit("shop", k1, 0, clock.Now()),
+	}}
+	inner[1].FailApply(errors.New("connection reset"))
+	_, err = s.Apply(t.Context(), batch)
+	require.ErrorContains(t, err, "shard 1: ")
+	require.ErrorContains(t, err, "connection reset")
+	_, err = s.Get(t.Context(), "shop", k0)
+	require.NoError(t, err, "shard 0 committed its part")
+	_, err = s.Get(t.Context(), "shop", k1)
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	res, err := s.Apply(t.Context(), batch) // the replay
+	require.NoError(t, err)
+	require.Len(t, res.Outcomes, 4)
+	require.Len(t, res.Sendable, 1, "only the failed shard's message becomes sendable now")
+	require.Equal(t, k1, res.Sendable[0].Key)
+	// MarkSent finds the shard from the ID.
+	require.NoError(t, s.MarkSent(t.Context(), []store.Sent{{ID: res.Sendable[0].ID, Ref: "r"}}))
+	m, err := s.Get(t.Context(), "shop", k1)
+	require.NoError(t, err)
+	require.Equal(t, res.Sendable[0].ID, m.ID)
+	require.Equal(t, "r", m.SendRef)
+	require.ErrorContains(t, s.MarkSent(t.Context(), []store.Sent{{ID: 7<<8 | 9, Ref: "r"}}), "belongs to no shard")
+	require.NoError(t, s.Close())
+}
+
+// Claims spread the limit over the shards and give what one shard leaves
+// unused to the others; a cursor made for another number of shards is
+// refused.
+func TestClaimsAndCursor(t *testing.T) {
+	t.Parallel()
+	clock := storetest.NewClock()
+	s := memShards(t, clock.Now, 2)
+	var changes []store.Change
+	for i := range 6 {
+		k := keyOn(t, s, 0, "c"+string(rune('a'+i)))
+		changes = append(changes, storetest.Prepare("shop", k, 0, clock.Now()), storetest.Commit("shop", k, 0, clock.Now()))
+	}
+	k := keyOn(t, s, 1, "d")
+	changes = append(changes, storetest.Prepare("shop", k, 0, clock.Now()), storetest.Commit("shop", k, 0, clock.Now()))
+	_, err := s.Apply(t.Context(), store.ApplyRequest{Changes: changes}) // due now, not leased
+	require.NoError(t, err)
+	ms, err := s.ClaimSends(t.Context(), store.Claim{Partitions: []int32{0}, Limit: 4, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, ms, 4, "shard 1 has one; shard 0 fills the rest")
+	ms2, err := s.ClaimSends(t.Context(), store.Claim{Partitions: []int32{0}, Limit: 10, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, ms2, 3)
+
+	three := memShards(t, clock.Now, 3)
+	p, err := three.List(t.Context(), store.Filter{Limit: 1})
+	require.NoError(t, err)
+	_, err = three.List(t.Context(), store.Filter{Limit: 1, Cursor: p.Next})
+	require.NoError(t, err)
+	p, err = s.List(t.Context(), store.Filter{Limit: 1})
+	require.NoError(t, err)
+	require.NotEmpty(t, p.Next)
+	_, err = three.List(t.Context(), store.Filter{Cursor: p.Next})
+	require.ErrorContains(t, err, "made for 2 shards, there are 3")
+}
