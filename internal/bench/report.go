@@ -43,6 +43,7 @@ type ReportConfig struct {
 	FirstDelay     string  `json:"checkback_first_delay,omitempty"`
 	CheckbackConc  int     `json:"checkback_endpoint_concurrency,omitempty"`
 	Retention      string  `json:"broker_retention"`
+	Tracing        bool    `json:"tracing"`
 }
 
 func reportConfig(c Config) ReportConfig {
@@ -64,6 +65,7 @@ func reportConfig(c Config) ReportConfig {
 		rc.CheckbackConc = c.CheckbackConcurrency
 	}
 	rc.Retention = c.BrokerRetention.String()
+	rc.Tracing = c.Tracing
 	return rc
 }
 
