@@ -96,8 +96,10 @@ func TestRunPostgres(t *testing.T) {
 	require.NotEmpty(t, rep.Machine.Postgres)
 	require.NotNil(t, rep.Store)
 	require.NotNil(t, rep.CPU)
-	require.Positive(t, rep.CPU.PostgresBackendsSeconds+rep.CPU.PostgresAllSeconds,
-		"the server's CPU is read from /proc when it runs here")
+	// The server runs here, so its processes are sampled; their CPU over a
+	// 200-message run can round to zero ticks (10 ms), so only presence
+	// is asserted.
+	require.Positive(t, rep.CPU.PostgresProcesses, "the server's processes are read from /proc when it runs here")
 }
 
 func TestValidate(t *testing.T) {

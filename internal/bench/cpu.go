@@ -30,6 +30,9 @@ type CPUUsage struct {
 	// backends if any).
 	PostgresAllSeconds  float64 `json:"postgres_all_seconds,omitempty"`
 	PostgresAllUsPerMsg float64 `json:"postgres_all_us_per_msg,omitempty"`
+	// PostgresProcesses is how many postgres processes were sampled at the
+	// end of the phase (0: the server does not run on this machine).
+	PostgresProcesses int `json:"postgres_processes,omitempty"`
 	// Machine is all CPU time of the machine (/proc/stat, less idle and
 	// iowait), other work included.
 	MachineSeconds float64 `json:"machine_seconds"`
@@ -175,6 +178,7 @@ func usage(a, b cpuSample, wall float64, forwarded int64) *CPUUsage {
 	}
 	if len(b.all) > 0 {
 		u.PostgresAllSeconds = sec(delta(a.all, b.all))
+		u.PostgresProcesses = len(b.all)
 	}
 	if forwarded > 0 {
 		per := func(s float64) float64 { return s * 1e6 / float64(forwarded) }
