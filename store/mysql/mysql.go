@@ -238,30 +238,7 @@ func scanMessage(sc scanner) (state.Message, error) {
 }
 
 func scanMessages(rows *sql.Rows) ([]state.Message, error) {
-	defer rows.Close()
-	var ms []state.Message
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, m)
-	}
-	return ms, rows.Err()
-}
-
-func payloadArg(m *state.Message) any {
-	if m.Payload == nil {
-		return nil
-	}
-	return m.Payload
-}
-
-func headersArg(m *state.Message) any {
-	if h := codec.EncodeHeaders(m.Headers); h != nil {
-		return h
-	}
-	return nil
+	return codec.ScanAll(rows, func(r *sql.Rows) (state.Message, error) { return scanMessage(r) })
 }
 
 // placeholders returns "(?, ?), (?, ?)" for rows rows of cols placeholders.

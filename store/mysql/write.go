@@ -135,7 +135,7 @@ const insertColumns = "biz_id, message_key, `partition`, status, has_body, paylo
 const nInsertColumns = 25
 
 func insertArgs(args []any, m *state.Message) []any {
-	return append(args, m.BizID, m.Key, m.Partition, int16(m.Status), m.HasBody, payloadArg(m), headersArg(m),
+	return append(args, m.BizID, m.Key, m.Partition, int16(m.Status), m.HasBody, codec.PayloadArg(m), codec.HeadersArg(m),
 		m.Target, m.Topic, m.ForwardKey, m.Tag, m.Verify, m.VerifyAttempts, dt(m.VerifyNextAt),
 		int16(m.SendStatus), m.SendAttempts, dt(m.SendNextAt), m.SendRef, m.LeaseToken, m.LastError, m.Conflicts,
 		dt(m.CreatedAt), dt(m.UpdatedAt), dt(m.DecidedAt), dt(m.SentAt))
@@ -187,7 +187,7 @@ func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*s
 		}
 	}
 	for _, m := range bodies {
-		if _, err := tx.ExecContext(ctx, updateBodySQL, payloadArg(m), headersArg(m), m.Target, m.Topic, m.ForwardKey,
+		if _, err := tx.ExecContext(ctx, updateBodySQL, codec.PayloadArg(m), codec.HeadersArg(m), m.Target, m.Topic, m.ForwardKey,
 			m.Tag, m.Verify, m.ID); err != nil {
 			return fmt.Errorf("update message %s: %w", m.MessageID(), err)
 		}
@@ -525,7 +525,7 @@ func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
 			rows, err := tx.QueryContext(ctx, `SELECT `+columns+` FROM eventcenter_messages
 				WHERE biz_id = ? AND id > ?
-				AND (status IN (1, 4) OR (status = 2 AND has_body AND send_status IN (0, 2)))
+				AND `+store.RetryNowWhere("has_body")+`
 				ORDER BY id LIMIT ? FOR UPDATE`, bizID, lastID, retryNowChunk)
 			if err != nil {
 				return err

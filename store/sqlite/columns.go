@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store/internal/codec"
 )
 
 // Multi-row writes bind one value per row for the columns that vary in the
@@ -74,8 +75,8 @@ func insertCols(ms []*state.Message) []col {
 		m("partition", func(m *state.Message) any { return int64(m.Partition) }),
 		m("status", func(m *state.Message) any { return int64(m.Status) }),
 		m("has_body", func(m *state.Message) any { return m.HasBody }),
-		m("payload", payloadArg),
-		m("headers", headersArg),
+		m("payload", codec.PayloadArg),
+		m("headers", codec.HeadersArg),
 		m("target", func(m *state.Message) any { return m.Target }),
 		m("topic", func(m *state.Message) any { return m.Topic }),
 		m("forward_key", func(m *state.Message) any { return m.ForwardKey }),

@@ -223,30 +223,7 @@ func scanMessage(sc scanner) (state.Message, error) {
 }
 
 func scanMessages(rows *sql.Rows) ([]state.Message, error) {
-	defer rows.Close()
-	var ms []state.Message
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, m)
-	}
-	return ms, rows.Err()
-}
-
-func payloadArg(m *state.Message) any {
-	if m.Payload == nil {
-		return nil
-	}
-	return m.Payload
-}
-
-func headersArg(m *state.Message) any {
-	if h := codec.EncodeHeaders(m.Headers); h != nil {
-		return h
-	}
-	return nil
+	return codec.ScanAll(rows, func(r *sql.Rows) (state.Message, error) { return scanMessage(r) })
 }
 
 // ---- Apply ----
@@ -345,7 +322,7 @@ func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*s
 		}
 	}
 	for _, m := range bodies {
-		if _, err := tx.ExecContext(ctx, updateBodySQL, payloadArg(m), headersArg(m), m.Target, m.Topic, m.ForwardKey,
+		if _, err := tx.ExecContext(ctx, updateBodySQL, codec.PayloadArg(m), codec.HeadersArg(m), m.Target, m.Topic, m.ForwardKey,
 			m.Tag, m.Verify, m.ID); err != nil {
 			return fmt.Errorf("update message %s: %w", m.MessageID(), err)
 		}
