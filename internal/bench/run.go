@@ -30,6 +30,12 @@ import (
 // bizID is the bizID of every bench message.
 const bizID = "bench"
 
+// profilePart is the label that splits a CPU profile of a run into the
+// broker (kfake), the center and the load (producers, business-topic
+// consumer, the check-back server); "go tool pprof -tags" prints the
+// shares.
+const profilePart = "part"
+
 // seqHeader carries the message's sequence number to the forwarded record.
 const seqHeader = "bench-seq"
 
@@ -65,7 +71,11 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	brokers := cfg.Brokers
 	var cluster *kfake.Cluster
 	if len(brokers) == 0 {
-		cluster, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+		// Goroutines inherit the labels of the one that starts them, so
+		// a CPU profile (--cpuprofile) splits into broker, center and load.
+		pprof.Do(ctx, pprof.Labels(profilePart, "broker"), func(context.Context) {
+			cluster, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+		})
 		if err != nil {
 			return nil, fmt.Errorf("start kfake: %w", err)
 		}
@@ -111,7 +121,10 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 
 	// The check-back server: answers commit at once.
-	cb, err := startCheckback(cfg)
+	var cb *checkbackServer
+	pprof.Do(ctx, pprof.Labels(profilePart, "load"), func(context.Context) {
+		cb, err = startCheckback(cfg)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +133,13 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	// The center.
 	var ctr *center.Center
 	if !cfg.External {
-		c, stopCenter, err := startCenter(ctx, cfg, runID, brokers, cb.origin)
+		var (
+			c          *center.Center
+			stopCenter func() error
+		)
+		pprof.Do(ctx, pprof.Labels(profilePart, "center"), func(ctx context.Context) {
+			c, stopCenter, err = startCenter(ctx, cfg, runID, brokers, cb.origin)
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +176,9 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	rep.Machine.LoadAvgStart = loadAvg()
 	cpu0, began := meter.sample(ctx), time.Now()
-	rep.Center, err = load(ctx, cfg, runID, brokers, topic, cb)
+	pprof.Do(ctx, pprof.Labels(profilePart, "load"), func(ctx context.Context) {
+		rep.Center, err = load(ctx, cfg, runID, brokers, topic, cb)
+	})
 	rep.CPU = usage(cpu0, meter.sample(ctx), time.Since(began).Seconds(), rep.Center.Forwarded)
 	rep.Machine.LoadAvgEnd = loadAvg()
 	if err != nil {
