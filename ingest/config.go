@@ -21,6 +21,7 @@ const (
 	DefaultMaxPollRecords = 5000
 	DefaultParallelism    = 4
 	DefaultMinApply       = 500
+	DefaultFreshFetchWait = 2 * time.Millisecond
 	DefaultRetryMin       = 100 * time.Millisecond
 	DefaultRetryMax       = 10 * time.Second
 	// DefaultDLQRetryBudget bounds how long a dead letter is retried after
@@ -70,6 +71,11 @@ type Config struct {
 	// transaction of their own: a poll of n records is split into at most
 	// min(Parallelism, n/MinApplyRecords) groups (at least one).
 	MinApplyRecords int
+	// FreshFetchWait is how long a poll that found a fetch already
+	// buffered waits for the next one, so that a batch also takes the
+	// records that reached the broker while the previous batch was
+	// applied (see Ingester.poll); 0 means 2ms, negative means no wait.
+	FreshFetchWait time.Duration
 	// RetryMin and RetryMax bound the backoff between attempts to apply a
 	// batch (or produce its dead letters) while the store or broker fails.
 	RetryMin time.Duration
@@ -110,6 +116,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Parallelism == 0 {
 		c.Parallelism = DefaultParallelism
+	}
+	if c.FreshFetchWait == 0 {
+		c.FreshFetchWait = DefaultFreshFetchWait
 	}
 	if c.MinApplyRecords == 0 {
 		c.MinApplyRecords = DefaultMinApply

@@ -216,8 +216,8 @@ func (in *Ingester) loop(r *run) error {
 	in.checkDLQAtStart(r.pollCtx, r.cl)
 	for r.pollCtx.Err() == nil {
 		wanted := r.renewWanted()
-		fs := r.cl.PollRecords(r.pollCtx, in.cfg.MaxPollRecords)
-		if fs.IsClientClosed() {
+		fs, closed := in.poll(r)
+		if closed {
 			break
 		}
 		fs.EachError(func(topic string, p int32, err error) {
@@ -238,6 +238,33 @@ func (in *Ingester) loop(r *run) error {
 		r.cl.AllowRebalance()
 	}
 	return in.shutdown(r)
+}
+
+// poll takes the next records. A fetch the client buffered while the
+// previous batch was applied holds only what the broker had when that
+// fetch was answered (franz-go keeps one buffered fetch per broker and
+// sends the next fetch only once it is taken): records that arrived since
+// would wait for a whole further apply. So when something is buffered, poll
+// takes it and then waits up to FreshFetchWait for the fetch that taking
+// it sent, which brings what arrived meanwhile. When nothing is buffered it
+// waits for the broker, whose answer is fresh.
+func (in *Ingester) poll(r *run) (fs kgo.Fetches, closed bool) {
+	fs = r.cl.PollRecords(nil, in.cfg.MaxPollRecords) //nolint:staticcheck // nil: only what is buffered (documented)
+	n := fs.NumRecords()
+	if n == 0 && len(fs) == 0 {
+		fs = r.cl.PollRecords(r.pollCtx, in.cfg.MaxPollRecords)
+		return fs, fs.IsClientClosed()
+	}
+	if fs.IsClientClosed() {
+		return fs, true
+	}
+	if n == 0 || in.cfg.FreshFetchWait <= 0 || n >= in.cfg.MaxPollRecords {
+		return fs, false
+	}
+	ctx, cancel := context.WithTimeout(r.pollCtx, in.cfg.FreshFetchWait)
+	more := r.cl.PollRecords(ctx, in.cfg.MaxPollRecords-n)
+	cancel()
+	return append(fs, more...), more.IsClientClosed()
 }
 
 // shutdown commits what was applied, leaves the group (the final revoke

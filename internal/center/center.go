@@ -196,6 +196,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		CheckAfter:      vcfg.FirstDelay,
 		Parallelism:     cfg.Ingest.Parallelism,
 		MinApplyRecords: cfg.Ingest.MinApplyRecords,
+		FreshFetchWait:  cfg.Ingest.FreshFetchWait,
 		DLQRetryBudget:  cfg.Ingest.DLQRetryBudget,
 		ClientOptions:   append(append(ingestOpts, kafkaAuth...), opt.KafkaOptions...),
 		Now:             opt.Now,

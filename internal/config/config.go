@@ -134,6 +134,10 @@ type Ingest struct {
 	// of their own (a light poll is one transaction).
 	Parallelism     int `yaml:"parallelism" env:"EVENTCENTER_INGEST_PARALLELISM"`
 	MinApplyRecords int `yaml:"min_apply_records" env:"EVENTCENTER_INGEST_MIN_APPLY_RECORDS"`
+	// FreshFetchWait is how long a poll that found a fetch buffered waits
+	// for the next one, so that a batch also takes what reached the broker
+	// while the previous one was applied; negative means no wait.
+	FreshFetchWait time.Duration `yaml:"fresh_fetch_wait" env:"EVENTCENTER_INGEST_FRESH_FETCH_WAIT"`
 	// DLQRetryBudget bounds how long a dead-letter write is retried after
 	// transient errors before the record is written without its value (and
 	// as long again before it is dropped and counted); 0 means 30s.
@@ -296,7 +300,8 @@ func Default() Config {
 		Store: Store{Driver: "postgres", MaxConns: 8},
 		HTTP:  HTTP{Listen: "127.0.0.1:8080"},
 		Ingest: Ingest{MaxPayloadBytes: ingest.DefaultMaxPayload, SendLease: forwarder.DefaultLease,
-			Parallelism: ingest.DefaultParallelism, MinApplyRecords: ingest.DefaultMinApply},
+			Parallelism: ingest.DefaultParallelism, MinApplyRecords: ingest.DefaultMinApply,
+			FreshFetchWait: ingest.DefaultFreshFetchWait},
 		Forward: Forward{
 			DefaultTarget: "kafka", MaxAttempts: forwarder.DefaultMaxAttempts,
 			BackoffBase: forwarder.DefaultBackoffBase, BackoffCap: forwarder.DefaultBackoffCap,
@@ -514,6 +519,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Ingest.MinApplyRecords < 1 {
 		bad("ingest.min_apply_records", "must be at least 1")
+	}
+	if c.Ingest.FreshFetchWait >= time.Second {
+		bad("ingest.fresh_fetch_wait", "must be under 1s (it delays every batch that waits in full; negative: no wait)")
 	}
 	c.validateForward(bad)
 	c.validateCheckback(bad)

@@ -81,6 +81,7 @@ func TestValidationNamesTheField(t *testing.T) {
 		"log:\n  level: loud\n":                                                      "log.level",
 		"ingest:\n  parallelism: 0\n":                                                "ingest.parallelism",
 		"ingest:\n  min_apply_records: -1\n":                                         "ingest.min_apply_records",
+		"ingest:\n  fresh_fetch_wait: 1s\n":                                          "ingest.fresh_fetch_wait",
 	}
 	for body, field := range cases {
 		base := "store:\n  driver: sqlite\n  dsn: /tmp/x.db\n"
