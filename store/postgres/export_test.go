@@ -8,3 +8,9 @@ const OrphanCommitsSQL = orphanCommitsSQL
 
 // SentRefs is sentRefs, for the plan tests.
 var SentRefs = sentRefs
+
+// ClaimSendsSQL and ClaimCheckbacksSQL are the claims, for the plan tests.
+var (
+	ClaimSendsSQL      = claimSendsSQL
+	ClaimCheckbacksSQL = claimCheckbacksSQL
+)
