@@ -1,6 +1,13 @@
 // Package ingest consumes the control topic in a Kafka consumer group and
 // applies its envelopes to the store.
 //
+// A poll takes what the client has buffered and, when that is something,
+// also waits briefly (Config.FreshFetchWait) for the fetch that taking it
+// sent: franz-go buffers one fetch per broker, answered just after the
+// previous poll, so without that second look the records that reached the
+// broker while the previous batch was applied would wait for one more
+// apply.
+//
 // Each poll is split per partition. A partition's records are decoded
 // (envelope.Decoder); the good ones become store.Changes, the malformed
 // ones are copied to the dead-letter topic with the reason. The partitions
