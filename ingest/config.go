@@ -74,7 +74,8 @@ type Config struct {
 	// FreshFetchWait is how long a poll that found a fetch already
 	// buffered waits for the next one, so that a batch also takes the
 	// records that reached the broker while the previous batch was
-	// applied (see Ingester.poll); 0 means 2ms, negative means no wait.
+	// applied; it waits only when the previous poll brought more than one
+	// record (see Ingester.poll). 0 means 2ms, negative means no wait.
 	FreshFetchWait time.Duration
 	// RetryMin and RetryMax bound the backoff between attempts to apply a
 	// batch (or produce its dead letters) while the store or broker fails.

@@ -1,9 +1,9 @@
 // Package ingest consumes the control topic in a Kafka consumer group and
 // applies its envelopes to the store.
 //
-// A poll takes what the client has buffered and, when that is something,
-// also waits briefly (Config.FreshFetchWait) for the fetch that taking it
-// sent: franz-go buffers one fetch per broker, answered just after the
+// A poll takes what the client has buffered and, when that is something
+// and records arrive faster than one per batch, also waits briefly
+// (Config.FreshFetchWait) for the fetch that taking it sent: franz-go buffers one fetch per broker, answered just after the
 // previous poll, so without that second look the records that reached the
 // broker while the previous batch was applied would wait for one more
 // apply.

@@ -106,6 +106,10 @@ type run struct {
 	// (renewed before every poll); wantedClosed says it was.
 	wanted       chan struct{}
 	wantedClosed bool
+
+	// polled is how many records the previous poll returned (only the
+	// loop's goroutine uses it).
+	polled int
 }
 
 // renewWanted arms the rebalance-wanted signal for the next poll.
@@ -244,11 +248,16 @@ func (in *Ingester) loop(r *run) error {
 // previous batch was applied holds only what the broker had when that
 // fetch was answered (franz-go keeps one buffered fetch per broker and
 // sends the next fetch only once it is taken): records that arrived since
-// would wait for a whole further apply. So when something is buffered, poll
-// takes it and then waits up to FreshFetchWait for the fetch that taking
-// it sent, which brings what arrived meanwhile. When nothing is buffered it
-// waits for the broker, whose answer is fresh.
+// would wait for a whole further apply. So when something is buffered,
+// poll takes it and then waits up to FreshFetchWait for the fetch that
+// taking it sent, which brings what arrived meanwhile. It waits only when
+// the previous poll returned more than one record: records then arrive
+// faster than one per batch and the fetch in flight finds some; at a lower
+// rate it would find nothing and the wait would only delay (measured at
+// 500 msg/s: p90 +1.2 ms when it always waited). When nothing is buffered
+// poll waits for the broker, whose answer is fresh.
 func (in *Ingester) poll(r *run) (fs kgo.Fetches, closed bool) {
+	defer func() { r.polled = fs.NumRecords() }()
 	fs = r.cl.PollRecords(nil, in.cfg.MaxPollRecords) //nolint:staticcheck // nil: only what is buffered (documented)
 	n := fs.NumRecords()
 	if n == 0 && len(fs) == 0 {
@@ -258,13 +267,14 @@ func (in *Ingester) poll(r *run) (fs kgo.Fetches, closed bool) {
 	if fs.IsClientClosed() {
 		return fs, true
 	}
-	if n == 0 || in.cfg.FreshFetchWait <= 0 || n >= in.cfg.MaxPollRecords {
+	if n == 0 || r.polled < 2 || in.cfg.FreshFetchWait <= 0 || n >= in.cfg.MaxPollRecords {
 		return fs, false
 	}
 	ctx, cancel := context.WithTimeout(r.pollCtx, in.cfg.FreshFetchWait)
 	more := r.cl.PollRecords(ctx, in.cfg.MaxPollRecords-n)
 	cancel()
-	return append(fs, more...), more.IsClientClosed()
+	fs = append(fs, more...)
+	return fs, more.IsClientClosed()
 }
 
 // shutdown commits what was applied, leaves the group (the final revoke

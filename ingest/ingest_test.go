@@ -355,10 +355,12 @@ func TestBatchTakesWhatArrivedDuringTheApply(t *testing.T) {
 	// Generous, for a loaded machine: the fetch it waits for is answered
 	// at once, since the broker holds a record.
 	cfg.FreshFetchWait = 2 * time.Second
+	// Two records before the start: the first batch holds both, so
+	// records arrive faster than one per batch.
+	e.produce(decisionRec("shop", "a1", "rollback"), decisionRec("shop", "a2", "rollback"))
 	e.start(cfg, st, nil, NewOwnership())
 
-	e.produce(decisionRec("shop", "a", "rollback"))
-	<-st.entered // {a} is being applied
+	<-st.entered // {a1, a2} is being applied
 	e.produce(decisionRec("shop", "b", "rollback"))
 	// The fetch sent when {a} was polled brings b and is buffered; no
 	// other fetch is sent until it is taken, so c stays at the broker.
@@ -378,5 +380,27 @@ func TestBatchTakesWhatArrivedDuringTheApply(t *testing.T) {
 		}
 		batches = append(batches, keys)
 	}
-	require.Equal(t, [][]string{{"a"}, {"b", "c"}}, batches, "b and c are applied together")
+	require.Equal(t, [][]string{{"a1", "a2"}, {"b", "c"}}, batches, "b and c are applied together")
+}
+
+// When the previous poll brought a single record, records arrive slower
+// than batches are applied: what is buffered is applied at once, not held
+// for a fetch that would find nothing.
+func TestSlowArrivalsDoNotWaitForAFreshFetch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1)
+	st := newMemStore()
+	st.gate, st.entered = make(chan struct{}), make(chan struct{}, 1)
+	cfg := e.config()
+	cfg.FreshFetchWait = 3 * time.Second
+	e.start(cfg, st, nil, NewOwnership())
+
+	e.produce(decisionRec("shop", "a", "rollback"))
+	<-st.entered // {a} is being applied
+	e.produce(decisionRec("shop", "b", "rollback"))
+	time.Sleep(100 * time.Millisecond) // b's fetch is answered and buffered
+	released := time.Now()
+	close(st.gate)
+	require.Eventually(t, func() bool { _, ok := st.get("shop", "b"); return ok }, waitFor, time.Millisecond)
+	require.Less(t, time.Since(released), 1500*time.Millisecond, "b waited for a fetch with nothing to bring")
 }

@@ -135,8 +135,9 @@ type Ingest struct {
 	Parallelism     int `yaml:"parallelism" env:"EVENTCENTER_INGEST_PARALLELISM"`
 	MinApplyRecords int `yaml:"min_apply_records" env:"EVENTCENTER_INGEST_MIN_APPLY_RECORDS"`
 	// FreshFetchWait is how long a poll that found a fetch buffered waits
-	// for the next one, so that a batch also takes what reached the broker
-	// while the previous one was applied; negative means no wait.
+	// for the next one (when the previous poll brought more than one
+	// record), so that a batch also takes what reached the broker while
+	// the previous one was applied; negative means no wait.
 	FreshFetchWait time.Duration `yaml:"fresh_fetch_wait" env:"EVENTCENTER_INGEST_FRESH_FETCH_WAIT"`
 	// DLQRetryBudget bounds how long a dead-letter write is retried after
 	// transient errors before the record is written without its value (and
