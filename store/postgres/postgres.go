@@ -459,12 +459,18 @@ func claimSQL(set, due, recheck, col string) string {
 	RETURNING ` + codec.Columns
 }
 
-// "has_body IS TRUE" and "(status = 1) IS TRUE" mean what "has_body" and
-// "status = 1" mean (both columns are NOT NULL), but the planner cannot
-// prove the partial indexes' predicates from them.
+// pendingSendByID is "a committed message with a body, not sent yet" for
+// statements that find their rows by id: "has_body IS TRUE" means what
+// "has_body" means (the column is NOT NULL), but the planner cannot prove
+// the predicate of the partial index send_due from it, so it never reads
+// the rows through that index (see markSentSQL and claimSQL).
+const pendingSendByID = `status = 2 AND send_status = 0 AND has_body IS TRUE`
+
+// "(status = 1) IS TRUE" is to the check-back index what pendingSendByID
+// is to send_due.
 var claimSendsSQL = claimSQL("send_next_at = $1, lease_token = $2",
 	"status = 2 AND send_status = 0 AND has_body AND send_next_at <= $4",
-	"status = 2 AND send_status = 0 AND has_body IS TRUE AND send_next_at <= $4",
+	pendingSendByID+" AND send_next_at <= $4",
 	"send_next_at")
 
 // claimCheckbacksSQL counts the attempt each claim is for (state.ClaimCheckback):
@@ -521,7 +527,7 @@ func (s *Store) claim(ctx context.Context, what string, c store.Claim, q string)
 // TestMarkSentPlanOnATableNeverAnalyzed check the plans.
 const markSentSQL = `UPDATE eventcenter_messages SET send_status = 1, sent_at = $1, updated_at = $1,
 		send_ref = coalesce($3::jsonb ->> id::text, '')
-	WHERE id = ANY($2::bigint[]) AND status = 2 AND send_status = 0 AND has_body IS TRUE`
+	WHERE id = ANY($2::bigint[]) AND ` + pendingSendByID
 
 // MarkSent implements store.Store.
 func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
