@@ -1,8 +1,10 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/eventcenter/eventcenter/state"
 )
@@ -40,6 +42,9 @@ type Folded struct {
 	// Sendable are the rows (pointers into Inserts/Updates) that became due
 	// for sending; the driver leases them and returns them.
 	Sendable []*state.Message
+	// Forwarded are the rows (pointers into Inserts/Updates) that
+	// ApplyRequest.Forward sent; see Folded.ForwardFirst.
+	Forwarded []*state.Message
 	// Audits are the operator actions to record.
 	Audits []AuditEntry
 }
@@ -116,4 +121,32 @@ func Fold(loaded map[MessageRef]*state.Message, changes []Change) Folded {
 		}
 	}
 	return f
+}
+
+// ForwardFirst calls forward (if set) with the sendable rows and applies
+// state.KindSent, at now, to those it reports sent: they move from
+// Sendable to Forwarded and are written sent. The rest stay sendable.
+func (f *Folded) ForwardFirst(ctx context.Context, forward ForwardFunc, now time.Time) {
+	f.Forwarded = nil
+	if forward == nil || len(f.Sendable) == 0 {
+		return
+	}
+	msgs := make([]state.Message, len(f.Sendable))
+	for i, m := range f.Sendable {
+		msgs[i] = *m
+	}
+	results := forward(ctx, msgs)
+	keep := f.Sendable[:0]
+	for i, m := range f.Sendable {
+		if i < len(results) && results[i].Sent {
+			if next, out, err := state.Apply(*m, state.Event{Kind: state.KindSent, At: now, Ref: results[i].Ref}); err == nil && out.Effect == state.Changed {
+				*m = next
+				f.Forwarded = append(f.Forwarded, m)
+				continue
+			}
+		}
+		keep = append(keep, m)
+	}
+	clear(f.Sendable[len(keep):])
+	f.Sendable = keep
 }

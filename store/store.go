@@ -114,6 +114,33 @@ type ApplyRequest struct {
 	// SendLease is how long messages handed to the caller for sending stay
 	// leased; 0 means they are left due now for the next scan.
 	SendLease time.Duration
+	// Forward, when set, sends messages before they are written: it is
+	// called inside the transaction, after the rows are loaded, locked and
+	// folded and before anything is written, with the messages the batch
+	// made sendable, leased (a new row's ID is still 0). The messages it
+	// reports sent are written already sent (state.KindSent with the
+	// reference) and returned in ApplyResult.Forwarded; the others are
+	// written leased and returned in Sendable, as without Forward. So a
+	// message forwarded at once is written once instead of twice (issue
+	// 14). If the transaction then fails, nothing records the send: the
+	// caller replays the changes and the message is forwarded again (at
+	// least once, with its stable id). Row locks are held while it runs,
+	// so it must return promptly. It may be called again if the store
+	// retries the transaction, and concurrently (a sharded store applies
+	// its shards' parts at once).
+	Forward ForwardFunc
+}
+
+// ForwardFunc sends messages and returns one result per message, in order
+// (see ApplyRequest.Forward).
+type ForwardFunc func(ctx context.Context, msgs []state.Message) []Forwarded
+
+// Forwarded is the result of forwarding one message: Sent, with the
+// broker's reference, or not (then it is written leased, for the fast path
+// or the scan to send).
+type Forwarded struct {
+	Sent bool
+	Ref  string
 }
 
 // ApplyResult says what a batch did.
@@ -122,6 +149,9 @@ type ApplyResult struct {
 	Outcomes []ChangeOutcome
 	// Sendable are the messages that became due for sending, leased.
 	Sendable []state.Message
+	// Forwarded are the messages ApplyRequest.Forward sent, as written
+	// (sent).
+	Forwarded []state.Message
 }
 
 // ChangeOutcome is the result of one change.

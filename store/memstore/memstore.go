@@ -127,7 +127,7 @@ func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyR
 		}
 	}
 	f := store.Fold(loaded, req.Changes)
-	codec.Prepare(&f, s.now(), req.SendLease)
+	codec.Prepare(ctx, &f, s.now(), req)
 	s.write(&f)
 	return codec.Result(&f), nil
 }
@@ -405,7 +405,7 @@ func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor
 			Event: state.Event{Kind: state.KindRetryNow, At: now}, Audit: &a}
 	}
 	f := store.Fold(loaded, changes)
-	codec.Prepare(&f, s.now(), 0)
+	codec.Prepare(ctx, &f, s.now(), store.ApplyRequest{})
 	s.write(&f)
 	return len(f.Updates), nil
 }

@@ -51,7 +51,7 @@ func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyR
 				return fmt.Errorf("load messages: %w", err)
 			}
 			f := store.Fold(loaded, req.Changes)
-			codec.Prepare(&f, s.now(), req.SendLease)
+			codec.Prepare(ctx, &f, s.now(), req)
 			if s.beforeWrite != nil && len(f.Inserts) > 0 {
 				s.beforeWrite()
 			}
@@ -550,7 +550,7 @@ func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor
 					Event: state.Event{Kind: state.KindRetryNow, At: now}, Audit: &a}
 			}
 			f := store.Fold(loaded, changes)
-			codec.Prepare(&f, now, 0)
+			codec.Prepare(ctx, &f, now, store.ApplyRequest{})
 			if err := writeFolded(ctx, tx, loaded, &f); err != nil {
 				return err
 			}

@@ -284,7 +284,7 @@ func (s *Store) applyOnce(ctx context.Context, req store.ApplyRequest, bizs, key
 	}
 
 	f := store.Fold(loaded, req.Changes)
-	codec.Prepare(&f, s.now(), req.SendLease)
+	codec.Prepare(ctx, &f, s.now(), req)
 
 	b = pgx.Batch{}
 	queueWrites(&b, loaded, &f)
@@ -824,7 +824,7 @@ func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor
 					Event: state.Event{Kind: state.KindRetryNow, At: now}, Audit: &a}
 			}
 			f := store.Fold(loaded, changes)
-			codec.Prepare(&f, now, 0)
+			codec.Prepare(ctx, &f, now, store.ApplyRequest{})
 			var b pgx.Batch
 			queueWrites(&b, loaded, &f)
 			br := tx.SendBatch(ctx, &b)

@@ -112,22 +112,17 @@ func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyR
 	}
 	res := store.ApplyResult{Outcomes: make([]store.ChangeOutcome, len(req.Changes))}
 	sendable := make([][]state.Message, len(s.shards))
+	forwarded := make([][]state.Message, len(s.shards))
 	err := s.each(func(i int, st store.Store) error {
 		if len(parts[i]) == 0 {
 			return nil
 		}
-		if len(parts[i]) == len(req.Changes) { // the whole batch is on one shard
-			r, err := st.Apply(ctx, req)
-			if err != nil {
-				return err
+		sub := store.ApplyRequest{SendLease: req.SendLease, Forward: forwardWithOuterIDs(req.Forward, i), Changes: req.Changes}
+		if len(parts[i]) < len(req.Changes) { // the batch spans shards
+			sub.Changes = make([]store.Change, len(parts[i]))
+			for j, k := range parts[i] {
+				sub.Changes[j] = req.Changes[k]
 			}
-			copy(res.Outcomes, r.Outcomes)
-			sendable[i] = outerMessages(r.Sendable, i)
-			return nil
-		}
-		sub := store.ApplyRequest{SendLease: req.SendLease, Changes: make([]store.Change, len(parts[i]))}
-		for j, k := range parts[i] {
-			sub.Changes[j] = req.Changes[k]
 		}
 		r, err := st.Apply(ctx, sub)
 		if err != nil {
@@ -140,15 +135,34 @@ func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyR
 			res.Outcomes[k] = r.Outcomes[j]
 		}
 		sendable[i] = outerMessages(r.Sendable, i)
+		forwarded[i] = outerMessages(r.Forwarded, i)
 		return nil
 	})
 	if err != nil {
 		return store.ApplyResult{}, fmt.Errorf("sharded apply: %w", err)
 	}
-	for _, ms := range sendable {
-		res.Sendable = append(res.Sendable, ms...)
+	for i := range sendable {
+		res.Sendable = append(res.Sendable, sendable[i]...)
+		res.Forwarded = append(res.Forwarded, forwarded[i]...)
 	}
 	return res, nil
+}
+
+// forwardWithOuterIDs gives forward the shard's messages with their outer
+// IDs (a new row's 0 stays 0). Shards apply concurrently, so forward is
+// called concurrently, as ApplyRequest.Forward allows.
+func forwardWithOuterIDs(forward store.ForwardFunc, shard int) store.ForwardFunc {
+	if forward == nil {
+		return nil
+	}
+	return func(ctx context.Context, msgs []state.Message) []store.Forwarded {
+		for i := range msgs {
+			if msgs[i].ID != 0 {
+				msgs[i].ID = outerID(msgs[i].ID, shard)
+			}
+		}
+		return forward(ctx, msgs)
+	}
 }
 
 // ClaimSends implements store.Store: the limit is split over the shards,

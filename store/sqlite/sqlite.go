@@ -240,7 +240,7 @@ func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyR
 			return err
 		}
 		f := store.Fold(loaded, req.Changes)
-		codec.Prepare(&f, s.now(), req.SendLease)
+		codec.Prepare(ctx, &f, s.now(), req)
 		if err := writeFolded(ctx, tx, loaded, &f); err != nil {
 			return err
 		}
@@ -744,7 +744,7 @@ func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor
 			lastID = ms[n-1].ID
 			loaded, changes := retryNowChanges(ms, codec.Time(s.now()), who)
 			f := store.Fold(loaded, changes)
-			codec.Prepare(&f, s.now(), 0)
+			codec.Prepare(ctx, &f, s.now(), store.ApplyRequest{})
 			if err := writeFolded(ctx, tx, loaded, &f); err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -63,6 +64,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	t.Run("CommitBeforePrepare", func(t *testing.T) { t.Parallel(); testCommitBeforePrepare(t, newStore) })
 	t.Run("SendablesLeased", func(t *testing.T) { t.Parallel(); testSendablesLeased(t, newStore) })
 	t.Run("SendLeaseZero", func(t *testing.T) { t.Parallel(); testSendLeaseZero(t, newStore) })
+	t.Run("ForwardFirst", func(t *testing.T) { t.Parallel(); testForwardFirst(t, newStore) })
 	t.Run("ClaimPartitions", func(t *testing.T) { t.Parallel(); testClaimPartitions(t, newStore) })
 	t.Run("ClaimValidation", func(t *testing.T) { t.Parallel(); testClaimValidation(t, newStore) })
 	t.Run("ConcurrentClaims", func(t *testing.T) { t.Parallel(); testConcurrentClaims(t, newStore) })
@@ -515,6 +517,81 @@ func testSendLeaseZero(t *testing.T, newStore NewStore) {
 	got, err := b.s.ClaimSends(t.Context(), store.Claim{Partitions: []int32{1}, Limit: 10, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, got, 1)
+}
+
+// testForwardFirst: ApplyRequest.Forward sees the sendable messages before
+// anything is written; those it reports sent are written sent with their
+// reference (new rows and updated ones alike), the others leased as usual;
+// it is not called when nothing became sendable.
+func testForwardFirst(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	// "upd" is PREPARED first, so the forwarded batch updates its row.
+	b.apply(t, Prepare(biz, "upd", 2, b.now()))
+	var mu sync.Mutex // a sharded store calls it once per shard, concurrently
+	var seen []state.Message
+	calls := 0
+	forward := func(ctx context.Context, msgs []state.Message) []store.Forwarded {
+		require.NotNil(t, ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		seen = append(seen, msgs...)
+		out := make([]store.Forwarded, len(msgs))
+		for i, m := range msgs {
+			require.True(t, m.Sendable(), "%s is offered sendable", m.Key)
+			require.NotZero(t, m.LeaseToken, "%s is offered leased", m.Key)
+			if m.Key != "refused" {
+				out[i] = store.Forwarded{Sent: true, Ref: "ref/" + m.Key}
+			}
+		}
+		return out
+	}
+	b.clock.Advance(time.Second)
+	res, err := b.s.Apply(t.Context(), store.ApplyRequest{SendLease: lease, Forward: forward, Changes: []store.Change{
+		Prepare(biz, "new", 1, b.now()), Commit(biz, "new", 1, b.now()),
+		Commit(biz, "upd", 2, b.now()),
+		Prepare(biz, "refused", 3, b.now()), Commit(biz, "refused", 3, b.now()),
+		Prepare(biz, "undecided", 4, b.now()),
+	}})
+	require.NoError(t, err)
+	keys := func(ms []state.Message) []string {
+		var ks []string
+		for _, m := range ms {
+			ks = append(ks, m.Key)
+		}
+		slices.Sort(ks)
+		return ks
+	}
+	require.Equal(t, []string{"new", "refused", "upd"}, keys(seen), "offered once each")
+	require.Equal(t, []string{"new", "upd"}, keys(res.Forwarded))
+	require.Equal(t, []string{"refused"}, keys(res.Sendable))
+	for _, k := range []string{"new", "upd"} {
+		m := b.get(t, biz, k)
+		require.Equal(t, state.Committed, m.Status, k)
+		require.Equal(t, state.SendSent, m.SendStatus, k)
+		require.Equal(t, "ref/"+k, m.SendRef, k)
+		require.Equal(t, b.now(), m.SentAt, k)
+		require.Contains(t, res.Forwarded, m, "Forwarded holds %s as written", k)
+	}
+	r := b.get(t, biz, "refused")
+	require.True(t, r.Sendable(), "not sent: still pending")
+	require.Equal(t, b.now().Add(lease), r.SendNextAt, "and leased")
+	require.Equal(t, r, res.Sendable[0])
+
+	// Sent rows are not claimed; the refused one is, once its lease ran out.
+	b.clock.Advance(lease)
+	got, err := b.s.ClaimSends(t.Context(), store.Claim{Partitions: []int32{1, 2, 3}, Limit: 10, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, []string{"refused"}, keys(got))
+
+	// Nothing sendable: Forward is not called; a replay is a no-op.
+	before := calls
+	_, err = b.s.Apply(t.Context(), store.ApplyRequest{SendLease: lease, Forward: forward, Changes: []store.Change{
+		Prepare(biz, "new", 1, b.now()), Commit(biz, "new", 1, b.now()), Prepare(biz, "other", 4, b.now()),
+	}})
+	require.NoError(t, err)
+	require.Equal(t, before, calls)
+	require.Equal(t, state.SendSent, b.get(t, biz, "new").SendStatus)
 }
 
 // committedDue inserts committed messages with bodies, due now.

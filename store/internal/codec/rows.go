@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"context"
 	"time"
 
 	"github.com/eventcenter/eventcenter/state"
@@ -34,18 +35,20 @@ func Normalize(m *state.Message) {
 	m.SentAt = Time(m.SentAt)
 }
 
-// Prepare readies a Fold result for writing: every written row is
-// normalized, and the sendable rows are leased (a fresh token, one for the
-// batch as for a claim; due again at now+lease when lease > 0, else left due
-// now for the next scan).
-func Prepare(f *store.Folded, now time.Time, lease time.Duration) {
+// Prepare readies a Fold result for writing: the sendable rows are leased
+// (a fresh token, one for the batch as for a claim; due again at
+// now+req.SendLease when that is positive, else left due now for the next
+// scan), then offered to req.Forward (those it sends are written sent, see
+// store.Folded.ForwardFirst), and every written row is normalized.
+func Prepare(ctx context.Context, f *store.Folded, now time.Time, req store.ApplyRequest) {
 	token := LeaseToken()
 	for _, m := range f.Sendable {
 		m.LeaseToken = token
-		if lease > 0 {
-			m.SendNextAt = now.Add(lease)
+		if req.SendLease > 0 {
+			m.SendNextAt = now.Add(req.SendLease)
 		}
 	}
+	f.ForwardFirst(ctx, req.Forward, now)
 	for _, m := range f.Inserts {
 		Normalize(m)
 	}
@@ -64,6 +67,12 @@ func Result(f *store.Folded) store.ApplyResult {
 		res.Sendable = make([]state.Message, len(f.Sendable))
 		for i, m := range f.Sendable {
 			res.Sendable[i] = *m
+		}
+	}
+	if len(f.Forwarded) > 0 {
+		res.Forwarded = make([]state.Message, len(f.Forwarded))
+		for i, m := range f.Forwarded {
+			res.Forwarded[i] = *m
 		}
 	}
 	return res
