@@ -24,11 +24,21 @@ type Handoff interface {
 // actions) applies through it. Apply sets the send lease on the request and,
 // after the store committed, hands the messages that became sendable to the
 // forwarder. If the process dies before they are sent, the forwarder's scan
-// claims them once the lease runs out. Safe for concurrent use.
+// claims them once the lease runs out.
+//
+// An Applier of a Forwarder (Forwarder.Applier) first sends them inline:
+// inside the store transaction, before the write (store.ApplyRequest.Forward),
+// so that those acknowledged are written once, already sent, and only the
+// rest is written leased and handed over. If the process dies after such a
+// send and before the commit, nothing was written and the caller replays
+// the change (ingest has not committed the control records' offsets; a
+// check-back is asked again), so the message is forwarded again: at least
+// once, as always, with its stable id. Safe for concurrent use.
 type Applier struct {
-	st    ApplyStore
-	to    Handoff
-	lease time.Duration
+	st     ApplyStore
+	to     Handoff
+	lease  time.Duration
+	inline *Forwarder // nil: no inline sends
 }
 
 // NewApplier returns an Applier over st that hands sendable messages to
@@ -44,17 +54,28 @@ func NewApplier(st ApplyStore, to Handoff, lease time.Duration) *Applier {
 // Applier returns the fast path into f over st, with f's Lease (the one
 // lease setting, forward.lease).
 func (f *Forwarder) Applier(st ApplyStore) *Applier {
-	return NewApplier(st, f, f.cfg.Lease)
+	a := NewApplier(st, f, f.cfg.Lease)
+	if f.cfg.InlineTimeout > 0 {
+		a.inline = f
+	}
+	return a
 }
 
 // Apply applies req with the send lease set and, once the store committed,
-// hands the sendable messages over. The result is the store's: Sendable
-// lists what was handed over (when HandsOff).
+// hands the sendable messages over. The result is the store's: Forwarded
+// lists what was sent inline, Sendable what was handed over (when
+// HandsOff).
 func (a *Applier) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
 	req.SendLease = a.lease
+	if a.inline != nil {
+		req.Forward = a.inline.inlineSender()
+	}
 	res, err := a.st.Apply(ctx, req)
 	if err != nil {
 		return res, err
+	}
+	if len(res.Forwarded) > 0 && a.inline != nil {
+		a.inline.recordInline(res.Forwarded)
 	}
 	if len(res.Sendable) > 0 && a.to != nil {
 		a.to.Handoff(res.Sendable)

@@ -76,7 +76,7 @@ func TestApplierWithoutHandoffLeavesRowsToTheScan(t *testing.T) {
 // setting for ingest, check-back answers and operator actions.
 func TestForwarderFastPathUsesItsLease(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
+	h := newHarness(t, func(c *forwarder.Config) { c.InlineTimeout = -1 }) // the lease is for what is not sent inline
 	res, err := h.f.Applier(h.st).Apply(t.Context(), store.ApplyRequest{Changes: commitChanges(h.clock.Now(), "k")})
 	require.NoError(t, err)
 	require.Len(t, res.Sendable, 1)

@@ -146,6 +146,13 @@ type Config struct {
 	Lease time.Duration
 	// SendTimeout bounds one batch send; 0 means 10s.
 	SendTimeout time.Duration
+	// InlineTimeout bounds one inline send: the messages a store
+	// transaction makes sendable are sent inside it, before the write, and
+	// written sent (see Applier); what is not acknowledged in time is
+	// written leased and handed over. 0 means 2s; negative turns inline
+	// sends off (every message is written leased, then marked sent). It
+	// must be shorter than Lease.
+	InlineTimeout time.Duration
 
 	// BatchSize is the most records per send call; 0 means 256.
 	BatchSize int
@@ -215,6 +222,7 @@ func (c *Config) setDefaults() {
 	defInt(&c.ClaimLimit, 1000)
 	def(&c.Lease, DefaultLease)
 	def(&c.SendTimeout, DefaultSendTimeout)
+	def(&c.InlineTimeout, DefaultInlineTimeout)
 	defInt(&c.BatchSize, 256)
 	defInt(&c.Concurrency, 4)
 	defInt(&c.QueueSize, 4096)
@@ -281,6 +289,9 @@ func (c *Config) validate() error {
 	pos("SendTimeout", c.SendTimeout)
 	if c.SendTimeout > 0 && c.Lease > 0 && c.SendTimeout >= c.Lease {
 		errs = append(errs, fmt.Errorf("SendTimeout (%s) must be shorter than Lease (%s), or a send could outlive its lease", c.SendTimeout, c.Lease))
+	}
+	if c.InlineTimeout > 0 && c.Lease > 0 && c.InlineTimeout >= c.Lease {
+		errs = append(errs, fmt.Errorf("InlineTimeout (%s) must be shorter than Lease (%s)", c.InlineTimeout, c.Lease))
 	}
 	posInt("BatchSize", c.BatchSize)
 	posInt("Concurrency", c.Concurrency)

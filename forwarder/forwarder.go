@@ -250,10 +250,7 @@ func (f *Forwarder) route(msgs []state.Message, wait time.Duration, release, han
 	var expired <-chan time.Time // armed at the first full queue
 	for i := range msgs {
 		m := &msgs[i]
-		name := m.Target
-		if name == "" {
-			name = f.cfg.DefaultTarget
-		}
+		name := f.targetName(m)
 		l := f.lanes[name]
 		if l == nil {
 			err := Permanent(fmt.Errorf("forward target %q is not configured", name))

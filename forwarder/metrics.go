@@ -14,10 +14,13 @@ const (
 	// resultDeferred: not sent because the target's breaker was open; the
 	// lease brings the message back.
 	resultDeferred = "deferred"
+	// resultNotSent: an inline send left to the regular path.
+	resultNotSent = "not_sent"
 )
 
 type metrics struct {
 	forward      *prometheus.CounterVec
+	inline       *prometheus.CounterVec
 	duration     *prometheus.HistogramVec
 	commitToSent prometheus.Histogram
 	dropped      prometheus.Counter
@@ -31,6 +34,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		forward: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_forward_total",
 			Help: "Forward attempts by target and result (sent, retry, dead, deferred).",
+		}, []string{"target", "result"}),
+		inline: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_forward_inline_total",
+			Help: "Messages sent inline, before the store wrote them (result sent, then written sent at once), or tried inline and left to the regular path (not_sent: written leased and handed over). Sent ones are also counted in eventcenter_forward_total.",
 		}, []string{"target", "result"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "eventcenter_forward_duration_seconds",
@@ -63,7 +70,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.forward, m.duration, m.commitToSent, m.dropped, m.released, m.dead, m.breakerOpen} {
+	for _, c := range []prometheus.Collector{m.forward, m.inline, m.duration, m.commitToSent, m.dropped, m.released, m.dead, m.breakerOpen} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register forwarder metrics: %w", err)
 		}

@@ -144,6 +144,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		ScanInterval:  cfg.Forward.ScanInterval,
 		Lease:         cfg.Forward.Lease,
 		SendTimeout:   cfg.Forward.SendTimeout,
+		InlineTimeout: cfg.Forward.InlineTimeout,
 		Backoff:       forwarder.Backoff{Base: cfg.Forward.BackoffBase, Cap: cfg.Forward.BackoffCap},
 		MaxAttempts:   cfg.Forward.MaxAttempts,
 		Now:           opt.Now,
@@ -154,8 +155,9 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		return nil, fmt.Errorf("forwarder: %w", err)
 	}
 	// The fast path: ingest, check-back answers and operator actions apply
-	// through the forwarder, which leases (forward.lease) and sends at once
-	// what they make sendable.
+	// through the forwarder, which sends inline what they make sendable
+	// (written sent at once) and leases (forward.lease) and hands over the
+	// rest.
 	fast := c.Forwarder.FastPath(c.Store)
 	if l := cfg.Ingest.SendLease; l != config.Default().Ingest.SendLease && l != cfg.Forward.Lease {
 		opt.Logger.Warn("ingest.send_lease is deprecated and ignored: handed-over messages are leased for forward.lease",

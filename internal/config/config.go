@@ -155,7 +155,12 @@ type Forward struct {
 	Lease         time.Duration `yaml:"lease" env:"EVENTCENTER_FORWARD_LEASE"`
 	// SendTimeout bounds one send to a target; it must be shorter than lease.
 	SendTimeout time.Duration `yaml:"send_timeout" env:"EVENTCENTER_FORWARD_SEND_TIMEOUT"`
-	Targets     []Target      `yaml:"targets"`
+	// InlineTimeout bounds an inline send: what a store transaction makes
+	// sendable is sent before the write and written sent at once
+	// (forwarder.Config.InlineTimeout); negative turns inline sends off. It
+	// must be shorter than lease.
+	InlineTimeout time.Duration `yaml:"inline_timeout" env:"EVENTCENTER_FORWARD_INLINE_TIMEOUT"`
+	Targets       []Target      `yaml:"targets"`
 }
 
 // Target is one named forward target.
@@ -307,7 +312,8 @@ func Default() Config {
 			DefaultTarget: "kafka", MaxAttempts: forwarder.DefaultMaxAttempts,
 			BackoffBase: forwarder.DefaultBackoffBase, BackoffCap: forwarder.DefaultBackoffCap,
 			ScanInterval: forwarder.DefaultScanInterval, Lease: forwarder.DefaultLease, SendTimeout: forwarder.DefaultSendTimeout,
-			Targets: []Target{{Name: "kafka", Type: "kafka"}},
+			InlineTimeout: forwarder.DefaultInlineTimeout,
+			Targets:       []Target{{Name: "kafka", Type: "kafka"}},
 		},
 		Checkback: Checkback{
 			Policy: Policy{FirstDelay: verifier.DefaultFirstDelay, BackoffBase: verifier.DefaultBackoffBase,
@@ -563,6 +569,9 @@ func (c *Config) validateForward(bad func(string, string, ...any)) {
 	}
 	if f.SendTimeout <= 0 || f.SendTimeout >= f.Lease {
 		bad("forward.send_timeout", "must be positive and shorter than forward.lease (%s)", f.Lease)
+	}
+	if f.InlineTimeout == 0 || f.InlineTimeout >= f.Lease {
+		bad("forward.inline_timeout", "must be shorter than forward.lease (%s), and not 0 (negative turns inline sends off)", f.Lease)
 	}
 	names := map[string]bool{}
 	for i, t := range f.Targets {

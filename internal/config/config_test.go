@@ -82,6 +82,8 @@ func TestValidationNamesTheField(t *testing.T) {
 		"ingest:\n  parallelism: 0\n":                                                "ingest.parallelism",
 		"ingest:\n  min_apply_records: -1\n":                                         "ingest.min_apply_records",
 		"ingest:\n  fresh_fetch_wait: 1s\n":                                          "ingest.fresh_fetch_wait",
+		"forward:\n  inline_timeout: 30s\n":                                          "forward.inline_timeout",
+		"forward:\n  inline_timeout: 0s\n":                                           "forward.inline_timeout",
 	}
 	for body, field := range cases {
 		base := "store:\n  driver: sqlite\n  dsn: /tmp/x.db\n"
