@@ -13,6 +13,23 @@
 // store committed, hands the messages that became sendable to Handoff. If
 // the process dies first, the scan claims them once the lease runs out.
 //
+// Before that, inside the store transaction and before its write, the
+// Applier sends them inline (store.ApplyRequest.Forward, bounded by
+// InlineTimeout): those acknowledged are written sent at once, so the
+// common message is written once instead of written leased and then marked
+// sent (issue 14: the sent-mark UPDATE was half of PostgreSQL's work per
+// message). Only the rest is leased and handed over: what was not
+// acknowledged in time, what names an unconfigured target or one whose
+// breaker is open, what belongs to a partition this instance does not own,
+// what is already queued or in flight, and what would overtake a queued
+// message with the same forward key. A failed inline send costs the
+// message no attempt (the regular path makes the counted one) but counts
+// for the breaker. If the transaction fails after the send, nothing was
+// written and the caller replays (ingest has not committed the offsets),
+// so the message is sent again: at least once, with its stable id. A
+// store that retries the transaction gets the first try's results (no
+// second send).
+//
 // # Flow
 //
 //	Handoff ─┐                    ┌─ worker ─┐
@@ -86,8 +103,10 @@
 // # Metrics
 //
 // eventcenter_forward_total{target,result} (sent, retry, dead, deferred),
+// eventcenter_forward_inline_total{target,result} (sent, not_sent),
 // eventcenter_forward_duration_seconds{target} (one batch send),
-// eventcenter_commit_to_sent_seconds (commit decision to sent mark),
+// eventcenter_commit_to_sent_seconds (commit decision to sent mark, or to
+// the write of an inline send),
 // eventcenter_forward_handoff_dropped_total,
 // eventcenter_forward_handoff_released_total, eventcenter_forward_dead_total{target},
 // eventcenter_forward_breaker_open{target}. Messages naming an unconfigured

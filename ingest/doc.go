@@ -19,10 +19,12 @@
 // parallel. Per-transaction cost, not per-record cost, is what a small
 // batch pays for, so this keeps the store's work per message low at every
 // rate (measured in docs/performance.md). Messages that became sendable are
-// handed to the forwarder at once by the store New is given (the
-// forwarder's fast path, forwarder.Applier). Offsets are committed
-// only after the store committed, so a crash replays the batch, and replays
-// are no-ops.
+// sent inside the batch's transaction, before its write, or handed to the
+// forwarder at once after it, by the store New is given (the forwarder's
+// fast path, forwarder.Applier). Offsets are committed only after the
+// store committed, so a crash replays the batch: replays are no-ops, except
+// that a message sent inline by a transaction that never committed is sent
+// again (at least once, with its stable id).
 //
 // When the store fails, the same batch is retried with capped backoff until
 // it succeeds or the ingester is stopped; nothing is committed meanwhile,
