@@ -40,6 +40,8 @@ func TestRunEmbeddedSQLite(t *testing.T) {
 	require.LessOrEqual(t, c.CommitToSend.MaxMs, c.CommitToForward.MaxMs, "the center's share is part of the whole")
 	require.EqualValues(t, c.LeftForCheckback, c.Checkback.Count)
 	require.GreaterOrEqual(t, c.CheckbackCalls, c.LeftForCheckback)
+	require.Positive(t, c.FirstCheckbackSeconds)
+	require.GreaterOrEqual(t, c.CheckbackCallRate, c.CheckbackRate, "from the first call: no longer than from the first send")
 	require.Positive(t, c.ForwardRate)
 	require.Positive(t, c.HeapStartMB)
 	require.NotNil(t, rep.Transport)

@@ -136,7 +136,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("commit → center's produce", "%s", lat(x.CommitToSend))
 	if x.Checkback.Count > 0 || x.LeftForCheckback > 0 {
 		row("check-back: prepare → forward", "%s", lat(x.Checkback))
-		row("check-back rate", "%.0f resolved/s (first send to last resolved), %d check-back calls", x.CheckbackRate, x.CheckbackCalls)
+		row("check-back rate", "%.0f resolved/s (first send to last resolved); %.0f resolved/s from the first check-back call (%.1f s after the first send); %d check-back calls",
+			x.CheckbackRate, x.CheckbackCallRate, x.FirstCheckbackSeconds, x.CheckbackCalls)
 	}
 	if s := x.SlowestSecond; s != nil {
 		row("slowest second with a backlog", "%d forwarded in second %d (%d sent in it, backlog %d at its start); %d whole seconds with a backlog below half the mean send rate (%.0f msg/s)",

@@ -205,6 +205,8 @@ type checkbackServer struct {
 	origin string
 	url    string
 	calls  atomic.Int64
+	// first is when the first check-back call came (Unix ns; 0: none).
+	first atomic.Int64
 }
 
 func startCheckback(cfg Config) (*checkbackServer, error) {
@@ -215,6 +217,7 @@ func startCheckback(cfg Config) (*checkbackServer, error) {
 	s := &checkbackServer{done: make(chan struct{})}
 	h := clientlib.NewCheckbackHandler(func(context.Context, string, string) (clientlib.Decision, error) {
 		s.calls.Add(1)
+		s.first.CompareAndSwap(0, time.Now().UnixNano())
 		return clientlib.DecisionCommit, nil
 	}, clientlib.WithCheckbackLogger(cfg.Logger))
 	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
@@ -383,6 +386,14 @@ type CenterResult struct {
 	Checkback      Latency `json:"checkback_resolution"`
 	CheckbackRate  float64 `json:"checkback_rate"`
 	CheckbackCalls int64   `json:"checkback_calls"`
+	// CheckbackCallRate is resolved / (last resolved - first check-back
+	// call): the rate at which the center works off prepares already
+	// stale. With --checkback-first-delay longer than the sending, that
+	// excludes the producers' time; otherwise it overlaps it.
+	CheckbackCallRate float64 `json:"checkback_rate_from_first_call"`
+	// FirstCheckbackSeconds is when the first check-back call came, from
+	// the first send.
+	FirstCheckbackSeconds float64 `json:"first_checkback_seconds"`
 
 	// SlowestSecond is the whole second with the fewest forwarded
 	// messages while a backlog existed (nil when there was none).
@@ -665,6 +676,13 @@ func load(ctx context.Context, cfg Config, runID string, brokers []string, topic
 	}
 	if !tr.lastCB.IsZero() {
 		res.CheckbackRate = float64(tr.cbH.n) / tr.lastCB.Sub(start).Seconds()
+		if ns := cb.first.Load(); ns != 0 {
+			first := time.Unix(0, ns)
+			res.FirstCheckbackSeconds = first.Sub(start).Seconds()
+			if d := tr.lastCB.Sub(first); d > 0 {
+				res.CheckbackCallRate = float64(tr.cbH.n) / d.Seconds()
+			}
+		}
 	}
 	return res, nil
 }
