@@ -27,6 +27,13 @@ for i in 1 2 3; do
   run $p-pg-100k-after-$i.json ect-after --messages 100000
   run $p-pg-100k-before-$i.json ect-before --messages 100000
 done
+for i in 1 2 3; do # run after the rest on 26 November, the same way
+  run $p-pg-20k-after-$i.json ect-after --messages 20000
+  run $p-pg-20k-before-$i.json ect-before --messages 20000
+done
+for i in 1 2 3; do # a standing backlog: every PREPARE is sent before the first is due (after only: "before" has no first-call rate)
+  run $p-pg-checkback-100k-stale-after-$i.json ect-after --messages 100000 --checkback-ratio 1 --checkback-first-delay 25s --baselines=false
+done
 for i in 1 2 3; do # --brokers: the broker in its own process, a fresh one per run
   for bin in ect-after ect-before; do
     $tmp/ecbroker --port 19092 --partitions 8 > /dev/null 2>&1 & bp=$!; sleep 1
