@@ -308,6 +308,21 @@ func (f *Forwarder) route(msgs []state.Message, wait time.Duration, release, han
 	return dropped
 }
 
+// settle records a batch's outcome in its target's breaker (failed: nothing
+// acknowledged and something worth retrying) and reports the breaker
+// opening (with cause, the batch's first error) or closing.
+func (f *Forwarder) settle(l *lane, p pass, failed bool, now time.Time, cause string) {
+	switch opened, closed, pause := l.br.done(p, failed, now); {
+	case opened:
+		l.open.Set(1)
+		f.log.Warn("forward target keeps failing; pausing its sends", "target", l.name,
+			"cooldown", pause, "err", cause)
+	case closed:
+		l.open.Set(0)
+		f.log.Info("forward target recovered; sends resumed", "target", l.name)
+	}
+}
+
 // newRelease builds the KindSendDeferred change that makes a dropped
 // handoff due now, if the row still carries lease token tok.
 func (f *Forwarder) newRelease(m *state.Message, tok int64) store.Change {
@@ -517,16 +532,11 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 	if aborted {
 		l.br.release(pass)
 	} else {
-		failed := len(br.marks) == 0 && retryable > 0
-		switch opened, closed, pause := l.br.done(pass, failed, now); {
-		case opened:
-			l.open.Set(1)
-			f.log.Warn("forward target keeps failing; pausing its sends", "target", l.name,
-				"cooldown", pause, "err", br.fails[0].change.Event.Err)
-		case closed:
-			l.open.Set(0)
-			f.log.Info("forward target recovered; sends resumed", "target", l.name)
+		cause := ""
+		if len(br.fails) > 0 {
+			cause = br.fails[0].change.Event.Err
 		}
+		f.settle(l, pass, len(br.marks) == 0 && retryable > 0, now, cause)
 	}
 	clear(recs) // drop references to payloads
 	if len(br.marks) == 0 && len(br.fails) == 0 {

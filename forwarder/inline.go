@@ -137,16 +137,11 @@ func (f *Forwarder) sendInlineLane(ctx context.Context, l *lane, msgs []state.Me
 		l.br.release(pass) // the caller gave up: says nothing about the target
 		return
 	}
-	now := f.cfg.Now()
-	switch opened, closed, pause := l.br.done(pass, sent == 0 && retryable > 0, now); {
-	case opened:
-		l.open.Set(1)
-		f.log.Warn("forward target keeps failing; pausing its sends", "target", l.name,
-			"cooldown", pause, "err", firstErr(res))
-	case closed:
-		l.open.Set(0)
-		f.log.Info("forward target recovered; sends resumed", "target", l.name)
+	cause := ""
+	if err := firstErr(res); err != nil {
+		cause = err.Error()
 	}
+	f.settle(l, pass, sent == 0 && retryable > 0, f.cfg.Now(), cause)
 }
 
 // firstErr returns the first error among results, for logs.
