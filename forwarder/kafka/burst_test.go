@@ -14,6 +14,7 @@ import (
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/testsupport/kfaketest"
 )
 
 // A burst of retriable broker errors (answered by a kfake control function)
@@ -26,7 +27,7 @@ func TestSendSucceedsRightAfterABurstOfBrokerErrors(t *testing.T) {
 	const burst = 10
 	c := newCluster(t, kfake.SeedTopics(4, "orders"))
 	tg := newTarget(t, c, nil)
-	failed := failProduce(t, c, "orders", kerr.CorruptMessage.Code, burst)
+	failed := kfaketest.FailProduce(t, c, "orders", kerr.CorruptMessage.Code, burst)
 
 	round := func() (sent, errs int) {
 		var mu sync.Mutex
@@ -80,7 +81,7 @@ func TestForwardRecoversSoonAfterABurstOfBrokerErrors(t *testing.T) {
 		c.Backoff = forwarder.Backoff{Base: 50 * time.Millisecond, Cap: 200 * time.Millisecond}
 		c.MaxAttempts = 20
 	})
-	failed := failProduce(t, p.c, "orders", kerr.CorruptMessage.Code, burst)
+	failed := kfaketest.FailProduce(t, p.c, "orders", kerr.CorruptMessage.Code, burst)
 
 	var changes []store.Change
 	at := p.clock.Now()
@@ -135,7 +136,7 @@ func TestSendRetriesThroughABurstOfRetriableErrors(t *testing.T) {
 	const burst = 6
 	c := newCluster(t, kfake.SeedTopics(1, "orders"))
 	tg := newTarget(t, c, nil)
-	failed := failProduce(t, c, "orders", kerr.NotEnoughReplicas.Code, burst)
+	failed := kfaketest.FailProduce(t, c, "orders", kerr.NotEnoughReplicas.Code, burst)
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Second)
 	defer cancel()
 	began := time.Now()

@@ -20,6 +20,7 @@ import (
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/store/sqlite"
+	"github.com/eventcenter/eventcenter/testsupport/kfaketest"
 )
 
 type clock = testclock.Clock
@@ -145,7 +146,7 @@ func TestForwardEndToEnd(t *testing.T) {
 func TestForwardRetriesBrokerErrorsThenDelivers(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t, []kfake.Opt{kfake.SeedTopics(1, "payments")}, nil)
-	failed := failProduce(t, p.c, "payments", kerr.CorruptMessage.Code, 2)
+	failed := kfaketest.FailProduce(t, p.c, "payments", kerr.CorruptMessage.Code, 2)
 	msgs := p.commit(t, 1, "payments")
 	got := p.wait(t, msgs[0], state.SendSent)
 	require.Equal(t, 2, failed())
@@ -158,7 +159,7 @@ func TestForwardRetriesBrokerErrorsThenDelivers(t *testing.T) {
 func TestForwardPersistentBrokerErrorEndsDead(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t, []kfake.Opt{kfake.SeedTopics(1, "payments")}, nil)
-	failProduce(t, p.c, "payments", kerr.CorruptMessage.Code, -1)
+	kfaketest.FailProduce(t, p.c, "payments", kerr.CorruptMessage.Code, -1)
 	msgs := p.commit(t, 1, "payments")
 	got := p.wait(t, msgs[0], state.SendDead)
 	require.Equal(t, 3, got.SendAttempts)
@@ -169,7 +170,7 @@ func TestForwardPersistentBrokerErrorEndsDead(t *testing.T) {
 func TestForwardPermanentErrorsDeadAtOnceOthersFlow(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t, []kfake.Opt{kfake.SeedTopics(1, "payments")}, nil)
-	failProduce(t, p.c, "payments", kerr.MessageTooLarge.Code, 1)
+	kfaketest.FailProduce(t, p.c, "payments", kerr.MessageTooLarge.Code, 1)
 	big := p.commit(t, 1, "payments")
 	got := p.wait(t, big[0], state.SendDead)
 	require.Equal(t, 1, got.SendAttempts)

@@ -18,6 +18,7 @@ import (
 	"github.com/eventcenter/eventcenter/clientlib/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/forwarder/kafka"
+	"github.com/eventcenter/eventcenter/testsupport/kfaketest"
 )
 
 func records(topic string, n int) []forwarder.Record {
@@ -100,7 +101,7 @@ func TestBrokerErrorsAreClassified(t *testing.T) {
 			t.Parallel()
 			c := newCluster(t, kfake.SeedTopics(1, "biz"))
 			tg := newTarget(t, c, nil)
-			failed := failProduce(t, c, "biz", tc.err.Code, 1)
+			failed := kfaketest.FailProduce(t, c, "biz", tc.err.Code, 1)
 			res := tg.Send(t.Context(), records("biz", 1))
 			require.Equal(t, 1, failed())
 			require.ErrorIs(t, res[0].Err, tc.err)

@@ -30,7 +30,7 @@ var layers = map[string]int{
 	"clientlib/checkback": 0, "clientlib/inbox": 0, "clientlib/kafkaauth": 0, "store/migrate": 0, "admin/adminapi": 0, "internal/version": 0,
 	"internal/cliflags": 0, "internal/shutdown": 0, "internal/startstop": 0, "internal/testclock": 0,
 	"internal/lifecycle": 1, "internal/startstop/startstoptest": 1,
-	"store/rawlifecycle": 0, "testsupport/rocketmqfake": 0, "testsupport/rocketmqfake/rmqtest": 0,
+	"store/rawlifecycle": 0, "testsupport/rocketmqfake": 0, "testsupport/rocketmqfake/rmqtest": 0, "testsupport/kfaketest": 0,
 	"internal/deploycheck": 0, "internal/e2e": 0, "internal/e2e/containers": 0, "internal/archtest": 0,
 	// 1-2: the control-record format and the state machine.
 	"clientlib/envelope": 1, "clientlib/envelope/kafkarec": 2, "state": 2,
@@ -121,7 +121,7 @@ func TestProductLinksNoTools(t *testing.T) {
 		if p.ImportPath != module+"cmd/eventcenter" {
 			continue
 		}
-		for _, tool := range []string{"internal/bench", "internal/soak", "store/rawlifecycle", "clientlib", "testsupport/rocketmqfake"} {
+		for _, tool := range []string{"internal/bench", "internal/soak", "store/rawlifecycle", "clientlib", "testsupport/rocketmqfake", "testsupport/kfaketest"} {
 			if slices.Contains(p.Deps, module+tool) {
 				t.Errorf("the eventcenter binary links %s", tool)
 			}
