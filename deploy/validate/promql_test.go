@@ -20,7 +20,7 @@ var exported = []string{
 	"eventcenter_envelopes_total", "eventcenter_ingest_batch_apply_duration_seconds", "eventcenter_ingest_batch_size",
 	"eventcenter_consumer_lag", "eventcenter_dlq_total", "eventcenter_ingest_store_errors_total",
 	"eventcenter_dlq_stripped_total", "eventcenter_dlq_dropped_total",
-	"eventcenter_owned_partitions", "eventcenter_conflicts_total", "eventcenter_forward_total",
+	"eventcenter_owned_partitions", "eventcenter_conflicts_total", "eventcenter_forward_total", "eventcenter_forward_inline_total",
 	"eventcenter_forward_duration_seconds", "eventcenter_commit_to_sent_seconds",
 	"eventcenter_forward_handoff_dropped_total", "eventcenter_forward_dead_total", "eventcenter_checkback_total",
 	"eventcenter_checkback_duration_seconds", "eventcenter_checkback_circuit_open", "eventcenter_verify_failed_total",
