@@ -112,6 +112,10 @@ func New(cfg Config, st Store, owned Owned) (*Forwarder, error) {
 			met.forward.WithLabelValues(name, r)
 		}
 		met.dead.WithLabelValues(name)
+		if name != unconfiguredLabel && cfg.InlineTimeout > 0 {
+			met.inline.WithLabelValues(name, resultSent)
+			met.inline.WithLabelValues(name, resultNotSent)
+		}
 	}
 	return f, nil
 }

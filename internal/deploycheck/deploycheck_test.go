@@ -30,6 +30,7 @@ var teamMetrics = []string{
 	"eventcenter_owned_partitions",
 	"eventcenter_conflicts_total",
 	"eventcenter_forward_total",
+	"eventcenter_forward_inline_total",
 	"eventcenter_forward_duration_seconds",
 	"eventcenter_commit_to_sent_seconds",
 	"eventcenter_forward_handoff_dropped_total",
