@@ -50,8 +50,11 @@ func TestInlineSendsFallBackWhileTheBrokerRefuses(t *testing.T) {
 	p, err := clientlib.NewProducer(clientlib.WithBrokers(cluster.ListenAddrs()...))
 	require.NoError(t, err)
 	defer p.Close()
-	send := func(from, to int) {
-		for i := from; i < to; i++ {
+	next := 0 // the next message number; every fifth is rolled back
+	send := func(n int) {
+		for range n {
+			i := next
+			next++
 			m := clientlib.Message{BizID: "shop", Key: fmt.Sprintf("k%d", i), Payload: []byte("p"), ForwardTopic: topic}
 			require.NoError(t, p.Prepare(t.Context(), m))
 			if i%5 == 4 {
@@ -61,38 +64,55 @@ func TestInlineSendsFallBackWhileTheBrokerRefuses(t *testing.T) {
 			require.NoError(t, p.Commit(t.Context(), m.BizID, m.Key))
 		}
 	}
-	send(0, 10)
-	require.Eventually(t, func() bool { return inlineCount(t, c, "not_sent") >= 1 }, 20*time.Second, 10*time.Millisecond,
-		"inline sends were tried and left to the regular way")
-	require.Eventually(t, func() bool { return refused() >= 20 }, 60*time.Second, 10*time.Millisecond)
-	before := inlineCount(t, c, "sent")
-	send(10, 20)
-
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	require.NoError(t, err)
 	defer cl.Close()
 	got := map[string]int{}
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	for len(got) < 16 && ctx.Err() == nil {
-		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
-			for _, h := range r.Headers {
-				if h.Key == envelope.HeaderID {
-					got[string(h.Value)]++
-				}
+	// forwarded waits until every committed message sent so far arrived.
+	forwarded := func() {
+		t.Helper()
+		want := 0
+		for i := range next {
+			if i%5 != 4 {
+				want++
 			}
-		})
-	}
-	for i := range 20 {
-		id := fmt.Sprintf("shop:k%d", i)
-		if i%5 == 4 {
-			require.Zero(t, got[id], "%s was rolled back", id)
-			continue
 		}
-		require.Positive(t, got[id], "%s forwarded", id)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		for len(got) < want && ctx.Err() == nil {
+			cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+				for _, h := range r.Headers {
+					if h.Key == envelope.HeaderID {
+						got[string(h.Value)]++
+					}
+				}
+			})
+		}
+		for i := range next {
+			id := fmt.Sprintf("shop:k%d", i)
+			if i%5 == 4 {
+				require.Zero(t, got[id], "%s was rolled back", id)
+				continue
+			}
+			require.Positive(t, got[id], "%s forwarded", id)
+		}
 	}
-	require.Greater(t, inlineCount(t, c, "sent"), before, "sent inline once the broker accepted again")
+
+	send(10)
+	require.Eventually(t, func() bool { return inlineCount(t, c, "not_sent") >= 1 }, 20*time.Second, 10*time.Millisecond,
+		"inline sends were tried and left to the regular way")
+	require.Eventually(t, func() bool { return refused() >= 20 }, 60*time.Second, 10*time.Millisecond)
+	forwarded() // by the regular way, once the broker accepted again
+
+	// The breaker, if the refusals opened it, closes after a probe; from
+	// then on messages are sent inline again.
+	before := inlineCount(t, c, "sent")
+	require.Eventually(t, func() bool {
+		send(1)
+		return inlineCount(t, c, "sent") > before
+	}, 30*time.Second, 50*time.Millisecond, "sent inline once the broker accepted again")
+	forwarded()
 }
 
 // inlineCount is eventcenter_forward_inline_total for a result, summed over
