@@ -118,10 +118,18 @@ require (
 	stathat.com/c/consistent v1.0.0 // indirect
 )
 
-// clientlib (with the envelope and checkback packages) is its own module so
+// envelope (the wire format and the check-back protocol, standard library
+// only) and clientlib (the producer library) are modules of their own so
 // that producers do not pull the center's dependencies. In this repository
-// go.work and this replace point at the working copy; a release tags
-// clientlib/vX.Y.Z and requires that version here.
-require github.com/eventcenter/eventcenter/clientlib v0.0.0-00010101000000-000000000000
+// go.work and these replaces point at the working copies; a release tags
+// envelope/vX.Y.Z and clientlib/vX.Y.Z together and requires those versions
+// here (README, "Releasing").
+require (
+	github.com/eventcenter/eventcenter/clientlib v0.0.0-00010101000000-000000000000
+	github.com/eventcenter/eventcenter/envelope v0.0.0-00010101000000-000000000000
+)
 
-replace github.com/eventcenter/eventcenter/clientlib => ./clientlib
+replace (
+	github.com/eventcenter/eventcenter/clientlib => ./clientlib
+	github.com/eventcenter/eventcenter/envelope => ./envelope
+)

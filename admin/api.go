@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/eventcenter/eventcenter/admin/adminapi"
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )

@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/eventcenter/eventcenter/admin/adminapi"
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
-	"github.com/eventcenter/eventcenter/clientlib/envelope/kafkarec"
+	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 // DLQ reads the dead-letter topic and replays records from it.

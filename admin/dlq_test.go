@@ -14,7 +14,7 @@ import (
 	"github.com/eventcenter/eventcenter/admin"
 	"github.com/eventcenter/eventcenter/admin/adminapi"
 	"github.com/eventcenter/eventcenter/admin/internal/admintest"
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 func newServer(t *testing.T, h http.Handler) *httptest.Server {

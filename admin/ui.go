@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/eventcenter/eventcenter/admin/adminapi"
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/internal/tracing"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/eventcenter/eventcenter/clientlib/checkback"
+	"github.com/eventcenter/eventcenter/envelope/checkback"
 )
 
 // Decision is a producer's answer to a check-back; it is

@@ -3,7 +3,7 @@ package clientlib
 import (
 	"time"
 
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 // Header is a header copied to the forwarded message. Names starting with

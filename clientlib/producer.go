@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kslog"
 
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
-	"github.com/eventcenter/eventcenter/clientlib/envelope/kafkarec"
+	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 // ErrCommitUnsent says that the local transaction committed but its COMMIT

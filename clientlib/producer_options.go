@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
 	"github.com/eventcenter/eventcenter/clientlib/kafkaauth"
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 // DefaultControlTopic is the control topic unless WithControlTopic says

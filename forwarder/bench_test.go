@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/state"

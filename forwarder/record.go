@@ -3,7 +3,7 @@ package forwarder
 import (
 	"unsafe"
 
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/state"
 )
 

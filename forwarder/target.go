@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 // Record is one message to forward, built from a committed row.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
-	"github.com/eventcenter/eventcenter/clientlib/envelope/kafkarec"
+	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
+	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )

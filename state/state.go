@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 // Status is a message's decision status; the numbers are TrustMessage's.

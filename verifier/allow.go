@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/eventcenter/eventcenter/clientlib/checkback"
+	"github.com/eventcenter/eventcenter/envelope/checkback"
 )
 
 // CheckAllowEntry reports whether s is a valid allow-list entry (Config.Allow,

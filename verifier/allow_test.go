@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/eventcenter/eventcenter/clientlib/checkback"
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/envelope/checkback"
 )
 
 func TestAllowRules(t *testing.T) {

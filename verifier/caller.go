@@ -15,7 +15,7 @@ import (
 	"github.com/go-resty/resty/v2"
 	"go.opentelemetry.io/otel/propagation"
 
-	"github.com/eventcenter/eventcenter/clientlib/checkback"
+	"github.com/eventcenter/eventcenter/envelope/checkback"
 )
 
 // maxAnswerBytes bounds a check-back answer; a longer one is an error.

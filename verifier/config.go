@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/eventcenter/eventcenter/clientlib/checkback"
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/envelope/checkback"
 )
 
 // Jitter is how backoff delays are randomised.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
-	"github.com/eventcenter/eventcenter/clientlib/checkback"
+	"github.com/eventcenter/eventcenter/envelope/checkback"
 	"github.com/eventcenter/eventcenter/state"
 )
 

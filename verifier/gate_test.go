@@ -13,7 +13,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 	"github.com/stretchr/testify/require"
 
-	"github.com/eventcenter/eventcenter/clientlib/checkback"
+	"github.com/eventcenter/eventcenter/envelope/checkback"
 )
 
 // Which outcomes of a call say that the endpoint is failing (and count

@@ -9,8 +9,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/eventcenter/eventcenter/clientlib/checkback"
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/envelope/checkback"
 	"github.com/eventcenter/eventcenter/state"
 )
 

@@ -1,6 +1,6 @@
 package cli
 
-import "github.com/eventcenter/eventcenter/clientlib/envelope"
+import "github.com/eventcenter/eventcenter/envelope"
 
 func envelopeHeaders(kv ...string) []envelope.Header {
 	var hs []envelope.Header

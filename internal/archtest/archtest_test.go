@@ -22,18 +22,18 @@ const module = "github.com/eventcenter/eventcenter/"
 // layers ranks every package of the module (docs/architecture.md, "The
 // import rule"): a package imports only packages of a lower layer. A new
 // package gets a layer here, where its place is decided, not discovered.
-// The clientlib module's packages (clientlib, clientlib/envelope,
-// clientlib/checkback) are not listed by ./... from here, but imports of
+// The clientlib module's packages (envelope, envelope/checkback,
+// clientlib, clientlib/kafkarec) are not listed by ./... from here, but imports of
 // them are checked against their layer.
 var layers = map[string]int{
 	// 0: leaves, no project imports.
-	"clientlib/checkback": 0, "clientlib/inbox": 0, "clientlib/kafkaauth": 0, "store/migrate": 0, "admin/adminapi": 0, "internal/version": 0,
+	"envelope/checkback": 0, "clientlib/inbox": 0, "clientlib/kafkaauth": 0, "store/migrate": 0, "admin/adminapi": 0, "internal/version": 0,
 	"internal/cliflags": 0, "internal/shutdown": 0, "internal/startstop": 0, "internal/testclock": 0,
 	"internal/lifecycle": 1, "internal/startstop/startstoptest": 1,
 	"store/rawlifecycle": 0, "testsupport/rocketmqfake": 0, "testsupport/rocketmqfake/rmqtest": 0, "testsupport/kfaketest": 0,
 	"internal/deploycheck": 0, "internal/e2e": 0, "internal/e2e/containers": 0, "internal/archtest": 0,
 	// 1-2: the control-record format and the state machine.
-	"clientlib/envelope": 1, "clientlib/envelope/kafkarec": 2, "state": 2,
+	"envelope": 1, "clientlib/kafkarec": 2, "state": 2,
 	// 3-5: the store seam, its drivers and their conformance suite.
 	"store": 3, "store/internal/codec": 4, "store/storetest": 4, "store/memstore": 5,
 	"store/postgres": 5, "store/sqlite": 5, "store/mysql": 5, "store/sharded": 5, "internal/pgtest": 6, "internal/mytest": 6,

@@ -18,8 +18,8 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 	"gopkg.in/yaml.v3"
 
-	"github.com/eventcenter/eventcenter/clientlib/checkback"
 	"github.com/eventcenter/eventcenter/clientlib/kafkaauth"
+	"github.com/eventcenter/eventcenter/envelope/checkback"
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/internal/retention"

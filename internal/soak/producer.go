@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventcenter/eventcenter/clientlib"
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
-	"github.com/eventcenter/eventcenter/clientlib/envelope/kafkarec"
+	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 const (

@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/store/internal/codec"

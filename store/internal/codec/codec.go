@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 const headersVersion = 1

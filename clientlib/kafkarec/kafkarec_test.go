@@ -7,8 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
-	"github.com/eventcenter/eventcenter/clientlib/envelope/kafkarec"
+	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -8,7 +8,7 @@ package kafkarec
 import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 // Headers copies franz-go record headers to envelope headers; nil when

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 func ExampleEncode() {

@@ -3,7 +3,7 @@ package envelope_test
 import (
 	"testing"
 
-	"github.com/eventcenter/eventcenter/clientlib/envelope"
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 func BenchmarkDecodeNative(b *testing.B) {
