@@ -39,6 +39,9 @@ export GOWORK=off GOFLAGS=-mod=mod GONOSUMDB='github.com/eventcenter/*' GONOPROX
 export GOPROXY="file://$work/proxy,$(go env GOPROXY)"
 go build ./...
 go vet ./...
+# The build above recorded envelope's hash in the copy's go.sum; any other
+# difference is clientlib's go.mod or go.sum not being tidy.
+go mod tidy -diff || { echo "clientlib/go.mod is not tidy: run go mod tidy in clientlib" >&2; exit 1; }
 forbidden=$(go list -m all | grep -E 'jackc/pgx|sqlite|rocketmq|testcontainers|chromedp|go-sql-driver' || true)
 if [ -n "$forbidden" ]; then
 	echo "clientlib's module graph reaches server dependencies:" >&2
