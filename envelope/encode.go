@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -98,7 +99,7 @@ func Encode(e Envelope) (Record, error) {
 // encodeError turns a validation problem into an error matching ErrInvalid
 // and the problem's own sentinel.
 func encodeError(what string, p *problem) error {
-	if p.err == ErrInvalid {
+	if errors.Is(p.err, ErrInvalid) {
 		return fmt.Errorf("%s: %s: %s: %w", what, p.field, p.reason, p.err)
 	}
 	return fmt.Errorf("%s: %s: %s: %w (%w)", what, p.field, p.reason, p.err, ErrInvalid)

@@ -188,7 +188,7 @@ func checkTarget(s string) *problem {
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !(topicByte(c) && c != '%' && c != '|') {
+		if !topicByte(c) || c == '%' || c == '|' {
 			return invalid(HeaderTarget, "%s: only letters, digits and . _ - are allowed", quote(s))
 		}
 	}

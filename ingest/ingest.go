@@ -231,7 +231,7 @@ func (in *Ingester) loop(r *run) error {
 			in.log.Warn("fetch error", "fetch_topic", topic, "partition", p, "err", err)
 		})
 		rewind := in.process(r, fs, wanted)
-		in.commit(r, r.cl, nil)
+		in.commit(r, r.cl, nil) //nolint:errcheck // logged and counted; the next commit retries
 		if len(rewind) > 0 && r.pollCtx.Err() == nil {
 			// Batches abandoned for a rebalance are fetched again if the
 			// partition stays ours; if not, its next owner starts at the

@@ -184,7 +184,9 @@ func shutdown(srv *http.Server, served chan error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := srv.Shutdown(ctx)
-	<-served
+	if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, fmt.Errorf("serve: %w", serr))
+	}
 	return err
 }
 

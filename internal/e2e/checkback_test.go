@@ -49,16 +49,6 @@ func newProducerServer(t *testing.T) *producerServer {
 	return p
 }
 
-func (p *producerServer) total() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for _, c := range p.calls {
-		n += c
-	}
-	return n
-}
-
 // TestCheckbackSettlesStalePrepares: producers send PREPARE and "die"; the
 // center checks back over each protocol against a real HTTP server running
 // clientlib's handler. Commit answers are forwarded, rollback answers never.

@@ -152,7 +152,7 @@ func (inv *Invariant) fail(format string, args ...any) {
 func pending(msgs map[string]message, col *collector, rows map[string]row) (unforwarded, prepared int) {
 	for k, m := range msgs {
 		r, inStore := rows[k]
-		if m.decision == committed && !m.incomplete && col.forwarded(k) == 0 && !(inStore && r.status == stVerifyFailed) {
+		if m.decision == committed && !m.incomplete && col.forwarded(k) == 0 && (!inStore || r.status != stVerifyFailed) {
 			if m.envelopeSent || inStore {
 				unforwarded++
 			}

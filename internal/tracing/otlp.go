@@ -209,7 +209,7 @@ func otlpAttributes(kvs []attribute.KeyValue) []any {
 		case attribute.FLOAT64:
 			v = jsonMap{"doubleValue": kv.Value.AsFloat64()}
 		default:
-			v = jsonMap{"stringValue": kv.Value.Emit()}
+			v = jsonMap{"stringValue": kv.Value.String()}
 		}
 		out = append(out, jsonMap{"key": string(kv.Key), "value": v})
 	}

@@ -11,7 +11,6 @@ import (
 	"io"
 	"maps"
 	"net"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -92,23 +91,6 @@ func parseProperties(s string) map[string]string {
 		}
 	}
 	return props
-}
-
-// marshalProperties writes props in key order (stable for tests).
-func marshalProperties(props map[string]string) string {
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString(k)
-		b.WriteByte(nameValueSep)
-		b.WriteString(props[k])
-		b.WriteByte(propertySep)
-	}
-	return b.String()
 }
 
 func splitKeys(s string) []string {
