@@ -2,7 +2,9 @@ package validate
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -14,22 +16,36 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// exported are the metric families the center exports (fixed by the team)
-// plus the Go/process collector families the dashboard shows.
-var exported = []string{
-	"eventcenter_envelopes_total", "eventcenter_ingest_batch_apply_duration_seconds", "eventcenter_ingest_batch_size",
-	"eventcenter_consumer_lag", "eventcenter_dlq_total", "eventcenter_ingest_store_errors_total",
-	"eventcenter_dlq_stripped_total", "eventcenter_dlq_dropped_total",
-	"eventcenter_owned_partitions", "eventcenter_conflicts_total", "eventcenter_forward_total", "eventcenter_forward_inline_total",
-	"eventcenter_forward_duration_seconds", "eventcenter_commit_to_sent_seconds",
-	"eventcenter_forward_handoff_dropped_total", "eventcenter_forward_dead_total", "eventcenter_checkback_total",
-	"eventcenter_checkback_duration_seconds", "eventcenter_checkback_circuit_open", "eventcenter_verify_failed_total",
-	"eventcenter_checkback_disallowed_total", "eventcenter_messages", "eventcenter_oldest_prepared_age_seconds",
-	"eventcenter_dead_messages", "eventcenter_verify_failed_messages", "eventcenter_unsent_committed_messages",
-	"eventcenter_retention_purged_total", "eventcenter_build_info",
-	"eventcenter_orphan_commits", "eventcenter_oldest_orphan_commit_age_seconds",
-	"go_goroutines", "process_cpu_seconds_total", "process_resident_memory_bytes",
-	"up", // Prometheus' own per-target series
+// metricsFile lists the metric families the center registers, one
+// "name type" a line; it is generated from a running center's registry
+// (internal/deploycheck, TestMetricsFileMatchesTheRegistry).
+const metricsFile = repoRoot + "/deploy/metrics.txt"
+
+// prometheusOwn are series Prometheus itself adds per target.
+var prometheusOwn = []string{"up"}
+
+// exported are the families alerts and dashboards may select: the
+// center's (metricsFile) and Prometheus' own.
+var exported = loadExported()
+
+func loadExported() []string {
+	data, err := os.ReadFile(metricsFile)
+	if err != nil {
+		panic(fmt.Sprintf("read metric families: %v", err))
+	}
+	out := slices.Clone(prometheusOwn)
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, _, ok := strings.Cut(line, " ")
+		if !ok {
+			panic(fmt.Sprintf("%s: want \"name type\", got %q", metricsFile, line))
+		}
+		out = append(out, name)
+	}
+	return out
 }
 
 func familyOf(series string) string {
@@ -151,4 +167,5 @@ func TestCheckPromQLCatchesMistakes(t *testing.T) {
 	require.Error(t, err, "unbalanced parentheses")
 	require.NotContains(t, exported, familyOf("eventcenter_forwarded_total"))
 	require.True(t, slices.Contains(exported, familyOf("eventcenter_commit_to_sent_seconds_bucket")))
+	require.Contains(t, exported, "eventcenter_forward_breaker_open", "read from "+metricsFile)
 }

@@ -37,6 +37,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Registry receives every metric; nil makes a new one.
 	Registry *prometheus.Registry
+	// Registerer, when set, is what the center registers its metrics
+	// with instead of Registry; it must pass them on to Registry, which
+	// /metrics serves (tests record the families: internal/deploycheck).
+	Registerer prometheus.Registerer
 	// KafkaOptions are appended to every franz-go client the center makes
 	// (the control consumer, Kafka targets, the DLQ reader).
 	KafkaOptions []kgo.Opt
@@ -65,6 +69,8 @@ type Center struct {
 	cfg      config.Config
 	log      *slog.Logger
 	registry *prometheus.Registry
+	// registerer is where metrics are registered (Options.Registerer).
+	registerer prometheus.Registerer
 
 	Store     store.Store
 	Owned     *ingest.Ownership
@@ -106,7 +112,11 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 			c.closeAll()
 		}
 	}()
-	reg := opt.Registry
+	var reg prometheus.Registerer = opt.Registry
+	if opt.Registerer != nil {
+		reg = opt.Registerer
+	}
+	c.registerer = reg
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "eventcenter_build_info", Help: "Build information; always 1.",
@@ -297,7 +307,7 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 		Insecure:    cfg.Admin.Insecure,
 		Now:         opt.Now,
 		Logger:      opt.Logger.With("component", "admin"),
-		Registerer:  c.registry,
+		Registerer:  c.registerer,
 	}, c.Forwarder.FastPath(c.Store), admin.NewKafkaDLQ(dlqClient, cfg.Kafka.DLQ(), cfg.Kafka.ControlTopic))
 	if err != nil {
 		return nil, fmt.Errorf("admin: %w", err)

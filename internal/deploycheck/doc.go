@@ -7,5 +7,8 @@
 // It has no run-time role; it exists so that the deployment files cannot
 // drift from the code: a renamed metric, a removed configuration key or a
 // misspelt environment variable fails a test instead of a dashboard or a
-// rollout.
+// rollout. The metric families the center registers are listed once, in
+// deploy/metrics.txt (MetricsFile, LoadFamilies): a test here generates
+// it from a running center's registry and fails when it is stale, and the
+// checks here and in deploy/validate read it.
 package deploycheck
