@@ -56,8 +56,9 @@ func ev(k Kind) Event {
 	return e
 }
 
-// TestTable walks every cell of DESIGN.md's table (and the result and
-// operator columns this implementation adds).
+// TestTable walks every cell of docs/state-machine.md's transition table
+// with expectations of its own (the document's table is generated from
+// Apply and checked by TestSpecTableMatchesApply).
 func TestTable(t *testing.T) {
 	t.Parallel()
 	type want struct {

@@ -125,7 +125,7 @@ func readStore(ctx context.Context, dsn string) (map[string]row, error) {
 	return out, rows.Err()
 }
 
-// Status numbers of the store (DESIGN.md).
+// Status numbers of the store (docs/state-machine.md, "States").
 const (
 	stPrepared     = 1
 	stCommitted    = 2

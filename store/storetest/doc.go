@@ -2,7 +2,7 @@
 // and the helpers tests elsewhere use to drive a store.
 //
 // Exercise checks, against a fresh store per test with a controllable Clock:
-// every transition of DESIGN.md's table through Apply (envelopes, check-back
+// every transition of docs/state-machine.md's table through Apply (envelopes, check-back
 // results, send results, operator actions with their audit records), the
 // outcome or error of each change (ErrWrongState, ErrNotFound), crash
 // replays, multi-row batches against store.Fold computed in memory, leases

@@ -88,7 +88,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	t.Run("AuditLog", func(t *testing.T) { t.Parallel(); testAuditLog(t, newStore) })
 }
 
-// ---- the transition table of DESIGN.md ----
+// ---- the transition table of docs/state-machine.md ----
 
 type transition struct {
 	name string

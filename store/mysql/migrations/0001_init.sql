@@ -1,4 +1,4 @@
--- Messages: one row per bizID:messageKey (DESIGN.md "Storage sketch"), the
+-- Messages: one row per bizID:messageKey (docs/state-machine.md, "States"), the
 -- columns of the PostgreSQL and SQLite stores. Text is VARBINARY/BLOB:
 -- compared byte for byte (as PostgreSQL compares text in this store), and no
 -- character set can reject what a producer or a broker sent.

@@ -1,4 +1,4 @@
--- Messages: one row per bizID:messageKey (DESIGN.md "Storage sketch").
+-- Messages: one row per bizID:messageKey (docs/state-machine.md, "States").
 CREATE TABLE eventcenter_messages (
     id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     biz_id          text        NOT NULL,
