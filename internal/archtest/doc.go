@@ -1,5 +1,8 @@
 // Package archtest holds no code: its test checks the import rule of
-// docs/architecture.md on the real import graph (go list). Every package of
-// the module has a layer; a package imports only packages of lower layers,
-// so arrows point down and nothing reaches sideways into a sibling.
+// docs/architecture.md on the real import graph (go list, in the root,
+// clientlib and envelope modules). The layers are read from the document's
+// table ("The import rule"), so the two cannot disagree: every package has
+// a layer, every import of a project package goes to one with a layer, and
+// a package imports only packages of lower layers, so arrows point down
+// and nothing reaches sideways into a sibling.
 package archtest
