@@ -78,7 +78,10 @@ func (r DLQRecord) envelopeRecord() envelope.Record {
 // payload limit is the ingest's and is not checked here).
 func prepareForReplay(src DLQRecord, fix ReplayFix) (DLQRecord, error) {
 	for _, h := range src.Headers {
-		if h.Key == dlqValueDropped {
+		// A copy written without its value (too large for the DLQ, or
+		// refused by it): replayed, the PREPARE would be stored with an
+		// empty body and could be forwarded empty.
+		if h.Key == envelope.HeaderDLQValueDropped {
 			return DLQRecord{}, fmt.Errorf("%w: this copy was written without its value (%s); read the original from the control topic at ec-dlq-partition/ec-dlq-offset and have the producer send it again",
 				ErrReplayInvalid, h.Value)
 		}
@@ -87,7 +90,7 @@ func prepareForReplay(src DLQRecord, fix ReplayFix) (DLQRecord, error) {
 	native := false
 	typ := ""
 	for _, h := range src.Headers {
-		if strings.HasPrefix(h.Key, DLQHeaderPrefix) {
+		if strings.HasPrefix(h.Key, envelope.HeaderDLQPrefix) {
 			continue
 		}
 		if h.Key == envelope.HeaderType {
@@ -154,17 +157,6 @@ type DLQRecord struct {
 	Headers []envelope.Header
 }
 
-// DLQHeaderPrefix starts the headers the center adds when it sets a record
-// aside: ec-dlq-reason (why), and e.g. ec-dlq-topic, ec-dlq-partition,
-// ec-dlq-offset (where it came from). Replay drops them.
-const DLQHeaderPrefix = envelope.HeaderDLQPrefix
-
-// dlqValueDropped marks a dead-letter copy written without its value (ingest's
-// HeaderDLQValueDropped): the control record was too large for the DLQ, or the
-// DLQ refused it. Replayed, such a PREPARE would be stored with an empty body
-// and could be forwarded empty, so replay refuses it.
-const dlqValueDropped = envelope.HeaderDLQValueDropped
-
 // Reason returns the ec-dlq-reason header.
 func (r DLQRecord) Reason() string {
 	for _, h := range r.Headers {
@@ -183,7 +175,7 @@ func (r DLQRecord) toAPI() adminapi.DLQRecord {
 	}
 	var rest []envelope.Header
 	for _, h := range r.Headers {
-		if name, ok := strings.CutPrefix(h.Key, DLQHeaderPrefix); ok {
+		if name, ok := strings.CutPrefix(h.Key, envelope.HeaderDLQPrefix); ok {
 			if a.Info == nil {
 				a.Info = map[string]string{}
 			}

@@ -103,7 +103,7 @@ const maxCheckbackBody = 64 << 10
 // internal error, all of which the center reads as unknown. Mount it on the
 // paths the endpoints name, or on "/".
 func NewCheckbackHandler(fn CheckbackFunc, opts ...CheckbackOption) http.Handler {
-	c := checkbackConfig{maxSkew: 5 * time.Minute, tripleMethod: "verifyMessage"}
+	c := checkbackConfig{maxSkew: 5 * time.Minute, tripleMethod: checkback.DefaultMethod}
 	for _, o := range opts {
 		o(&c)
 	}

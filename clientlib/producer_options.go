@@ -15,8 +15,8 @@ import (
 )
 
 // DefaultControlTopic is the control topic unless WithControlTopic says
-// otherwise.
-const DefaultControlTopic = "eventcenter.control"
+// otherwise: envelope.DefaultControlTopic, the center's default too.
+const DefaultControlTopic = envelope.DefaultControlTopic
 
 // DefaultDecisionTimeout bounds how long Transact tries to send its COMMIT
 // or ROLLBACK once the local transaction has ended.

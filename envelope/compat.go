@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/eventcenter/eventcenter/envelope/checkback"
 )
 
 // compatMessage is TrustMessage's MiddlewareMessage.
@@ -40,9 +42,6 @@ const (
 	compatHTTP  = 1
 	compatDubbo = 2
 )
-
-// defaultDubboMethod is TrustMessage's check-back method name.
-const defaultDubboMethod = "verifyMessage"
 
 // compatField maps native field names to the JSON ones in errors.
 var compatField = map[string]string{
@@ -219,23 +218,16 @@ func compatDubboEndpoint(vi *compatVerify, numericBiz bool) (string, *problem) {
 		return "", invalid("verifyInfo.address", "%s is not host:port", quote(addr))
 	}
 	if method == "" {
-		method = defaultDubboMethod
+		method = checkback.DefaultMethod
 	}
 	if strings.Contains(iface, "/") || strings.Contains(method, "/") {
 		return "", invalid("verifyInfo.interface", "%s/%s: interface and method cannot contain '/'", quote(iface), quote(method))
 	}
-	q := url.Values{}
-	if version != "" {
-		q.Set("version", version)
-	}
-	if group != "" {
-		q.Set("group", group)
-	}
+	t := checkback.Triple{TLS: scheme == "tris", Host: addr, Interface: iface, Method: method, Version: version, Group: group}
 	if numericBiz {
-		q.Set("bizid", "int")
+		t.BizID = checkback.BizIDInt
 	}
-	u := url.URL{Scheme: scheme, Host: addr, Path: "/" + iface + "/" + method, RawQuery: q.Encode()}
-	s := u.String()
+	s := t.String()
 	if p := checkVerify("verifyInfo", s); p != nil {
 		return "", p
 	}

@@ -85,7 +85,7 @@ func TestBuildRecordReplacesProducerID(t *testing.T) {
 	r := forwarder.BuildRecord(&m)
 	require.Equal(t, "b:k:1", r.ID)
 	require.Equal(t, []envelope.Header{{Key: "a"}, {Key: "ec-id", Value: []byte("b:k:1")}}, r.Headers)
-	require.Equal(t, "ec-id", forwarder.HeaderID)
+	require.Equal(t, "ec-id", envelope.HeaderID)
 }
 
 func TestScanPicksUpDueAndExpiredLeases(t *testing.T) {

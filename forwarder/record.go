@@ -7,11 +7,6 @@ import (
 	"github.com/eventcenter/eventcenter/state"
 )
 
-// HeaderID is the header (Kafka) or property (RocketMQ) that carries a
-// forwarded message's stable id "bizID:messageKey", for consumers to drop
-// duplicates: envelope.HeaderID, named here for the targets.
-const HeaderID = envelope.HeaderID
-
 // BuildRecord builds the record forwarded for a committed message: the
 // forward topic, key and tag, the payload as value, and the producer's
 // headers followed by ec-id (a producer header named ec-id is replaced, so

@@ -14,7 +14,7 @@ import (
 
 // Defaults applied by New to zero Config fields.
 const (
-	DefaultControlTopic   = "eventcenter.control"
+	DefaultControlTopic   = envelope.DefaultControlTopic
 	DefaultGroup          = "eventcenter"
 	DefaultMaxPayload     = envelope.DefaultMaxPayload
 	DefaultCheckAfter     = envelope.DefaultCheckAfter

@@ -16,21 +16,6 @@ import (
 	"github.com/eventcenter/eventcenter/envelope"
 )
 
-// Headers of a dead letter written without its value (because the full
-// copy could not be written), next to the other ec-dlq-* headers.
-const (
-	// HeaderDLQValueDropped says why the value was left out: the error of
-	// the full copy's write.
-	HeaderDLQValueDropped = envelope.HeaderDLQValueDropped
-	// HeaderDLQSize is the original record's size in bytes (key, value and
-	// headers).
-	HeaderDLQSize = envelope.HeaderDLQSize
-	// HeaderDLQOmitted lists what else was left out: "key" when the key
-	// was longer than 4 KiB, "headers:N" when N original headers did not
-	// fit in 32 KiB.
-	HeaderDLQOmitted = envelope.HeaderDLQOmitted
-)
-
 // Values of the cause label of eventcenter_dlq_stripped_total and
 // eventcenter_dlq_dropped_total: why a dead-letter write failed for good.
 const (
@@ -295,11 +280,11 @@ func (in *Ingester) strippedCopy(d *deadLetter) *kgo.Record {
 	}
 	hs = in.appendOrigin(hs, rec, d.err)
 	hs = append(hs,
-		kgo.RecordHeader{Key: HeaderDLQValueDropped, Value: []byte(truncate(d.fullErr.Error(), maxReasonLen))},
-		kgo.RecordHeader{Key: HeaderDLQSize, Value: []byte(strconv.Itoa(recordSize(rec)))},
+		kgo.RecordHeader{Key: envelope.HeaderDLQValueDropped, Value: []byte(truncate(d.fullErr.Error(), maxReasonLen))},
+		kgo.RecordHeader{Key: envelope.HeaderDLQSize, Value: []byte(strconv.Itoa(recordSize(rec)))},
 	)
 	if len(omitted) > 0 {
-		hs = append(hs, kgo.RecordHeader{Key: HeaderDLQOmitted, Value: []byte(strings.Join(omitted, ","))})
+		hs = append(hs, kgo.RecordHeader{Key: envelope.HeaderDLQOmitted, Value: []byte(strings.Join(omitted, ","))})
 	}
 	return &kgo.Record{Topic: in.cfg.DLQTopic, Key: key, Headers: hs, Timestamp: rec.Timestamp}
 }
@@ -307,10 +292,10 @@ func (in *Ingester) strippedCopy(d *deadLetter) *kgo.Record {
 // appendOrigin appends the ec-dlq-* headers saying why and where from.
 func (in *Ingester) appendOrigin(hs []kgo.RecordHeader, rec *kgo.Record, err error) []kgo.RecordHeader {
 	return append(hs,
-		kgo.RecordHeader{Key: HeaderDLQReason, Value: []byte(truncate(err.Error(), maxReasonLen))},
-		kgo.RecordHeader{Key: HeaderDLQTopic, Value: []byte(rec.Topic)},
-		kgo.RecordHeader{Key: HeaderDLQPartition, Value: []byte(strconv.FormatInt(int64(rec.Partition), 10))},
-		kgo.RecordHeader{Key: HeaderDLQOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
+		kgo.RecordHeader{Key: envelope.HeaderDLQReason, Value: []byte(truncate(err.Error(), maxReasonLen))},
+		kgo.RecordHeader{Key: envelope.HeaderDLQTopic, Value: []byte(rec.Topic)},
+		kgo.RecordHeader{Key: envelope.HeaderDLQPartition, Value: []byte(strconv.FormatInt(int64(rec.Partition), 10))},
+		kgo.RecordHeader{Key: envelope.HeaderDLQOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
 	)
 }
 

@@ -233,10 +233,10 @@ func TestMalformedRecordsGoToDLQAndDoNotBlock(t *testing.T) {
 		}
 		require.Equal(t, bad[i].Key, d.Key)
 		require.Equal(t, bad[i].Value, d.Value)
-		require.Equal(t, e.topic, hs[HeaderDLQTopic])
-		require.Equal(t, "0", hs[HeaderDLQPartition])
-		require.Equal(t, strconv.Itoa(i+1), hs[HeaderDLQOffset])
-		require.NotEmpty(t, hs[HeaderDLQReason])
+		require.Equal(t, e.topic, hs[envelope.HeaderDLQTopic])
+		require.Equal(t, "0", hs[envelope.HeaderDLQPartition])
+		require.Equal(t, strconv.Itoa(i+1), hs[envelope.HeaderDLQOffset])
+		require.NotEmpty(t, hs[envelope.HeaderDLQReason])
 		for _, h := range bad[i].Headers {
 			require.Equal(t, string(h.Value), hs[h.Key], "original header %s kept", h.Key)
 		}
@@ -279,7 +279,7 @@ func TestDLQProduceFailureRetriedNeverLost(t *testing.T) {
 	require.GreaterOrEqual(t, testutil.ToFloat64(in.met.dlqErrs), float64(1))
 	dead := e.readDLQ(1)
 	require.Equal(t, []byte("shop:x"), dead[0].Key)
-	require.NotContains(t, headerMap(dead[0]), HeaderDLQValueDropped, "written in full")
+	require.NotContains(t, headerMap(dead[0]), envelope.HeaderDLQValueDropped, "written in full")
 	_, ok := st.get("shop", "y")
 	require.True(t, ok)
 }

@@ -17,14 +17,6 @@ import (
 	"github.com/eventcenter/eventcenter/store"
 )
 
-// Headers added to dead letters, next to the original record's headers.
-const (
-	HeaderDLQReason    = envelope.HeaderDLQReason
-	HeaderDLQTopic     = envelope.HeaderDLQTopic
-	HeaderDLQPartition = envelope.HeaderDLQPartition
-	HeaderDLQOffset    = envelope.HeaderDLQOffset
-)
-
 // Why a retry was abandoned.
 var (
 	errStopping  = errors.New("ingester stopping")

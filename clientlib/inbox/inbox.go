@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // HeaderID is the Kafka header / RocketMQ property holding a forwarded
-// message's id "bizID:messageKey" (envelope.HeaderID).
-const HeaderID = "ec-id"
+// message's id "bizID:messageKey": envelope.HeaderID, named here for
+// consumers of the inbox.
+const HeaderID = envelope.HeaderID
 
 // Limits on what the inbox stores, in bytes (the MySQL schema's column
 // sizes). A forwarded ec-id is at most 64 + 1 + 255 bytes.

@@ -27,7 +27,7 @@ func records(topic string, n int) []forwarder.Record {
 		id := fmt.Sprintf("shop:k%d", i)
 		recs[i] = forwarder.Record{
 			ID: id, Topic: topic, Key: fmt.Sprintf("fk%d", i), Value: []byte(fmt.Sprintf("v%d", i)),
-			Headers: []envelope.Header{{Key: "trace", Value: []byte("x")}, {Key: forwarder.HeaderID, Value: []byte(id)}},
+			Headers: []envelope.Header{{Key: "trace", Value: []byte("x")}, {Key: envelope.HeaderID, Value: []byte(id)}},
 		}
 	}
 	return recs
@@ -200,7 +200,7 @@ func TestSendsAPayloadNearTheDefaultMaxPayload(t *testing.T) {
 	recs := []forwarder.Record{
 		{ID: "shop:a", Topic: "biz", Key: "k", Value: []byte("before")},
 		{ID: "shop:b", Topic: "biz", Key: "k", Value: random(1_020_000, 1),
-			Headers: []envelope.Header{{Key: "trace", Value: []byte("t")}, {Key: forwarder.HeaderID, Value: []byte("shop:b")}}},
+			Headers: []envelope.Header{{Key: "trace", Value: []byte("t")}, {Key: envelope.HeaderID, Value: []byte("shop:b")}}},
 		{ID: "shop:c", Topic: "biz", Key: "k", Value: []byte("after")},
 	}
 	res := tg.Send(t.Context(), recs)

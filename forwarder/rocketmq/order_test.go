@@ -9,7 +9,6 @@ import (
 
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
-	"github.com/eventcenter/eventcenter/forwarder/rocketmq"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake"
 )
@@ -26,7 +25,7 @@ func TestBuiltRecordIsSent(t *testing.T) {
 	require.NoError(t, res[0].Err)
 	m := s.Messages("biz")
 	require.Len(t, m, 1)
-	require.Equal(t, "42:order:1", m[0].Properties[rocketmq.IDProperty])
+	require.Equal(t, "42:order:1", m[0].Properties[envelope.HeaderID])
 	require.Equal(t, "t", m[0].Properties["trace"])
 	require.Equal(t, []string{"order-1", "42:order:1"}, m[0].Keys)
 	require.Equal(t, "Paid", m[0].Tag)
@@ -48,7 +47,7 @@ func TestOneKeyInOrderOnOneQueue(t *testing.T) {
 	queue := map[string]int{}
 	for _, m := range s.Messages("ordered") {
 		k := m.Keys[0]
-		perKey[k] = append(perKey[k], m.Properties[rocketmq.IDProperty])
+		perKey[k] = append(perKey[k], m.Properties[envelope.HeaderID])
 		if q, ok := queue[k]; ok {
 			require.Equal(t, q, m.Queue, "key %s changed queue", k)
 		}
@@ -65,7 +64,7 @@ func TestFailureStopsTheKeysLaterRecords(t *testing.T) {
 	t.Parallel()
 	s := startFake(t, rocketmqfake.WithTopic("t", 2))
 	s.SetSendHook(func(_ string, m rocketmqfake.Message) (int, string, time.Duration) {
-		if m.Properties[rocketmq.IDProperty] == "1:a2" {
+		if m.Properties[envelope.HeaderID] == "1:a2" {
 			return 2, "busy", 0 // SYSTEM_BUSY: the client does not retry it
 		}
 		return 0, "", 0
@@ -90,7 +89,7 @@ func TestFailureStopsTheKeysLaterRecords(t *testing.T) {
 	require.NoError(t, res[5].Err)
 	var ids []string
 	for _, m := range s.Messages("t") {
-		ids = append(ids, m.Properties[rocketmq.IDProperty])
+		ids = append(ids, m.Properties[envelope.HeaderID])
 	}
 	require.ElementsMatch(t, []string{"1:a1", "1:b1", "1:c2"}, ids)
 }

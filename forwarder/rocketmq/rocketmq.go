@@ -17,12 +17,9 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
+	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
 )
-
-// IDProperty is the message property that carries the record's
-// "bizID:messageKey" (forwarder.HeaderID, the Kafka header's name).
-const IDProperty = forwarder.HeaderID
 
 // Defaults.
 const (
@@ -406,7 +403,7 @@ func Message(rec *forwarder.Record) (*primitive.Message, error) {
 	}
 	size := 0
 	for _, h := range rec.Headers {
-		if h.Key == IDProperty {
+		if h.Key == envelope.HeaderID {
 			continue // set from rec.ID below (forwarder.BuildRecord adds it as a header too)
 		}
 		switch {
@@ -421,8 +418,8 @@ func Message(rec *forwarder.Record) (*primitive.Message, error) {
 		size += len(h.Key) + len(h.Value) + 2
 	}
 	if rec.ID != "" {
-		m.WithProperty(IDProperty, rec.ID)
-		size += len(IDProperty) + len(rec.ID) + 2
+		m.WithProperty(envelope.HeaderID, rec.ID)
+		size += len(envelope.HeaderID) + len(rec.ID) + 2
 	}
 	size += len(primitive.PropertyTags) + len(rec.Tag) + 2
 	size += len(primitive.PropertyKeys) + len(strings.Join(keys, " ")) + 2

@@ -70,8 +70,8 @@ func TestSendRecords(t *testing.T) {
 	require.Len(t, got, 3)
 	byID := map[string]rocketmqfake.Message{}
 	for _, m := range got {
-		byID[m.Properties[rocketmq.IDProperty]] = m
-		require.Equal(t, refs[m.UniqKey()], m.Properties[rocketmq.IDProperty], "Ref is the message id")
+		byID[m.Properties[envelope.HeaderID]] = m
+		require.Equal(t, refs[m.UniqKey()], m.Properties[envelope.HeaderID], "Ref is the message id")
 	}
 	m1 := byID["7:k1"]
 	require.Equal(t, `{"n":1}`, string(m1.Body))
@@ -94,7 +94,7 @@ func TestSendRecords(t *testing.T) {
 		case m := <-ch:
 			id, ok := refs[m.MsgId]
 			require.True(t, ok, "consumer msg id %s is a Ref", m.MsgId)
-			require.Equal(t, id, m.GetProperty(rocketmq.IDProperty))
+			require.Equal(t, id, m.GetProperty(envelope.HeaderID))
 			if id == "7:k2" {
 				require.Equal(t, big, m.Body)
 			}
@@ -218,7 +218,7 @@ func TestBrokerStoppedThenRestarted(t *testing.T) {
 	}, 15*time.Second, 50*time.Millisecond)
 	var ids []string
 	for _, m := range s.Messages("t") {
-		ids = append(ids, m.Properties[rocketmq.IDProperty])
+		ids = append(ids, m.Properties[envelope.HeaderID])
 	}
 	require.Contains(t, ids, "1:before")
 	require.Contains(t, ids, "1:after")

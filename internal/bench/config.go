@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eventcenter/eventcenter/envelope"
 	gomysql "github.com/go-sql-driver/mysql"
 )
 
@@ -111,7 +112,7 @@ func Default() Config {
 		Concurrency:          64,
 		Store:                "sqlite",
 		StoreMaxConns:        8,
-		ControlTopic:         "eventcenter.control",
+		ControlTopic:         envelope.DefaultControlTopic,
 		Partitions:           8,
 		CheckbackListen:      "127.0.0.1:0",
 		FirstDelay:           100 * time.Millisecond,

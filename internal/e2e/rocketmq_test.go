@@ -77,7 +77,7 @@ func collectRMQ(t *testing.T, fake *rocketmqfake.Server, topic string) *rmqColle
 			select {
 			case m := <-ch:
 				c.mu.Lock()
-				id := m.GetProperty(rocketmq.IDProperty)
+				id := m.GetProperty(envelope.HeaderID)
 				c.byID[id] = append(c.byID[id], m)
 				c.all++
 				c.mu.Unlock()
@@ -145,7 +145,7 @@ func assertEventually(timeout time.Duration, cond func() bool) bool {
 func storedCopies(fake *rocketmqfake.Server, topic, id string) []rocketmqfake.Message {
 	var out []rocketmqfake.Message
 	for _, m := range fake.Messages(topic) {
-		if m.Properties[rocketmq.IDProperty] == id {
+		if m.Properties[envelope.HeaderID] == id {
 			out = append(out, m)
 		}
 	}
@@ -179,7 +179,7 @@ func checkRMQMessage(t *testing.T, m *primitive.MessageExt, key string, size int
 	require.ElementsMatch(t, []string{"fk-" + key, id}, strings.Fields(m.GetKeys()), id)
 	require.Equal(t, "t-"+key, m.GetProperty("trace"), id)
 	require.Equal(t, "e2e", m.GetProperty("source"), id)
-	require.Equal(t, id, m.GetProperty(rocketmq.IDProperty), id)
+	require.Equal(t, id, m.GetProperty(envelope.HeaderID), id)
 	require.Equal(t, rmqTopic, m.Topic, id)
 }
 
@@ -315,7 +315,7 @@ func TestRocketMQTransientErrors(t *testing.T) {
 	fake := startRMQ(t)
 	answers := map[string]int{} // ec-id → answers so far (hook calls are serialized)
 	fake.SetSendHook(func(_ string, m rocketmqfake.Message) (int, string, time.Duration) {
-		id := m.Properties[rocketmq.IDProperty]
+		id := m.Properties[envelope.HeaderID]
 		answers[id]++
 		n := answers[id]
 		_, key, _ := envelope.SplitKey(id)
@@ -362,7 +362,7 @@ func TestRocketMQTransientErrors(t *testing.T) {
 			checkRMQMessage(t, m, key, 0)
 		}
 		for _, cp := range copies {
-			require.Equal(t, id, cp.Properties[rocketmq.IDProperty])
+			require.Equal(t, id, cp.Properties[envelope.HeaderID])
 		}
 	}
 	require.GreaterOrEqual(t, answers[msgID("orders", "svc-0")], 5, "14 was answered four times, then the message was sent")
@@ -566,7 +566,7 @@ func TestDevRocketMQ(t *testing.T) {
 		require.Equal(t, "hello rocketmq", string(m.Body))
 		require.Equal(t, "Created", m.GetTags())
 		require.Equal(t, "dev", m.GetProperty("source"))
-		require.Equal(t, "orders:dev-1", m.GetProperty(rocketmq.IDProperty))
+		require.Equal(t, "orders:dev-1", m.GetProperty(envelope.HeaderID))
 		require.ElementsMatch(t, []string{"order-1", "orders:dev-1"}, strings.Fields(m.GetKeys()))
 	case <-time.After(30 * time.Second):
 		t.Fatalf("nothing consumed from the dev stand-in; center said:\n%s", dev.output.String())

@@ -15,7 +15,6 @@ import (
 
 	"github.com/eventcenter/eventcenter/clientlib"
 	"github.com/eventcenter/eventcenter/envelope"
-	"github.com/eventcenter/eventcenter/forwarder/rocketmq"
 	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake/rmqtest"
 )
 
@@ -189,7 +188,7 @@ func collectRMQ(t *testing.T, nameServer, topic string) *rmqCollector {
 			select {
 			case m := <-ch:
 				c.mu.Lock()
-				id := m.GetProperty(rocketmq.IDProperty)
+				id := m.GetProperty(envelope.HeaderID)
 				c.byID[id] = append(c.byID[id], m)
 				c.mu.Unlock()
 			case <-ctx.Done():

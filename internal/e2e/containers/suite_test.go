@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/eventcenter/eventcenter/clientlib"
-	"github.com/eventcenter/eventcenter/forwarder/rocketmq"
+	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/internal/center"
 	"github.com/eventcenter/eventcenter/internal/config"
 	"github.com/eventcenter/eventcenter/state"
@@ -152,7 +152,7 @@ func TestRocketMQTargetKafkaPostgres(t *testing.T) {
 			require.Equal(t, "TagA", m.GetTags(), id)
 			require.ElementsMatch(t, []string{"fk-" + key, id}, strings.Fields(m.GetKeys()), id)
 			require.Equal(t, "t-"+key, m.GetProperty("trace"), id)
-			require.Equal(t, id, m.GetProperty(rocketmq.IDProperty), id)
+			require.Equal(t, id, m.GetProperty(envelope.HeaderID), id)
 		}
 		if i < 10 {
 			row := waitRow(t, c, key, 30*time.Second, isSent)

@@ -1,0 +1,69 @@
+package checkback
+
+import (
+	"net/url"
+	"strings"
+)
+
+// Triple describes a Triple endpoint to build: the inverse of what
+// ParseEndpoint reads from tri:// and tris:// endpoints.
+type Triple struct {
+	// TLS selects tris:// (Triple over https) instead of tri://.
+	TLS bool
+	// Host is host:port (or a host; the scheme's default port applies).
+	Host string
+	// Interface is the service interface; required.
+	Interface string
+	// Method defaults to DefaultMethod.
+	Method string
+	// Version and Group become the version and group parameters.
+	Version string
+	Group   string
+	// BizID is the bizid parameter: none for BizIDAuto.
+	BizID BizIDEncoding
+}
+
+// String spells t as tri[s]://host:port/<interface>/<method>
+// [?bizid=&group=&version=], the method defaulting to DefaultMethod and
+// the query parameters in name order and escaped. It does not check the
+// result: BuildTriple does, and callers that report their own errors pass
+// it to CheckEndpoint.
+func (t Triple) String() string {
+	scheme := "tri"
+	if t.TLS {
+		scheme = "tris"
+	}
+	method := t.Method
+	if method == "" {
+		method = DefaultMethod
+	}
+	q := url.Values{}
+	if t.Version != "" {
+		q.Set("version", t.Version)
+	}
+	if t.Group != "" {
+		q.Set("group", t.Group)
+	}
+	switch t.BizID {
+	case BizIDInt:
+		q.Set("bizid", "int")
+	case BizIDString:
+		q.Set("bizid", "string")
+	}
+	u := url.URL{Scheme: scheme, Host: t.Host, Path: "/" + t.Interface + "/" + method, RawQuery: q.Encode()}
+	return u.String()
+}
+
+// BuildTriple returns t.String() after checking it: the interface is
+// required, neither it nor the method may contain '/', and ParseEndpoint
+// must read the result back. The error is an *EndpointError.
+func BuildTriple(t Triple) (string, error) {
+	if t.Interface == "" || strings.Contains(t.Interface, "/") || strings.Contains(t.Method, "/") {
+		return "", &EndpointError{Endpoint: redact(t.String()), Reason: "a Triple endpoint needs an interface, and neither it nor the method may contain '/'"}
+	}
+	s := t.String()
+	if _, err := ParseEndpoint(s); err != nil {
+		return "", err
+	}
+	return s, nil
+}
