@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sony/gobreaker/v2"
+	circuit "github.com/eventcenter/eventcenter/internal/breaker"
 )
 
 // breaker pauses a target that keeps failing. After threshold consecutive
@@ -23,51 +23,38 @@ import (
 // ten cooldowns. For the same reason failures that span less than minFailing
 // (quick retries through a short burst) do not open it.
 //
-// The circuit itself is sony/gobreaker's, the verifier's breaker too: its
-// states, its single half-open probe (MaxRequests 1), and its generations,
-// which drop the outcome of a batch sent before the last state change. What
-// the forwarder adds sits in gobreaker's hooks (IsSuccessful counts rounds,
-// ReadyToTrip applies threshold and minFailing, OnStateChange times the
-// cooldown) and in allow, which keeps the cooldown on the injected clock:
-// gobreaker's own timer, on the wall clock, is set to its minimum, so the
-// circuit is half-open as soon as allow lets a probe through.
+// The circuit is internal/breaker's, the verifier's too: gobreaker's states,
+// single half-open probe and generations (which drop the outcome of a batch
+// sent before the last state change), the cooldown timed on the clock the
+// forwarder passes in, and the breaker.Rounds trip rule. What the forwarder
+// adds is a batch's pass (its round, whether it is the probe) and the
+// circuit's restart on a late success (reset).
 type breaker struct {
 	threshold   int // <= 0: disabled
 	minFailing  time.Duration
 	cooldown    time.Duration
 	maxCooldown time.Duration
 
-	// mu serialises every call into cb, so the hooks, which gobreaker runs
-	// inside those calls, see now and report through opened and closed.
+	// mu serialises every call into cb, so that its clock (now) and its
+	// state-change hook (state, opened, closed, pause) are the call's.
 	mu     sync.Mutex
-	cb     *gobreaker.TwoStepCircuitBreaker[struct{}]
+	cb     *circuit.Breaker
+	rule   *circuit.Rounds
 	epoch  uint64 // counts circuits: a pass of an abandoned one is outdated
-	state  gobreaker.State
-	now    time.Time // the time of the call in progress
-	fails  int
-	since  time.Time // the first of the consecutive failures
-	round  uint64    // counted failures so far; a batch remembers the round it began in
-	counts bool      // the outcome being reported is a counted failure
+	state  circuit.State
+	now    time.Time // the time of the call in progress: cb's clock
 	pause  time.Duration
-	until  time.Time // open: no probe before this
-	opened bool      // the call in progress opened the circuit
-	closed bool      // the call in progress closed it
+	opened bool // the call in progress opened the circuit
+	closed bool // the call in progress closed it
 }
 
-// gobreaker's smallest open-state timeout: the cooldown is timed by allow.
-const circuitTimeout = time.Nanosecond
-
-// errAborted ends a pass that was not used; gobreaker excludes it (a probe's
-// slot is freed).
+// errAborted ends a pass that was not used; the circuit excludes it (a
+// probe's slot is freed).
 var errAborted = errors.New("send aborted")
 
-// roundFailure is a failed batch and the round it was sent in.
-type roundFailure struct{ round uint64 }
-
-func (roundFailure) Error() string { return "batch failed" }
-
 func newBreaker(threshold int, minFailing, cooldown, maxCooldown time.Duration) *breaker {
-	b := &breaker{threshold: threshold, minFailing: minFailing, cooldown: cooldown, maxCooldown: maxCooldown}
+	b := &breaker{threshold: threshold, minFailing: minFailing, cooldown: cooldown, maxCooldown: maxCooldown,
+		rule: &circuit.Rounds{Threshold: threshold, MinFailing: minFailing}}
 	b.reset()
 	return b
 }
@@ -76,19 +63,19 @@ func newBreaker(threshold int, minFailing, cooldown, maxCooldown time.Duration) 
 // outdated: done and release do not report them to it.
 func (b *breaker) reset() {
 	b.epoch++
-	b.state = gobreaker.StateClosed
-	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-		MaxRequests:   1,
-		Timeout:       circuitTimeout,
-		IsSuccessful:  b.isSuccessful,
-		ReadyToTrip:   b.readyToTrip,
+	b.state = circuit.StateClosed
+	b.cb = circuit.New(circuit.Config{
+		Now:           func() time.Time { return b.now },
+		Cooldown:      b.cooldown,
+		MaxCooldown:   b.maxCooldown,
+		Rule:          b.rule,
 		IsExcluded:    func(err error) bool { return errors.Is(err, errAborted) },
 		OnStateChange: b.stateChanged,
 	})
 }
 
 // pass is a batch's permission to be sent: the round it began in, whether
-// it is the probe of an open breaker, and gobreaker's outcome callback.
+// it is the probe of an open breaker, and the circuit's outcome callback.
 type pass struct {
 	round uint64
 	probe bool
@@ -105,15 +92,12 @@ func (b *breaker) allow(now time.Time) (pass, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.now = now
-	if b.state != gobreaker.StateClosed && now.Before(b.until) {
-		return pass{}, false
-	}
-	probe := b.state != gobreaker.StateClosed
+	probe := b.state != circuit.StateClosed
 	done, err := b.cb.Allow()
-	if err != nil { // half-open and the probe is out
+	if err != nil { // open and cooling down, or half-open and the probe is out
 		return pass{}, false
 	}
-	return pass{round: b.round, probe: probe, epoch: b.epoch, done: done}, true
+	return pass{round: b.rule.Round(), probe: probe, epoch: b.epoch, done: done}, true
 }
 
 // isOpen tells whether the breaker is open (sends paused or probing).
@@ -123,7 +107,7 @@ func (b *breaker) isOpen() bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.state != gobreaker.StateClosed
+	return b.state != circuit.StateClosed
 }
 
 // done records a batch's outcome: failed means nothing was acknowledged and
@@ -142,26 +126,27 @@ func (b *breaker) done(p pass, failed bool, now time.Time) (opened, closed bool,
 		// current one. Closed, it reports there; open, only a success
 		// counts (below).
 		p.probe, p.done = false, nil
-		if b.state == gobreaker.StateClosed {
+		if b.state == circuit.StateClosed {
 			if d, err := b.cb.Allow(); err == nil {
 				p.done = d
 			}
 		}
 	}
 	switch {
-	case !failed && !p.probe && b.state != gobreaker.StateClosed:
+	case !failed && !p.probe && b.state != circuit.StateClosed:
 		// A batch sent before the breaker opened got through: the
-		// target works again. gobreaker would drop this outcome (an
-		// older generation), so the circuit starts afresh.
+		// target works again. The circuit would drop this outcome (an
+		// older generation), so it starts afresh.
 		b.reset()
-		b.fails, b.pause, b.closed = 0, 0, true
+		b.rule.EndStreak()
+		b.pause, b.closed = 0, true
 	case !failed:
-		b.fails = 0 // any success ends the streak, even an outdated one
+		b.rule.EndStreak() // any success ends the streak, even an outdated one
 		if p.done != nil {
 			p.done(nil)
 		}
 	case p.done != nil:
-		p.done(roundFailure{p.round})
+		p.done(circuit.RoundFailure{Round: p.round})
 	}
 	return b.opened, b.closed, b.pause
 }
@@ -178,45 +163,16 @@ func (b *breaker) release(p pass) {
 	}
 }
 
-// isSuccessful is gobreaker's IsSuccessful. A failure counts only in the
-// closed state and for a batch sent in the current round.
-func (b *breaker) isSuccessful(err error) bool {
-	b.counts = false
-	var f roundFailure
-	if !errors.As(err, &f) {
-		b.fails = 0
-		return true
-	}
-	if b.state == gobreaker.StateClosed && f.round == b.round {
-		b.counts = true
-		b.round++
-		if b.fails == 0 {
-			b.since = b.now
-		}
-		b.fails++
-	}
-	return false
-}
-
-// readyToTrip is gobreaker's ReadyToTrip: threshold counted failures that
-// began at least minFailing ago.
-func (b *breaker) readyToTrip(gobreaker.Counts) bool {
-	return b.counts && b.fails >= b.threshold && b.now.Sub(b.since) >= b.minFailing
-}
-
-// stateChanged is gobreaker's OnStateChange: it times the cooldown.
-func (b *breaker) stateChanged(_ string, from, to gobreaker.State) {
-	b.state = to
+// stateChanged is the circuit's OnStateChange, run inside a call into cb
+// (b.mu held): it reports the change to the call in progress.
+func (b *breaker) stateChanged(c circuit.Change) {
+	b.state = c.To
 	switch {
-	case to == gobreaker.StateOpen && from == gobreaker.StateClosed:
-		b.opened = true
-		b.pause = min(b.cooldown, b.maxCooldown)
-		b.until = b.now.Add(b.pause)
-	case to == gobreaker.StateOpen: // a failed probe: open for longer
-		b.pause = min(2*b.pause, b.maxCooldown)
-		b.until = b.now.Add(b.pause)
-	case to == gobreaker.StateClosed:
+	case c.To == circuit.StateOpen:
+		b.opened = b.opened || c.From == circuit.StateClosed
+		b.pause = c.Pause
+	case c.To == circuit.StateClosed:
 		b.closed = true
-		b.fails, b.pause = 0, 0
+		b.pause = 0
 	}
 }

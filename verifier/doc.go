@@ -104,8 +104,9 @@
 // not put off. A hanging or slow producer thus holds only its own slots
 // and never delays other endpoints.
 //
-// Each endpoint has a circuit breaker (sony/gobreaker; its cool-down runs
-// on the wall clock). It opens on the endpoint failing, not on what it
+// Each endpoint has a circuit breaker (internal/breaker, the forwarder's
+// too, with the breaker.DistinctKeys rule; its cool-down runs on the wall
+// clock). It opens on the endpoint failing, not on what it
 // answers for one key: only a call that got no answer in time, a transport
 // error (connection refused or reset, DNS, closed before a full answer), or
 // HTTP 5xx or 429 is a fault, and it takes faults on BreakerFailures

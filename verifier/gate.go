@@ -10,9 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sony/gobreaker/v2"
-
 	"github.com/eventcenter/eventcenter/envelope/checkback"
+	"github.com/eventcenter/eventcenter/internal/breaker"
 	"github.com/eventcenter/eventcenter/state"
 )
 
@@ -44,7 +43,7 @@ func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code,
 // body (HTML, empty, too large), a JSON-RPC error, 4xx, a redirect. Such
 // answers concern one key (a producer bug, a bad message) and are retried
 // per message with its backoff; pausing the endpoint for them would delay
-// every other key's answer. See also breakerRun: even faults open the
+// every other key's answer. See also keyedFault: even faults open the
 // circuit only when they hit several distinct keys in a row.
 func endpointFault(err error) bool {
 	if err == nil {
@@ -68,56 +67,19 @@ func faultOf(key string, err error) error {
 	return &keyedFault{key: key, err: err}
 }
 
-// keyedFault is an endpoint fault and the message key it happened for.
+// keyedFault is an endpoint fault and the message key it happened for;
+// the circuit (breaker.DistinctKeys) counts the distinct keys of a run of
+// them: it opens when that reaches BreakerFailures, so one key answered 5xx
+// (or timing out) again and again never opens it, while a dead endpoint,
+// which fails every key, does.
 type keyedFault struct {
 	key string
 	err error
 }
 
-func (f *keyedFault) Error() string { return f.key + ": " + f.err.Error() }
-func (f *keyedFault) Unwrap() error { return f.err }
-
-// breakerRun is the current run of consecutive faults of one endpoint: the
-// distinct message keys it hit. The circuit opens when that reaches
-// BreakerFailures, so one key answered 5xx (or timing out) again and again
-// never opens it, while a dead endpoint, which fails every key, does.
-// gobreaker calls isSuccessful, readyToTrip and the state-change hook with
-// its own lock held, in the order the results are counted; mu only makes
-// the run safe on its own.
-type breakerRun struct {
-	mu   sync.Mutex
-	need int
-	keys map[string]struct{}
-}
-
-// isSuccessful is the breaker's IsSuccessful: anything but a keyed fault
-// is a success and ends the run.
-func (r *breakerRun) isSuccessful(err error) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var f *keyedFault
-	if !errors.As(err, &f) {
-		clear(r.keys)
-		return true
-	}
-	if len(r.keys) < r.need {
-		r.keys[f.key] = struct{}{}
-	}
-	return false
-}
-
-// readyToTrip is the breaker's ReadyToTrip.
-func (r *breakerRun) readyToTrip(gobreaker.Counts) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.keys) >= r.need
-}
-
-func (r *breakerRun) reset() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	clear(r.keys)
-}
+func (f *keyedFault) Error() string      { return f.key + ": " + f.err.Error() }
+func (f *keyedFault) Unwrap() error      { return f.err }
+func (f *keyedFault) FailureKey() string { return f.key }
 
 // job is one claimed message ready to be called.
 type job struct {
@@ -134,7 +96,7 @@ type job struct {
 type gate struct {
 	cap      int
 	queueCap int
-	breaker  *gobreaker.TwoStepCircuitBreaker[struct{}]
+	breaker  *breaker.Breaker
 
 	mu       sync.Mutex
 	active   int
@@ -295,30 +257,30 @@ func (gs *gates) get(host string) *gate {
 		running:    map[uint64]time.Time{},
 		probeGrace: gs.coolDown / 2,
 	}
-	run := &breakerRun{need: gs.failures, keys: map[string]struct{}{}}
-	g.breaker = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-		Name:         host,
-		MaxRequests:  1,
-		Timeout:      gs.coolDown,
-		ReadyToTrip:  run.readyToTrip,
-		IsSuccessful: run.isSuccessful,
-		IsExcluded:   func(err error) bool { return errors.Is(err, errShutdown) },
-		OnStateChange: func(name string, from, to gobreaker.State) {
+	// The cool-down runs on the wall clock, as the probe grace does
+	// (holdForProbe): the verifier's clock (Config.Now) dates messages.
+	g.breaker = breaker.New(breaker.Config{
+		Name:        host,
+		Now:         time.Now,
+		Cooldown:    gs.coolDown,
+		MaxCooldown: gs.coolDown,
+		Rule:        &breaker.DistinctKeys{Need: gs.failures},
+		IsExcluded:  func(err error) bool { return errors.Is(err, errShutdown) },
+		OnStateChange: func(c breaker.Change) {
 			// Called with the breaker's lock held: takes g.mu, so nothing
 			// may call the breaker with g.mu held.
-			run.reset()
-			if to == gobreaker.StateHalfOpen {
+			if c.To == breaker.StateHalfOpen {
 				g.setHalfOpen(time.Now())
 			} else {
 				g.setHalfOpen(time.Time{})
 			}
 			switch {
-			case from == gobreaker.StateClosed:
+			case c.From == breaker.StateClosed:
 				gs.metrics.circuitOpen.Inc()
-			case to == gobreaker.StateClosed:
+			case c.To == breaker.StateClosed:
 				gs.metrics.circuitOpen.Dec()
 			}
-			gs.log.Warn("check-back endpoint circuit "+to.String(), "endpoint", name, "from", from.String())
+			gs.log.Warn("check-back endpoint circuit "+c.To.String(), "endpoint", c.Name, "from", c.From.String())
 		},
 	})
 	gs.m[host] = g

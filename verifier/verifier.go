@@ -8,12 +8,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sony/gobreaker/v2"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventcenter/eventcenter/envelope/checkback"
+	"github.com/eventcenter/eventcenter/internal/breaker"
 	"github.com/eventcenter/eventcenter/internal/startstop"
 	"github.com/eventcenter/eventcenter/internal/tracing"
 	"github.com/eventcenter/eventcenter/state"
@@ -416,9 +416,9 @@ func (v *Verifier) endpointFor(m *state.Message, r *resolved) (ep checkback.Endp
 // message never called before when there is one.
 func (v *Verifier) breakerHold(g *gate, j *job, now time.Time) (time.Time, string, bool) {
 	switch g.breaker.State() { // never with g.mu held: may call OnStateChange
-	case gobreaker.StateOpen:
+	case breaker.StateOpen:
 		return v.afterCoolDown(now), fmt.Sprintf("endpoint %s circuit open", j.ep.Host), true
-	case gobreaker.StateHalfOpen:
+	case breaker.StateHalfOpen:
 		if j.m.VerifyAttempts <= 1 {
 			return time.Time{}, "", false
 		}
