@@ -152,6 +152,8 @@ func TestDecodeValidationErrors(t *testing.T) {
 		{"verify port letters", native("b:k", "", with("ec-verify", "http://h:8o/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
 		{"verify empty port", native("b:k", "", with("ec-verify", "http://h:/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
 		{"verify long port", native("b:k", "", with("ec-verify", "http://h:123456/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
+		{"verify encoded slash", native("b:k", "", with("ec-verify", "http://h/cb%2f..%2fadmin")...), envelope.Decoder{}, "ec-verify", "encoded slash", envelope.ErrInvalid},
+		{"verify encoded dots", native("b:k", "", with("ec-verify", "http://h/cb/%2e%2e/admin")...), envelope.Decoder{}, "ec-verify", "dot segments", envelope.ErrInvalid},
 		{"verify bad host", native("b:k", "", with("ec-verify", "http://h!x/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
 		{"verify bad ipv6", native("b:k", "", with("ec-verify", "http://[::1/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},
 		{"verify ipv6 junk", native("b:k", "", with("ec-verify", "http://[::1]x/")...), envelope.Decoder{}, "ec-verify", "bad host or port", envelope.ErrInvalid},

@@ -51,7 +51,12 @@ func parseAllowRule(s string) (allowRule, error) {
 	} else if strings.HasSuffix(u.Host, ":") {
 		return allowRule{}, errors.New("empty port")
 	}
-	p := u.Path
+	// The path as written: endpoints are matched on their escaped path, so
+	// an encoded "/" or dot segment can never pass for a segment boundary.
+	p := u.EscapedPath()
+	if hasEncodedEscape(p) {
+		return allowRule{}, errors.New("an encoded slash, backslash or dot segment in the path (%2F, %5C, %2E)")
+	}
 	if p == "/" {
 		p = ""
 	}
@@ -61,7 +66,10 @@ func parseAllowRule(s string) (allowRule, error) {
 
 // allows tells whether e matches the rule: same scheme, host and port, and
 // for a prefix rule, the same path or a path below it (segment-wise, so
-// /check does not allow /checkout).
+// /check does not allow /checkout). Paths are compared escaped, as written:
+// /cb%2f..%2fadmin is not below /cb/ (the endpoint grammar refuses it
+// anyway), and an endpoint spelling a plain character as %XX does not
+// match a rule spelling it plainly.
 func (r allowRule) allows(e checkback.Endpoint) bool {
 	if r.scheme != e.Scheme || r.host != e.Host {
 		return false
@@ -69,7 +77,26 @@ func (r allowRule) allows(e checkback.Endpoint) bool {
 	if r.path == "" {
 		return true
 	}
-	p := "/" + strings.Trim(e.PathUnescaped(), "/")
+	if hasEncodedEscape(e.Path) {
+		return false
+	}
+	p := "/" + strings.Trim(e.Path, "/")
 	rp := strings.TrimSuffix(r.path, "/")
 	return p == rp || strings.HasPrefix(p, rp+"/")
+}
+
+// hasEncodedEscape tells whether an escaped path holds %2F, %5C or %2E in
+// any case: a slash, backslash or dot that a server decoding the path would
+// see and a prefix comparison would not.
+func hasEncodedEscape(p string) bool {
+	for i := 0; i+2 < len(p); i++ {
+		if p[i] != '%' {
+			continue
+		}
+		switch strings.ToLower(p[i+1 : i+3]) {
+		case "2f", "5c", "2e":
+			return true
+		}
+	}
+	return false
 }

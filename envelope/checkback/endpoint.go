@@ -135,8 +135,11 @@ var registrySchemes = [...]string{"dubbo", "zookeeper", "nacos", "registry"}
 //
 // The scheme is case-insensitive. The host is a name of letters, digits,
 // '.', '-', '_' or a bracketed IPv6 address without zone; the port is 1 to
-// 5 digits. Path and query are printable ASCII with valid %-escapes and no
-// dot segments. No credentials, no fragment. bizid, where given, is int or
+// 5 digits. Path and query are printable ASCII with valid %-escapes; the
+// path has no dot segments, plain or %2E-spelled, and no encoded slash or
+// backslash (%2F, %5C in any case), so that no server decoding it can route
+// it outside the path it shows (the allow list matches that path as
+// written). No credentials, no fragment. bizid, where given, is int or
 // string. An endpoint without a direct host (a Dubbo registry address) is
 // refused until registry lookup exists.
 //
@@ -208,6 +211,9 @@ func check(s string) string {
 			return "dot segments in the path"
 		}
 	}
+	if hasEncodedSeparator(path) {
+		return "encoded slash or backslash (%2F, %5C) in the path"
+	}
 	switch lower {
 	case "tri", "tris":
 		iface, method, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
@@ -278,6 +284,22 @@ func checkHostPort(a string) string {
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// hasEncodedSeparator tells whether an escaped path holds %2F or %5C in
+// any case: a server that decodes them before routing would see segments
+// (and dot segments) the endpoint grammar and the allow list never saw.
+func hasEncodedSeparator(path string) bool {
+	for i := 0; i+2 < len(path); i++ {
+		if path[i] != '%' {
+			continue
+		}
+		hi, lo := path[i+1], path[i+2]|0x20 // lower-case a hex letter
+		if hi == '2' && lo == 'f' || hi == '5' && lo == 'c' {
+			return true
+		}
+	}
+	return false
 }
 
 // isDotSegment tells whether an escaped path segment is "." or "..",
