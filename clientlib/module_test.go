@@ -11,7 +11,8 @@ import (
 // clientlib is its own module so that a producer importing it gets
 // franz-go (and the OpenTelemetry API) and nothing of the center (no database driver, no RocketMQ
 // client, no testcontainers, no chromedp). Its go.mod requires only
-// franz-go and its compression libraries, plus test-only modules, and
+// franz-go and its compression libraries, the envelope module (standard
+// library only), plus test-only modules, and
 // never the center's module or a replace (which a producer's build would
 // ignore or could not resolve).
 func TestModuleNeedsOnlyFranzGo(t *testing.T) {
@@ -19,15 +20,17 @@ func TestModuleNeedsOnlyFranzGo(t *testing.T) {
 	b, err := os.ReadFile("go.mod")
 	require.NoError(t, err, "clientlib must be a module of its own")
 	allowed := map[string]bool{
-		"github.com/twmb/franz-go":              true,
-		"github.com/twmb/franz-go/pkg/kmsg":     true,
-		"github.com/twmb/franz-go/plugin/kslog": true, // franz-go's slog adapter
-		"github.com/klauspost/compress":         true, // franz-go's compression
-		"github.com/pierrec/lz4/v4":             true, // franz-go's compression
-		"github.com/twmb/franz-go/pkg/kfake":    true, // tests and examples
-		"github.com/stretchr/testify":           true, // tests
-		"go.uber.org/goleak":                    true, // tests
-		"go.yaml.in/yaml/v3":                    true, // testify's
+		// The wire format and check-back protocol: standard library only.
+		"github.com/eventcenter/eventcenter/envelope": true,
+		"github.com/twmb/franz-go":                    true,
+		"github.com/twmb/franz-go/pkg/kmsg":           true,
+		"github.com/twmb/franz-go/plugin/kslog":       true, // franz-go's slog adapter
+		"github.com/klauspost/compress":               true, // franz-go's compression
+		"github.com/pierrec/lz4/v4":                   true, // franz-go's compression
+		"github.com/twmb/franz-go/pkg/kfake":          true, // tests and examples
+		"github.com/stretchr/testify":                 true, // tests
+		"go.uber.org/goleak":                          true, // tests
+		"go.yaml.in/yaml/v3":                          true, // testify's
 		// The OpenTelemetry API (not the SDK): Prepare reads the span of its
 		// context and sends its W3C trace context. Small, no exporter, no
 		// gRPC; xxhash is what its trace package needs.
