@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -37,47 +38,90 @@ const (
 // is answered as a failure (unknown to the center, which asks again).
 type CheckbackFunc func(ctx context.Context, bizID, messageKey string) (Decision, error)
 
-// CheckbackOption configures NewCheckbackHandler.
-type CheckbackOption func(*checkbackConfig)
+// CheckbackOption configures NewCheckbackHandler. Options are built only
+// by this package's With... functions.
+type CheckbackOption interface{ applyCheckback(*checkbackConfig) }
+
+type checkbackOptionFunc func(*checkbackConfig)
+
+func (f checkbackOptionFunc) applyCheckback(c *checkbackConfig) { f(c) }
 
 type checkbackConfig struct {
 	secrets      [][]byte
-	maxSkew      time.Duration
+	maxAge       time.Duration
+	maxFuture    time.Duration
+	acceptV1     bool
+	replaySize   int
 	tripleMethod string
 	log          *slog.Logger
 	now          func() time.Time
 }
 
+// DefaultReplayCacheSize is how many accepted signatures the check-back
+// handler remembers by default to refuse replays (see WithReplayCacheSize).
+const DefaultReplayCacheSize = 100_000
+
 // WithSecret makes the handler require the center's EC-Signature header,
-// an HMAC-SHA256 with this secret (the bizID's secret in the center's
-// configuration). Requests without it, with a wrong one or with a
-// timestamp more than the allowed skew (5 minutes) away are answered 401.
-// Give it more than once to accept several secrets while rotating.
+// the v2 HMAC-SHA256 with this secret (the bizID's secret in the center's
+// configuration) over the canonical request (checkback.Signed.Canonical:
+// method, Host, request target, Triple version and group, body hash).
+// Requests without it, with a wrong one, with a timestamp older than 5
+// minutes (WithSignatureSkew) or more than 30 seconds ahead
+// (WithSignatureFutureSkew), or with a signature already accepted once
+// (a replay) are answered 401. Give it more than once to accept several
+// secrets while rotating.
 func WithSecret(secret string) CheckbackOption {
-	return func(c *checkbackConfig) { c.secrets = append(c.secrets, []byte(secret)) }
+	return checkbackOptionFunc(func(c *checkbackConfig) { c.secrets = append(c.secrets, []byte(secret)) })
 }
 
-// WithSignatureSkew sets how far a signature's timestamp may be from the
-// handler's clock (default 5 minutes).
+// WithSignatureSkew sets how old a signature's timestamp may be by the
+// handler's clock (default 5 minutes). Accepted signatures are remembered
+// this long to refuse replays.
 func WithSignatureSkew(d time.Duration) CheckbackOption {
-	return func(c *checkbackConfig) { c.maxSkew = d }
+	return checkbackOptionFunc(func(c *checkbackConfig) { c.maxAge = d })
+}
+
+// WithSignatureFutureSkew sets how far ahead of the handler's clock a
+// signature's timestamp may be (default 30 seconds).
+func WithSignatureFutureSkew(d time.Duration) CheckbackOption {
+	return checkbackOptionFunc(func(c *checkbackConfig) { c.maxFuture = d })
+}
+
+// WithLegacySignatureV1 also accepts the legacy v1 signature
+// (EC-Signature: t=..,v1=..), sent by centers before v2 or by a center
+// whose bizID has SignV1 set. v1 is weak: one request's signature can be
+// moved onto another (the handler refuses a GET with a body, which closes
+// the known move on the HTTP shape, not on POST), and it covers neither
+// the Host nor the Triple headers. Use it only while the center is being
+// upgraded; by default only v2 is accepted.
+func WithLegacySignatureV1() CheckbackOption {
+	return checkbackOptionFunc(func(c *checkbackConfig) { c.acceptV1 = true })
+}
+
+// WithReplayCacheSize bounds how many accepted signatures are remembered
+// to refuse replays (default DefaultReplayCacheSize, about 200 bytes
+// each). When it is full the signature nearest its expiry is forgotten
+// first, so size it above the handler's check-back rate times the
+// signature window (5 minutes).
+func WithReplayCacheSize(n int) CheckbackOption {
+	return checkbackOptionFunc(func(c *checkbackConfig) { c.replaySize = n })
 }
 
 // WithTripleMethod names the Triple method (the last path segment of
 // POST /{interface}/{method}); default verifyMessage. The JSON-RPC method
 // has the same name (its first letter in either case).
 func WithTripleMethod(name string) CheckbackOption {
-	return func(c *checkbackConfig) { c.tripleMethod = name }
+	return checkbackOptionFunc(func(c *checkbackConfig) { c.tripleMethod = name })
 }
 
 // WithCheckbackLogger sets the logger for errors of fn (default slog.Default()).
 func WithCheckbackLogger(l *slog.Logger) CheckbackOption {
-	return func(c *checkbackConfig) { c.log = l }
+	return checkbackOptionFunc(func(c *checkbackConfig) { c.log = l })
 }
 
 // WithCheckbackClock sets the clock used to check signature timestamps.
 func WithCheckbackClock(now func() time.Time) CheckbackOption {
-	return func(c *checkbackConfig) { c.now = now }
+	return checkbackOptionFunc(func(c *checkbackConfig) { c.now = now })
 }
 
 // maxCheckbackBody bounds a check-back request body.
@@ -99,13 +143,19 @@ const maxCheckbackBody = 64 << 10
 //     {"jsonrpc":"2.0","id":..,"result":2|3|1}, or a JSON-RPC error for a bad
 //     request.
 //
-// An error from fn is answered 500 (HTTP and Triple) or as a JSON-RPC
-// internal error, all of which the center reads as unknown. Mount it on the
-// paths the endpoints name, or on "/".
+// A GET with a body is answered 400. An error from fn is answered 500
+// (HTTP and Triple) or as a JSON-RPC internal error, all of which the
+// center reads as unknown. With WithSecret every request must be signed
+// (see there). Mount it on the paths the endpoints name, or on "/"; a
+// proxy in front must pass the Host header through as the center sent it
+// (host:port), since the signature covers it.
 func NewCheckbackHandler(fn CheckbackFunc, opts ...CheckbackOption) http.Handler {
-	c := checkbackConfig{maxSkew: 5 * time.Minute, tripleMethod: checkback.DefaultMethod}
+	c := checkbackConfig{
+		maxAge: checkback.DefaultMaxAge, maxFuture: checkback.DefaultMaxFuture,
+		replaySize: DefaultReplayCacheSize, tripleMethod: checkback.DefaultMethod,
+	}
 	for _, o := range opts {
-		o(&c)
+		o.applyCheckback(&c)
 	}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -113,12 +163,22 @@ func NewCheckbackHandler(fn CheckbackFunc, opts ...CheckbackOption) http.Handler
 	if c.now == nil {
 		c.now = time.Now
 	}
-	return &checkbackHandler{fn: fn, cfg: c}
+	if c.maxAge <= 0 {
+		c.maxAge = checkback.DefaultMaxAge
+	}
+	if c.maxFuture <= 0 {
+		c.maxFuture = checkback.DefaultMaxFuture
+	}
+	if c.replaySize <= 0 {
+		c.replaySize = DefaultReplayCacheSize
+	}
+	return &checkbackHandler{fn: fn, cfg: c, replays: newReplayCache(c.replaySize)}
 }
 
 type checkbackHandler struct {
-	fn  CheckbackFunc
-	cfg checkbackConfig
+	fn      CheckbackFunc
+	cfg     checkbackConfig
+	replays *replayCache
 }
 
 func (h *checkbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -131,13 +191,14 @@ func (h *checkbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		return
 	}
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && len(body) > 0 {
+		// The HTTP shape carries everything in the query; a body on GET can
+		// only be an attempt to shift signed bytes between target and body.
+		writeJSON(w, http.StatusBadRequest, map[string]string{"status": "FAIL", "message": "a GET check-back has no body"})
+		return
+	}
 	if len(h.cfg.secrets) > 0 {
-		target := r.RequestURI
-		if target == "" {
-			target = r.URL.RequestURI()
-		}
-		if err := checkback.Verify(h.cfg.secrets, r.Header.Get(checkback.SignatureHeader), h.cfg.now(), h.cfg.maxSkew,
-			r.Method, target, body); err != nil {
+		if err := h.verify(r, body); err != nil {
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"status": "FAIL", "message": err.Error()})
 			return
 		}
@@ -155,6 +216,25 @@ func (h *checkbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, POST")
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"status": "FAIL", "message": "method not allowed"})
 	}
+}
+
+// errReplayed: the signature was accepted before.
+var errReplayed = errors.New("EC-Signature already used (replay)")
+
+// verify checks the request's signature and that it was not seen before.
+func (h *checkbackHandler) verify(r *http.Request, body []byte) error {
+	now := h.cfg.now()
+	v, err := checkback.Verify(r.Header.Get(checkback.SignatureHeader), checkback.SignedRequest(r, body), checkback.VerifyOptions{
+		Secrets: h.cfg.secrets, Now: now, MaxAge: h.cfg.maxAge, MaxFuture: h.cfg.maxFuture, AcceptV1: h.cfg.acceptV1,
+	})
+	if err != nil {
+		return err
+	}
+	// The signature is refused as stale after At+maxAge: remember it that long.
+	if h.replays.seen(v.MAC, v.At.Add(h.cfg.maxAge), now) {
+		return errReplayed
+	}
+	return nil
 }
 
 func (h *checkbackHandler) decide(ctx context.Context, bizID, key string) (Decision, bool) {

@@ -159,41 +159,68 @@ func TestCheckbackHandlerBodyLimit(t *testing.T) {
 	require.Equal(t, http.StatusRequestEntityTooLarge, code)
 }
 
-func signForTest(secret string, t int64, method, target, body string) string {
+// signV1ForTest is the legacy v1 header, computed independently:
+// HMAC-SHA256 of "<t>.<METHOD>.<target>.<body>".
+func signV1ForTest(secret string, t int64, method, target, body string) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	ts := strconv.FormatInt(t, 10)
 	m.Write([]byte(ts + "." + method + "." + target + "." + body))
 	return "t=" + ts + ",v1=" + hex.EncodeToString(m.Sum(nil))
 }
 
+// signV2ForTest is the v2 header for r (as httptest.NewRequest builds it:
+// Host example.com) with body.
+func signV2ForTest(secret string, at time.Time, r *http.Request, body string) string {
+	return checkback.Sign([]byte(secret), at, checkback.SignedRequest(r, []byte(body)))
+}
+
 func TestCheckbackHandlerSignature(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
-	h := newTestCheckbackHandler(WithSecret("old"), WithSecret("s3cret"), WithCheckbackClock(func() time.Time { return now }))
 	const target = "/com.example.TxChecker/verifyMessage"
 	const body = `[1001,"c1"]`
+	newReq := func() *http.Request {
+		r := httptest.NewRequest(http.MethodPost, target, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		return r
+	}
+	sign := func(secret string, at time.Time, edit func(*http.Request), body string) string {
+		r := newReq()
+		if edit != nil {
+			edit(r)
+		}
+		return signV2ForTest(secret, at, r, body)
+	}
+	ts := strconv.FormatInt(now.Unix(), 10)
 	for _, tc := range []struct {
 		name, header string
 		code         int
 	}{
-		{"good", signForTest("s3cret", now.Unix(), "POST", target, body), 200},
-		{"good with the older secret", signForTest("old", now.Unix(), "POST", target, body), 200},
-		{"two v1, one good", signForTest("s3cret", now.Unix(), "POST", target, body) + ",v1=00ff", 200},
-		{"within skew", signForTest("s3cret", now.Add(-4*time.Minute).Unix(), "POST", target, body), 200},
+		{"good", sign("s3cret", now, nil, body), 200},
+		{"good with the older secret", sign("old", now, nil, body), 200},
+		{"two v2, one good", sign("s3cret", now, nil, body) + ",v2=00ff", 200},
+		{"within the past window", sign("s3cret", now.Add(-4*time.Minute), nil, body), 200},
+		{"within the future skew", sign("s3cret", now.Add(25*time.Second), nil, body), 200},
 		{"missing", "", 401},
-		{"wrong secret", signForTest("nope", now.Unix(), "POST", target, body), 401},
-		{"other body", signForTest("s3cret", now.Unix(), "POST", target, `[1001,"c2"]`), 401},
-		{"other path", signForTest("s3cret", now.Unix(), "POST", "/x/verifyMessage", body), 401},
-		{"other method", signForTest("s3cret", now.Unix(), "GET", target, body), 401},
-		{"stale", signForTest("s3cret", now.Add(-6*time.Minute).Unix(), "POST", target, body), 401},
-		{"future", signForTest("s3cret", now.Add(6*time.Minute).Unix(), "POST", target, body), 401},
-		{"garbage", "t=abc,v1=zz", 401},
-		{"no v1", "t=" + strconv.FormatInt(now.Unix(), 10), 401},
+		{"wrong secret", sign("nope", now, nil, body), 401},
+		{"other body", sign("s3cret", now, nil, `[1001,"c2"]`), 401},
+		{"other path", sign("s3cret", now, func(r *http.Request) { r.RequestURI = "/x/verifyMessage" }, body), 401},
+		{"other method", sign("s3cret", now, func(r *http.Request) { r.Method = "GET" }, body), 401},
+		{"other host", sign("s3cret", now, func(r *http.Request) { r.Host = "producer.internal:8090" }, body), 401},
+		{"other tri version", sign("s3cret", now, func(r *http.Request) { r.Header.Set("tri-service-version", "2.0.0") }, body), 401},
+		{"other tri group", sign("s3cret", now, func(r *http.Request) { r.Header.Set("tri-service-group", "order") }, body), 401},
+		{"stale", sign("s3cret", now.Add(-6*time.Minute), nil, body), 401},
+		{"future beyond the skew", sign("s3cret", now.Add(40*time.Second), nil, body), 401},
+		{"future", sign("s3cret", now.Add(6*time.Minute), nil, body), 401},
+		{"v1 refused by default", signV1ForTest("s3cret", now.Unix(), "POST", target, body), 401},
+		{"garbage", "t=abc,v2=zz", 401},
+		{"no v2", "t=" + ts, 401},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := httptest.NewRequest(http.MethodPost, target, strings.NewReader(body))
-			r.Header.Set("Content-Type", "application/json")
+			// A handler per case: the replay cache would refuse a repeat.
+			h := newTestCheckbackHandler(WithSecret("old"), WithSecret("s3cret"), WithCheckbackClock(func() time.Time { return now }))
+			r := newReq()
 			if tc.header != "" {
 				r.Header.Set("EC-Signature", tc.header)
 			}
@@ -207,7 +234,8 @@ func TestCheckbackHandlerSignature(t *testing.T) {
 	}
 }
 
-// The signature covers the request target as sent, query included.
+// The signature covers the request target as sent, query included, and
+// the Host as sent, through a real server.
 func TestCheckbackHandlerSignatureQuery(t *testing.T) {
 	t.Parallel()
 	h := newTestCheckbackHandler(WithSecret("k"))
@@ -216,7 +244,8 @@ func TestCheckbackHandlerSignatureQuery(t *testing.T) {
 	target := "/cb?attempt=2&bizID=7&messageKey=c%2F1"
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+target, nil)
 	require.NoError(t, err)
-	req.Header.Set("EC-Signature", signForTest("k", time.Now().Unix(), "GET", target, ""))
+	req.Header.Set("EC-Signature", checkback.Sign([]byte("k"), time.Now(),
+		checkback.Signed{Method: "GET", Host: strings.TrimPrefix(srv.URL, "http://"), Target: target}))
 	resp, err := srv.Client().Do(req)
 	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)
@@ -270,8 +299,9 @@ func TestCheckbackHandlerRoundTrip(t *testing.T) {
 					q := checkback.Question{BizID: bizID, MessageKey: tc.key, Attempt: 2, ID: 77, Timeout: time.Second}
 					r := ep.Request(q)
 					req := httptest.NewRequest(r.Method, r.Target(), strings.NewReader(string(r.Body)))
+					req.Host = r.URL.Host
 					req.Header = r.Header.Clone()
-					req.Header.Set(checkback.SignatureHeader, checkback.Sign([]byte("s3cret"), now, r.Method, r.Target(), r.Body))
+					req.Header.Set(checkback.SignatureHeader, checkback.Sign([]byte("s3cret"), now, r.Signed()))
 					w := httptest.NewRecorder()
 					h.ServeHTTP(w, req)
 					require.Equal(t, http.StatusOK, w.Code, w.Body.String())

@@ -29,6 +29,8 @@ type call struct {
 	attempt int
 	timeout time.Duration
 	secret  []byte
+	// signV1 adds the legacy v1 signature (BizConfig.SignV1).
+	signV1 bool
 }
 
 // answer is the outcome of one call: a decision, or DecisionUnknown with
@@ -93,7 +95,11 @@ func (c *caller) do(ctx context.Context, cl call) answer {
 		req.SetBody(r.Body)
 	}
 	if len(cl.secret) > 0 {
-		req.SetHeader(checkback.SignatureHeader, checkback.Sign(cl.secret, c.now(), r.Method, r.Target(), r.Body))
+		sign := checkback.Sign
+		if cl.signV1 {
+			sign = checkback.SignWithV1
+		}
+		req.SetHeader(checkback.SignatureHeader, sign(cl.secret, c.now(), r.Signed()))
 	}
 	resp, err := req.Execute(r.Method, r.URL.String())
 	if err != nil {

@@ -89,6 +89,13 @@ type BizConfig struct {
 	// Secret (a secret read from a file that may be rotated); an empty
 	// answer falls back to Secret.
 	SecretSource func() string
+	// SignV1, with a secret, adds the legacy v1 signature to the v2 one
+	// (EC-Signature: t=..,v2=..,v1=..) so that producers whose handler
+	// reads v1 only keep answering while they upgrade. v1 can be moved from
+	// one request onto another and does not cover the Host or the Triple
+	// headers: set it for the transition only, and turn it off once the
+	// bizID's producers run a v2 handler. Default off (v2 only).
+	SignV1 bool
 }
 
 // Config configures a Verifier.
@@ -192,6 +199,8 @@ type resolved struct {
 	secret   []byte
 	// secretSource is BizConfig.SecretSource.
 	secretSource func() string
+	// signV1 is BizConfig.SignV1.
+	signV1 bool
 }
 
 // currentSecret is the bizID's signing secret now.
@@ -374,6 +383,7 @@ func (c *Config) resolve() (map[string]*resolved, error) {
 			r.secret = []byte(b.Secret)
 		}
 		r.secretSource = b.SecretSource
+		r.signV1 = b.SignV1
 		out[id] = r
 	}
 	if c.Lease < 3*maxTimeout {

@@ -65,19 +65,36 @@
 // When a bizID has a Secret, every request carries (checkback.Sign; the
 // receiving side is checkback.Verify)
 //
-//	EC-Signature: t=<unix seconds>,v1=<hex>
+//	EC-Signature: t=<unix seconds>,v2=<hex>
 //
 // where <hex> is the lowercase hex HMAC-SHA256, keyed with the secret, of
+// the canonical string (eight fields joined by "\n", no trailing newline)
 //
-//	<t> "." <METHOD> "." <request target> "." <body>
+//	v2
+//	<t>
+//	<METHOD>
+//	<host>
+//	<request target>
+//	<tri-service-version>
+//	<tri-service-group>
+//	<lowercase hex SHA-256 of the body>
 //
-// <METHOD> is GET or POST, <request target> is the path and query exactly as
-// sent on the request line (for the HTTP shape it includes bizID,
-// messageKey and attempt), and <body> is the raw request body (empty for
-// GET). A receiver recomputes the HMAC over its request line and body,
-// compares in constant time, and rejects timestamps too far from its clock
-// (clientlib's handler: 5 minutes) and any header it cannot parse. Several
-// v1= entries may appear; one matching is enough (key rotation).
+// <METHOD> is GET or POST; <host> is the Host header sent (host:port,
+// lower case, a ":80" or ":443" suffix dropped); <request target> is the
+// path and query exactly as sent on the request line (for the HTTP shape
+// it includes bizID, messageKey and attempt); the Triple headers are empty
+// when not sent (HTTP, JSON-RPC, or a tri:// endpoint without version or
+// group); the body hash is of the empty string for GET. All three protocols
+// are signed by this one path (caller.do). A receiver recomputes it from
+// the request it got, compares in constant time, refuses timestamps older
+// than 5 minutes or more than 30 seconds ahead, and refuses a signature it
+// has accepted before (clientlib's handler does all of this). Several v2=
+// entries may appear; one matching is enough (key rotation).
+//
+// BizConfig.SignV1 adds the legacy v1 entry (",v1=<hex HMAC-SHA256 of
+// "<t>.<METHOD>.<request target>.<body>">") for producers whose handler
+// reads only v1, during an upgrade; v1 is ambiguous and covers neither the
+// host nor the Triple headers, so it is off by default.
 //
 // # Timing
 //

@@ -457,7 +457,7 @@ func (v *Verifier) check(ctx context.Context, m *state.Message, ep checkback.End
 	ctx, endSpan := v.checkSpan(ctx, m, ep, n)
 	id := g.begin()
 	a := v.caller.do(ctx, call{ep: ep, bizID: m.BizID, key: m.Key, attempt: n,
-		timeout: r.policy.Timeout, secret: r.currentSecret()})
+		timeout: r.policy.Timeout, secret: r.currentSecret(), signV1: r.signV1})
 	took := g.finish(id)
 	endSpan(a)
 	if ctx.Err() != nil {

@@ -348,8 +348,11 @@ func TestSignatureRoundTrip(t *testing.T) {
 			"good":  {Allow: []string{p.endpoint("http", ""), p.endpoint("tri", ""), p.endpoint("jsonrpc", "")}, Secret: "s3cret"},
 			"wrong": {Allow: []string{p.endpoint("http", "")}, Secret: "guess"},
 			"none":  {Allow: []string{p.endpoint("http", "")}},
+			// The transition switch: v1 is added, the v2 handler reads v2.
+			"legacy": {Allow: []string{p.endpoint("tri", "")}, Secret: "s3cret", SignV1: true},
 		},
 	})
+	h.prepare("legacy", "c-tri", p.endpoint("tri", "/a.B/verifyMessage?version=1&group=g"))
 	h.prepare("good", "c-http", p.endpoint("http", "/cb"))
 	h.prepare("good", "c-tri", p.endpoint("tri", "/a.B/verifyMessage"))
 	h.prepare("good", "c-rpc", p.endpoint("jsonrpc", "/a.B"))
@@ -358,16 +361,20 @@ func TestSignatureRoundTrip(t *testing.T) {
 	for _, k := range []string{"c-http", "c-tri", "c-rpc"} {
 		h.waitStatus("good", k, state.Committed)
 	}
+	h.waitStatus("legacy", "c-tri", state.Committed)
 	m := h.waitAttempts("wrong", "c-1", 1)
 	require.Equal(t, state.Prepared, m.Status)
 	require.Contains(t, m.LastError, "HTTP 401")
 	m = h.waitAttempts("none", "c-1", 1)
 	require.Contains(t, m.LastError, "HTTP 401")
 	for _, r := range p.requests() {
-		if strings.Contains(r.Target, "bizID=none") {
+		switch {
+		case strings.Contains(r.Target, "bizID=none"):
 			require.Empty(t, r.Header.Get(checkback.SignatureHeader))
-		} else {
-			require.Regexp(t, `^t=\d+,v1=[0-9a-f]{64}$`, r.Header.Get(checkback.SignatureHeader))
+		case r.Header.Get("tri-service-group") == "g":
+			require.Regexp(t, `^t=\d+,v2=[0-9a-f]{64},v1=[0-9a-f]{64}$`, r.Header.Get(checkback.SignatureHeader))
+		default:
+			require.Regexp(t, `^t=\d+,v2=[0-9a-f]{64}$`, r.Header.Get(checkback.SignatureHeader))
 		}
 	}
 }

@@ -15,7 +15,7 @@
 //   - answer encoding (HTTPAnswer, TripleAnswer, JSONRPCAnswer) and strict
 //     decoding per protocol (DecodeAnswer): only the exact shape of the
 //     endpoint's protocol is read, anything else is unknown, never commit;
-//   - the EC-Signature HMAC (Sign, Verify).
+//   - the EC-Signature HMAC (Sign, SignWithV1, Verify).
 //
 // # Answers
 //
@@ -35,11 +35,34 @@
 //
 // # Signature
 //
-// With a secret for the bizID, the center signs each request:
+// With a secret for the bizID, the center signs each request (Sign; the
+// receiver calls Verify):
 //
-//	EC-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<METHOD>.<request target>.<body>")>
+//	EC-Signature: t=<unix seconds>,v2=<hex HMAC-SHA256(secret, canonical)>
 //
-// where the request target is the escaped path and the raw query as sent.
+// where canonical is eight lines joined by "\n", without a trailing one
+// (Signed.Canonical):
+//
+//	v2
+//	<t>
+//	<METHOD>                     GET or POST
+//	<host>                       the Host header, lower case, ":80"/":443" dropped
+//	<request target>             escaped path and raw query as sent
+//	<tri-service-version>        "" when absent
+//	<tri-service-group>          "" when absent
+//	<hex SHA-256 of the body>    of the empty string for GET
+//
+// No field can hold a newline, so no two requests share a canonical string.
+// Verify accepts a timestamp from DefaultMaxAge (5 min) in the past to
+// DefaultMaxFuture (30 s) ahead; refusing a replay inside that window is
+// the receiver's (clientlib keeps the accepted signatures, keyed by
+// Verified.MAC). The legacy v1 entry, HMAC-SHA256 of
+// "<t>.<METHOD>.<request target>.<body>", is ambiguous and is sent
+// (SignWithV1) and accepted (VerifyOptions.AcceptV1) only when asked for.
+//
+// The endpoint grammar refuses %2F and %5C in the path and dot segments
+// spelled with %2E, so that an endpoint cannot leave the path it shows
+// once a server decodes it.
 //
 // The package imports the standard library only.
 package checkback

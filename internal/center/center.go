@@ -276,7 +276,7 @@ func verifierConfig(cfg config.Config, opt Options) verifier.Config {
 		Now:                 opt.Now,
 	}
 	for _, b := range cb.Biz {
-		v.BizIDs[b.BizID] = verifier.BizConfig{Policy: policy(b.Policy), Allow: b.Allow, Endpoint: b.Endpoint, ForceEndpoint: b.ForceEndpoint, Secret: b.Secret}
+		v.BizIDs[b.BizID] = verifier.BizConfig{Policy: policy(b.Policy), Allow: b.Allow, Endpoint: b.Endpoint, ForceEndpoint: b.ForceEndpoint, Secret: b.Secret, SignV1: b.SignV1}
 	}
 	return v
 }

@@ -276,6 +276,9 @@ type Biz struct {
 	// environment variable that does (see security.go).
 	SecretFile string `yaml:"secret_file"`
 	SecretEnv  string `yaml:"secret_env"`
+	// SignV1 adds the legacy v1 signature next to v2 for producers not yet
+	// upgraded (verifier.BizConfig.SignV1); for the transition only.
+	SignV1 bool `yaml:"sign_v1"`
 }
 
 // Retention configures the purge of terminal messages.
