@@ -16,7 +16,7 @@ if grep -q 'eventcenter/eventcenter ' clientlib/go.mod || grep -q '^replace' cli
 fi
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 proxy="$work/proxy/$mod/@v"
 mkdir -p "$proxy"
 printf '%s\n' "$ver" >"$proxy/list"
@@ -36,7 +36,12 @@ PY
 cp -r clientlib "$work/clientlib"
 cd "$work/clientlib"
 export GOWORK=off GOFLAGS=-mod=mod GONOSUMDB='github.com/eventcenter/*' GONOPROXY= GOPRIVATE=
-export GOPROXY="file://$work/proxy,$(go env GOPROXY)"
+# A module cache of its own: the envelope version is a fixed pseudo-version,
+# so a shared cache would keep serving the envelope of an earlier run. The
+# shared cache's downloads stand in for the network where they can.
+shared="$(go env GOMODCACHE)/cache/download"
+export GOPROXY="file://$work/proxy,file://$shared,$(go env GOPROXY)"
+export GOMODCACHE="$work/modcache"
 go build ./...
 go vet ./...
 # The build above recorded envelope's hash in the copy's go.sum; any other
