@@ -54,12 +54,17 @@ type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// Option configures an Inbox.
-type Option func(*Inbox)
+// Option configures an Inbox. Options are built only by this package's
+// With... functions.
+type Option interface{ apply(*Inbox) }
+
+type optionFunc func(*Inbox)
+
+func (f optionFunc) apply(b *Inbox) { f(b) }
 
 // WithClock sets the clock that stamps received_at and that Purge measures
 // age against (default time.Now).
-func WithClock(now func() time.Time) Option { return func(b *Inbox) { b.now = now } }
+func WithClock(now func() time.Time) Option { return optionFunc(func(b *Inbox) { b.now = now }) }
 
 // Inbox records the ids of the messages a consumer group has applied.
 // It holds no state of its own besides its configuration and is safe for
@@ -93,7 +98,7 @@ func New(dialect Dialect, group string, opts ...Option) (*Inbox, error) {
 		return nil, fmt.Errorf("inbox: unknown dialect %v", dialect)
 	}
 	for _, o := range opts {
-		o(b)
+		o.apply(b)
 	}
 	return b, nil
 }
