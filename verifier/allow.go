@@ -86,9 +86,12 @@ func (r allowRule) allows(e checkback.Endpoint) bool {
 }
 
 // hasEncodedEscape tells whether an escaped path holds %2F, %5C or %2E in
-// any case: a slash, backslash or dot that a server decoding the path would
-// see and a prefix comparison would not.
+// any case, or a bare backslash: a slash, backslash or dot that a server
+// decoding the path would see and a prefix comparison would not.
 func hasEncodedEscape(p string) bool {
+	if strings.IndexByte(p, '\\') >= 0 {
+		return true
+	}
 	for i := 0; i+2 < len(p); i++ {
 		if p[i] != '%' {
 			continue

@@ -15,7 +15,7 @@ func TestAllowMatchesEscapedPath(t *testing.T) {
 	t.Parallel()
 	r, err := parseAllowRule("http://127.0.0.1:8090/cb/")
 	require.NoError(t, err)
-	for _, p := range []string{"/cb/..%2fadmin", "/cb/%2e%2e%2fadmin", "/cb%2f..%2fadmin", "/cb%2fx", "/cb%2Fx", "/cb%5cx", "/cb/%2e%2e/admin", "/cb/%2E./admin"} {
+	for _, p := range []string{"/cb/..%2fadmin", "/cb/%2e%2e%2fadmin", "/cb%2f..%2fadmin", "/cb%2fx", "/cb%2Fx", "/cb%5cx", "/cb/%2e%2e/admin", "/cb/%2E./admin", `/cb/..\admin`} {
 		ep := checkback.Endpoint{Protocol: checkback.ProtoHTTP, Scheme: "http", Host: "127.0.0.1:8090", Path: p}
 		require.False(t, r.allows(ep), p)
 	}

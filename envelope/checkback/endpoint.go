@@ -137,9 +137,9 @@ var registrySchemes = [...]string{"dubbo", "zookeeper", "nacos", "registry"}
 // '.', '-', '_' or a bracketed IPv6 address without zone; the port is 1 to
 // 5 digits. Path and query are printable ASCII with valid %-escapes; the
 // path has no dot segments, plain or %2E-spelled, and no encoded slash or
-// backslash (%2F, %5C in any case), so that no server decoding it can route
-// it outside the path it shows (the allow list matches that path as
-// written). No credentials, no fragment. bizid, where given, is int or
+// backslash (%2F, %5C in any case, or a bare '\', which is sent as %5C),
+// so that no server decoding it can route it outside the path it shows
+// (the allow list matches that path as written). No credentials, no fragment. bizid, where given, is int or
 // string. An endpoint without a direct host (a Dubbo registry address) is
 // refused until registry lookup exists.
 //
@@ -213,6 +213,9 @@ func check(s string) string {
 	}
 	if hasEncodedSeparator(path) {
 		return "encoded slash or backslash (%2F, %5C) in the path"
+	}
+	if strings.IndexByte(path, '\\') >= 0 {
+		return "backslash in the path (sent as %5C)"
 	}
 	switch lower {
 	case "tri", "tris":

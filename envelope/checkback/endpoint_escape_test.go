@@ -20,6 +20,8 @@ func TestCheckEndpointRefusesEncodedPathEscapes(t *testing.T) {
 		"http://127.0.0.1:8090/cb%2F..%2Fadmin",
 		"http://127.0.0.1:8090/cb/..%5cadmin",
 		"http://127.0.0.1:8090/cb/..%5Cadmin",
+		`http://127.0.0.1:8090/cb/..\admin`,
+		`tri://svc/a.B\..\x/verifyMessage`,
 		"http://127.0.0.1:8090/cb/%2e%2e/admin",
 		"http://127.0.0.1:8090/cb/%2E./admin",
 		"http://127.0.0.1:8090/cb/.%2e",
@@ -39,6 +41,7 @@ func TestCheckEndpointRefusesEncodedPathEscapes(t *testing.T) {
 		"http://127.0.0.1:8090/cb/a%20b",
 		"http://127.0.0.1:8090/cb/..x",
 		"http://127.0.0.1:8090/cb/%2e%2e%2e",
+		`http://127.0.0.1:8090/cb/check?path=a\b`,
 	} {
 		require.NoError(t, CheckEndpoint(raw), raw)
 	}
