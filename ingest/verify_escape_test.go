@@ -38,7 +38,7 @@ func TestPrepareWithEncodedPathEscapeGoesToDLQ(t *testing.T) {
 	require.Len(t, dead, len(bad))
 	for i, d := range dead {
 		require.Equal(t, recs[i].Key, d.Key)
-		reason := headerMap(d)[HeaderDLQReason]
+		reason := headerMap(d)[envelope.HeaderDLQReason]
 		require.Contains(t, reason, "ec-verify", bad[i])
 		require.Contains(t, reason, "encoded slash", bad[i])
 		_, stored := st.get("shop", "k"+string(rune('0'+i)))
