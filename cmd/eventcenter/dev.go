@@ -163,7 +163,7 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 	ctx, cancel := shutdown.SignalContext(ctx, log)
 	defer cancel()
 	return runCenter(ctx, cfg, center.Options{Logger: log}, func(c *center.Center) {
-		printWelcome(stdout, cfg, c.Addr(), rmqAddr)
+		printWelcome(stdout, cfg, f.dataDir, c.Addr(), rmqAddr)
 	})
 }
 
@@ -267,25 +267,40 @@ func createTopics(ctx context.Context, brokers []string, partitions int, topics 
 }
 
 // printWelcome tells where everything runs; rmqAddr is the RocketMQ
-// stand-in's name server, empty without --rocketmq.
-func printWelcome(w io.Writer, cfg config.Config, httpAddr, rmqAddr string) {
+// stand-in's name server, empty without --rocketmq. It never prints a
+// secret: the store's DSN is shown with its password redacted.
+func printWelcome(w io.Writer, cfg config.Config, dataDir, httpAddr, rmqAddr string) {
 	_, _ = fmt.Fprintf(w, `eventcenter dev is running.
 
-  Kafka (kfake):   %[1]s   control topic %[2]s, dead letters %[3]s
-  Store (SQLite):  %[4]s
-  Console:         http://%[5]s/ui/
-  Admin API:       http://%[5]s/api/v1/messages
-  Metrics:         http://%[5]s/metrics
-`, cfg.Kafka.Brokers[0], cfg.Kafka.ControlTopic, cfg.Kafka.DLQ(), cfg.Store.DSN, httpAddr)
+  %-16s %[2]s   control topic %[3]s, dead letters %[4]s
+  %-16[5]s %[6]s
+  Console:         http://%[7]s/ui/
+  Admin API:       http://%[7]s/api/v1/messages
+  Metrics:         http://%[7]s/metrics
+`, "Kafka (kfake):", cfg.Kafka.Brokers[0], cfg.Kafka.ControlTopic, cfg.Kafka.DLQ(),
+		"Store ("+config.DriverName(cfg.Store.Driver)+"):", cfg.Store.Describe(), httpAddr)
 	if rmqAddr != "" {
 		_, _ = fmt.Fprintf(w, "  RocketMQ:        name server %s (forward target \"rocketmq\")\n", rmqAddr)
 	}
 	_, _ = fmt.Fprintf(w, `
 Send a transactional message with kcat:
-  echo 'hello'  | kcat -P -b %[1]s -t %[2]s -k 'orders:o-1' -H ec-type=prepare -H ec-biz=orders -H ec-key=o-1 -H ec-topic=orders.events
+  echo 'hello'  | kcat -P -b %[1]s -t %[2]s -k 'orders:o-1' -H ec-type=prepare -H ec-biz=orders -H ec-key=o-1 -H ec-topic=orders.events -H ec-fkey=o-1
   echo 'commit' | kcat -P -b %[1]s -t %[2]s -k 'orders:o-1' -H ec-type=commit -H ec-biz=orders -H ec-key=o-1
   kcat -C -b %[1]s -t orders.events -o beginning -e -f 'key=%%k headers=%%h value=%%s\n'
 
-Press Ctrl-C to stop (the data stays in %[3]s).
-`, cfg.Kafka.Brokers[0], cfg.Kafka.ControlTopic, cfg.Store.DSN)
+Press Ctrl-C to stop (%[3]s).
+`, cfg.Kafka.Brokers[0], cfg.Kafka.ControlTopic, whereDataStays(cfg.Store, dataDir))
+}
+
+// whereDataStays says where dev keeps its data: the data directory (the
+// broker's files, and the SQLite file when it is there) and otherwise the
+// store, named by its driver only.
+func whereDataStays(st config.Store, dataDir string) string {
+	if st.Driver == "sqlite" {
+		if rel, err := filepath.Rel(dataDir, st.DSN); err == nil && filepath.IsLocal(rel) {
+			return "the data stays in " + dataDir
+		}
+		return "the data stays in " + dataDir + " and " + st.Describe()
+	}
+	return "the broker's data stays in " + dataDir + ", the messages in the " + config.DriverName(st.Driver) + " store"
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +96,7 @@ func TestDevWelcomeConsumeCommandExits(t *testing.T) {
 	cfg := config.Default()
 	cfg.Store = config.Store{Driver: "sqlite", DSN: "/tmp/dev/eventcenter.db"}
 	var out bytes.Buffer
-	printWelcome(&out, cfg, "127.0.0.1:8080", "")
+	printWelcome(&out, cfg, "/tmp/dev", "127.0.0.1:8080", "")
 	var consume string
 	for line := range strings.Lines(out.String()) {
 		if strings.Contains(line, "kcat -C") {
@@ -188,4 +189,37 @@ func TestDevRocketMQNeedsTheBuildTag(t *testing.T) {
 	require.ErrorContains(t, err, "-tags rocketmqfake")
 	_, statErr := os.Stat(data)
 	require.True(t, os.IsNotExist(statErr), "dev started nothing")
+}
+
+// The banner never prints a password, whatever the store, and names the
+// real driver; the stop line names the data directory, not the DSN.
+func TestDevWelcomeRedactsTheStoreDSN(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		store config.Store
+		label string
+		shown string
+	}{
+		{config.Store{Driver: "postgres", DSN: "postgres://ec:s3cretpw@db:5432/ec?sslmode=disable"}, "Store (PostgreSQL):", "postgres://ec:xxxxx@db:5432/ec?sslmode=disable"},
+		{config.Store{Driver: "postgres", DSN: "postgres://ec@db/ec?password=s3cretpw"}, "Store (PostgreSQL):", "postgres://ec@db/ec?password=xxxxx"},
+		{config.Store{Driver: "postgres", DSN: "host=db user=ec password='s3cretpw' dbname=ec"}, "Store (PostgreSQL):", "host=db user=ec password=xxxxx dbname=ec"},
+		{config.Store{Driver: "postgres", DSN: "postgres://ec:s3c#retpw@db/ec"}, "Store (PostgreSQL):", "postgres://ec:xxxxx@db/ec"},
+		{config.Store{Driver: "mysql", DSN: "ec:s3cretpw@tcp(db:3306)/ec"}, "Store (MySQL):", "ec:xxxxx@tcp(db:3306)/ec"},
+		{config.Store{Driver: "sharded", Shards: []config.StoreShard{{DSN: "postgres://a:s3cretpw@h1/ec"}, {DSN: "postgres://b:s3cretpw@h2/ec"}}}, "Store (sharded PostgreSQL):", "postgres://a:xxxxx@h1/ec, postgres://b:xxxxx@h2/ec"},
+		{config.Store{Driver: "sqlite", DSN: "/tmp/dev/eventcenter.db"}, "Store (SQLite):", "/tmp/dev/eventcenter.db"},
+	} {
+		cfg := config.Default()
+		cfg.Store = tc.store
+		var out bytes.Buffer
+		printWelcome(&out, cfg, "/tmp/dev", "127.0.0.1:8080", "")
+		require.NotContains(t, out.String(), "s3c", "a password is printed:\n%s", out.String())
+		require.Regexp(t, regexp.QuoteMeta(tc.label)+" +"+regexp.QuoteMeta(tc.shown)+"\n", out.String())
+		require.Contains(t, out.String(), "Press Ctrl-C to stop (")
+		if tc.store.Driver != "sqlite" {
+			require.NotContains(t, out.String(), "Store (SQLite)")
+			require.Contains(t, out.String(), "the broker's data stays in /tmp/dev, the messages in the "+config.DriverName(tc.store.Driver)+" store")
+		} else {
+			require.Contains(t, out.String(), "(the data stays in /tmp/dev)")
+		}
+	}
 }

@@ -768,13 +768,94 @@ func redactMySQL(dsn string) string {
 
 func redact(dsn string) string {
 	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return dsn
+	if err != nil {
+		// A password with characters a URL does not allow (#, /, ...)
+		// makes the URL unparsable: hide what lies between "user:" and
+		// the last "@".
+		if i, j := strings.Index(dsn, "://"), strings.LastIndex(dsn, "@"); i >= 0 && j > i {
+			userinfo := dsn[i+3 : j]
+			if user, _, ok := strings.Cut(userinfo, ":"); ok {
+				return redactKeywords(dsn[:i+3] + user + ":xxxxx" + dsn[j:])
+			}
+		}
+		return redactKeywords(dsn)
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+	}
+	if q := u.Query(); len(q) > 0 {
+		changed := false
+		for k := range q {
+			if secretParam(k) {
+				q.Set(k, "xxxxx")
+				changed = true
+			}
+		}
+		if changed {
+			u.RawQuery = q.Encode()
+		}
+	}
+	if u.Scheme == "" && u.User == nil {
+		// Not a URL (a file path, or PostgreSQL's keyword=value form).
+		return redactKeywords(dsn)
 	}
 	return u.String()
+}
+
+// secretParam reports whether a DSN parameter holds a secret
+// (PostgreSQL's password and sslpassword, and the like).
+func secretParam(k string) bool {
+	k = strings.ToLower(k)
+	return strings.Contains(k, "password") || strings.Contains(k, "passwd") || strings.Contains(k, "secret")
+}
+
+// keywordSecret matches "password=value" in a keyword=value DSN (the value
+// possibly single-quoted).
+var keywordSecret = regexp.MustCompile(`(?i)\b([a-z_]*(?:password|passwd|secret)[a-z_]*)\s*=\s*('(?:[^'\\]|\\.)*'|[^\s&;]*)`)
+
+func redactKeywords(dsn string) string {
+	return keywordSecret.ReplaceAllString(dsn, "${1}=xxxxx")
+}
+
+// RedactDSN returns dsn of the given store driver with every password
+// replaced by xxxxx, for messages and banners: a PostgreSQL URL or
+// keyword=value string, a MySQL DSN or a SQLite path (or file: URI).
+func RedactDSN(driver, dsn string) string {
+	if driver == "mysql" {
+		return redactMySQL(dsn)
+	}
+	return redact(dsn)
+}
+
+// DriverName is the display name of a store driver: PostgreSQL, MySQL,
+// SQLite, or "sharded PostgreSQL".
+func DriverName(driver string) string {
+	switch driver {
+	case "postgres":
+		return "PostgreSQL"
+	case "mysql":
+		return "MySQL"
+	case "sqlite":
+		return "SQLite"
+	case "sharded":
+		return "sharded PostgreSQL"
+	}
+	return driver
+}
+
+// Describe says where the store is, with passwords redacted: the DSN, or
+// for a sharded store each shard's.
+func (s Store) Describe() string {
+	if s.Driver != "sharded" {
+		return RedactDSN(s.Driver, s.DSN)
+	}
+	parts := make([]string, len(s.Shards))
+	for i, sh := range s.Shards {
+		parts[i] = RedactDSN("postgres", sh.DSN)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // validateShards checks store.shards: PostgreSQL URLs, and every bucket
