@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/internal/center"
 	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/internal/dirlock"
 	"github.com/eventcenter/eventcenter/internal/shutdown"
 )
 
@@ -100,7 +102,11 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 	if f.rocketmq && !haveRocketMQStandIn { // before anything is started
 		return fmt.Errorf("--rocketmq: %w", errNoRocketMQStandIn)
 	}
-	if err := os.MkdirAll(f.dataDir, 0o755); err != nil {
+	// Payloads are kept under the data directory: owner only (0700 and
+	// 0600; privateUmask below covers what the broker creates).
+	_, statErr := os.Stat(f.dataDir)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	_, portText, err := net.SplitHostPort(f.kafkaAddr)
@@ -119,6 +125,18 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	// One dev per data directory: two would share the SQLite file and the
+	// broker's files, and lose messages.
+	lock, err := dirlock.Acquire(f.dataDir)
+	if err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
+	}
+	defer func() { _ = lock.Release() }()
+	restoreUmask := privateUmask()
+	defer restoreUmask()
+	if err := privateDataDir(f.dataDir, created, cfg.Store); err != nil {
 		return err
 	}
 	cluster, err := kfake.NewCluster(
@@ -165,6 +183,57 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 	return runCenter(ctx, cfg, center.Options{Logger: log}, func(c *center.Center) {
 		printWelcome(stdout, cfg, f.dataDir, c.Addr(), rmqAddr)
 	})
+}
+
+// privateDataDir makes the data directory and what an earlier dev (which
+// wrote 0755 and 0644) left in it readable by the owner only: the
+// directory itself when dev created it or it holds dev's files (a
+// directory of the user's, say --data-dir ., is left as it is), the
+// broker's tree and the SQLite files.
+func privateDataDir(dir string, created bool, st config.Store) error {
+	kafkaDir := filepath.Join(dir, "kafka")
+	_, kerr := os.Stat(kafkaDir)
+	_, dberr := os.Stat(filepath.Join(dir, "eventcenter.db"))
+	if created || kerr == nil || dberr == nil {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("data dir: %w", err)
+		}
+	}
+	private := func(path string, d fs.DirEntry) error {
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if perm := info.Mode().Perm(); perm&0o077 != 0 {
+			return os.Chmod(path, perm&^0o077)
+		}
+		return nil
+	}
+	err := filepath.WalkDir(kafkaDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		return private(path, d)
+	})
+	if err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	if st.Driver == "sqlite" {
+		files, _ := filepath.Glob(st.DSN + "*") // the file, -wal, -shm
+		for _, path := range files {
+			info, err := os.Lstat(path)
+			if err != nil || !info.Mode().IsRegular() {
+				continue
+			}
+			if err := private(path, fs.FileInfoToDirEntry(info)); err != nil {
+				return fmt.Errorf("data dir: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // saveAutoCreatedTopics makes every topic the embedded broker creates on a

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/internal/dirlock"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startDev runs dev on dataDir (any free ports) until the test ends and
+// returns once it printed its banner.
+func startDev(t *testing.T, dataDir string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	var out, logs syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		root := newRoot(&out, &logs)
+		root.SetArgs([]string{"dev", "--data-dir", dataDir, "--kafka-addr", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--partitions", "1"})
+		done <- root.ExecuteContext(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err, logs.String())
+		case <-time.After(60 * time.Second):
+			t.Error("dev did not stop")
+		}
+	})
+	deadline := time.After(90 * time.Second)
+	for !strings.Contains(out.String(), "eventcenter dev is running") {
+		select {
+		case err := <-done:
+			t.Fatalf("dev ended: %v\n%s", err, logs.String())
+		case <-deadline:
+			t.Fatalf("dev did not start:\n%s", logs.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// A second dev on the same data directory (other ports) refuses to start,
+// naming the first one's pid, before it starts a broker or opens the
+// SQLite file; the data directory and everything dev writes in it are
+// the owner's only.
+func TestDevDataDirIsExclusiveAndPrivate(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	startDev(t, dataDir)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	root := newRoot(io.Discard, io.Discard)
+	root.SetArgs([]string{"dev", "--data-dir", dataDir, "--kafka-addr", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"})
+	err := root.ExecuteContext(ctx)
+	require.ErrorContains(t, err, fmt.Sprintf("in use by process %d", os.Getpid()))
+	require.ErrorContains(t, err, "--data-dir")
+
+	checkPrivate(t, dataDir)
+}
+
+// checkPrivate checks that dir is 0700, and everything in it is closed
+// to group and others.
+func checkPrivate(t *testing.T, dir string) {
+	t.Helper()
+	fi, err := os.Stat(dir)
+	require.NoError(t, err)
+	require.Equal(t, fs.FileMode(0o700), fi.Mode().Perm(), "data dir")
+	var files []string
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		require.NoError(t, err)
+		info, err := d.Info()
+		require.NoError(t, err)
+		require.Zero(t, info.Mode().Perm()&0o077, "%s is %v", path, info.Mode().Perm())
+		files = append(files, path)
+		return nil
+	}))
+	for _, want := range []string{"eventcenter.db", "eventcenter.db-wal", dirlock.FileName, "kafka"} {
+		require.Contains(t, files, filepath.Join(dir, want))
+	}
+	require.Greater(t, len(files), 6, "the broker wrote files: %v", files)
+}
+
+// A data directory an earlier dev wrote 0755 / 0644 is made private.
+func TestDevTightensAnOldDataDir(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	require.NoError(t, os.MkdirAll(filepath.Join(dataDir, "kafka", "old"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dataDir, "kafka", "old", "seg"), []byte("x"), 0o644))
+	require.NoError(t, os.Chmod(dataDir, 0o755))
+	startDev(t, dataDir)
+	checkPrivate(t, dataDir)
+}
