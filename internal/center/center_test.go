@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m, rmqtest.LeakOptions()...)
 func testConfig(t *testing.T, brokers []string) config.Config {
 	cfg := config.Default()
 	cfg.Kafka.Brokers = brokers
-	cfg.Store = config.Store{Driver: "sqlite", DSN: filepath.Join(t.TempDir(), "ec.db"), MaxConns: 1}
+	cfg.Store = config.Store{Driver: "sqlite", DSN: filepath.Join(t.TempDir(), "ec.db"), MaxConns: 1, AutoMigrate: true}
 	cfg.Admin.Insecure = true
 	return cfg
 }

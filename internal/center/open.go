@@ -30,7 +30,10 @@ import (
 func OpenStore(ctx context.Context, cfg config.Store, now func() time.Time, log *slog.Logger) (store.Store, *pgxpool.Pool, error) {
 	switch cfg.Driver {
 	case "sqlite":
-		st, err := sqlite.Open(ctx, cfg.DSN, sqlite.Options{Now: now, Logger: log.With("component", "store")})
+		st, err := sqlite.Open(ctx, cfg.DSN, sqlite.Options{Now: now, Logger: log.With("component", "store"), CheckOnly: !cfg.AutoMigrate})
+		if errors.Is(err, store.ErrNotMigrated) {
+			return nil, nil, fmt.Errorf("store: %w (run \"eventcenter migrate\" or set store.auto_migrate)", err)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("store: %w", err)
 		}

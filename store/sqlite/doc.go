@@ -1,9 +1,11 @@
 // Package sqlite is the embedded store.Store over modernc.org/sqlite (pure
 // Go, no cgo), the default of "eventcenter dev" and small installations.
 //
-// Open opens (or creates) a database file, sets WAL mode, a busy timeout and
-// foreign keys, and applies the embedded migrations (migrations/*.sql,
-// recorded in eventcenter_schema_migrations).
+// Open opens (or creates, owner-only) a database file, sets WAL mode, a busy
+// timeout and foreign keys, and applies the embedded migrations
+// (migrations/*.sql, recorded in eventcenter_schema_migrations) or, with
+// Options.CheckOnly (serve without store.auto_migrate), checks that they
+// were applied.
 //
 // Single writer: SQLite allows one writing transaction at a time. The store
 // keeps one write connection (every write is a BEGIN IMMEDIATE transaction

@@ -35,6 +35,10 @@ type Options struct {
 	BusyTimeout time.Duration
 	// ReadConns is the number of read-only connections; 0 means 4.
 	ReadConns int
+	// CheckOnly makes Open check that the schema is current instead of
+	// migrating (an error wrapping store.ErrNotMigrated otherwise), and
+	// not create a missing database file.
+	CheckOnly bool
 }
 
 func (o *Options) validate() error {
@@ -56,8 +60,9 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// Open opens or creates the database file at path, applies the embedded
-// migrations, and returns the store. path is a file name (":memory:" is not
+// Open opens or creates the database file at path (created 0600, in a
+// directory that must exist), applies the embedded migrations (or, with
+// Options.CheckOnly, checks that they were applied), and returns the store. path is a file name (":memory:" is not
 // supported: the store uses several connections; tests use a file in
 // t.TempDir()). Close releases it.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
@@ -80,6 +85,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	if err := prepareFile(path, opts.CheckOnly); err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
@@ -99,7 +107,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s.w.SetMaxIdleConns(1)
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
-	if err := s.migrate(ctx); err != nil {
+	prepare := s.migrate
+	if opts.CheckOnly {
+		prepare = s.checkSchema
+	}
+	if err := prepare(ctx); err != nil {
 		_ = s.w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
