@@ -76,12 +76,12 @@ func (o *options) client() (*client.Client, error) {
 	default:
 		return nil, fmt.Errorf("--output %q: want table or json", o.output)
 	}
-	server := o.server
+	server, source := o.server, "--server"
 	if server == "" {
-		server = o.getenv(EnvServer)
+		server, source = o.getenv(EnvServer), EnvServer
 	}
 	if server == "" {
-		server = DefaultServer
+		server, source = DefaultServer, "default server"
 	}
 	token := o.token
 	if token == "" {
@@ -89,7 +89,7 @@ func (o *options) client() (*client.Client, error) {
 	}
 	c, err := client.New(server, token, client.WithHTTPClient(&http.Client{Timeout: o.timeout}))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	return c, nil
 }

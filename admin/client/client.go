@@ -33,12 +33,14 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc
 // sending token as a bearer token ("" sends none, for an insecure dev
 // server).
 func New(base, token string, opts ...Option) (*Client, error) {
-	u, err := url.Parse(base)
-	if err != nil {
-		return nil, fmt.Errorf("admin server %q: %w", base, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("admin server %q: want http://host:port or https://host:port", base)
+	// "127.0.0.1:8080" fails to parse and "localhost:8080" parses with
+	// scheme "localhost": both get the same answer, not the parser's.
+	if u, err := url.Parse(base); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		hint := ""
+		if !strings.Contains(base, "://") {
+			hint = fmt.Sprintf(" (did you mean http://%s?)", base)
+		}
+		return nil, fmt.Errorf("admin server %q: want http://host:port or https://host:port%s", base, hint)
 	}
 	c := &Client{base: strings.TrimRight(base, "/"), token: token, hc: &http.Client{Timeout: 30 * time.Second}}
 	for _, o := range opts {

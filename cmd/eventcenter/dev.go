@@ -96,8 +96,11 @@ func devConfig(f devFlags, brokers []string) (config.Config, error) {
 }
 
 func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
-	if f.partitions < 1 {
-		return fmt.Errorf("--partitions: must be at least 1, got %d", f.partitions)
+	if f.partitions < 1 || f.partitions > config.MaxControlPartitions {
+		// A partition count bounds how many instances share the work; the
+		// embedded broker keeps a directory of files per partition and
+		// opens them all at start, so 100,000 took minutes for nothing.
+		return fmt.Errorf("--partitions: must be 1 to %d (the most instances that can share the control topic), got %d", config.MaxControlPartitions, f.partitions)
 	}
 	if f.rocketmq && !haveRocketMQStandIn { // before anything is started
 		return fmt.Errorf("--rocketmq: %w", errNoRocketMQStandIn)

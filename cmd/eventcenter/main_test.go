@@ -135,6 +135,9 @@ func TestNegativeFlagsAreErrors(t *testing.T) {
 		{[]string{"dev", "--data-dir", dir, "--partitions", "-3"}, "--partitions: must be at least 1, got -3"},
 		{[]string{"dev", "--data-dir", dir, "--partitions", "0"}, "--partitions: must be at least 1, got 0"},
 		{[]string{"admin", "list", "--limit", "-1"}, "--limit: must not be negative, got -1"},
+		{[]string{"dev", "--data-dir", dir, "--partitions", "100000"}, "--partitions: must be 1 to 1000 (the most instances that can share the control topic), got 100000"},
+		{[]string{"admin", "counts", "--server", "127.0.0.1:8080"}, `--server: admin server "127.0.0.1:8080": want http://host:port or https://host:port (did you mean http://127.0.0.1:8080?)`},
+		{[]string{"admin", "counts", "--server", "localhost:8080"}, `--server: admin server "localhost:8080": want http://host:port or https://host:port (did you mean http://localhost:8080?)`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			// Bounded: without the check, dev would run until cancelled.
@@ -222,4 +225,18 @@ func TestDevWelcomeRedactsTheStoreDSN(t *testing.T) {
 			require.Contains(t, out.String(), "(the data stays in /tmp/dev)")
 		}
 	}
+}
+
+// serve refuses an http.listen it could not bind before it dials Kafka or
+// opens the store: the error names the YAML path.
+func TestServeChecksHTTPListenFirst(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ec.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("http:\n  listen: 127.0.0.1:99999\nkafka:\n  brokers: [\"127.0.0.1:1\"]\nstore:\n  driver: postgres\n  dsn: postgres://nobody@127.0.0.1:1/x?connect_timeout=1\n"), 0o600))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	root := newRoot(io.Discard, io.Discard)
+	root.SetArgs([]string{"serve", "--config", path})
+	err := root.ExecuteContext(ctx)
+	require.ErrorContains(t, err, `http.listen: "127.0.0.1:99999": port "99999" must be a number from 0 to 65535`)
+	require.NotContains(t, err.Error(), "connect")
 }

@@ -364,8 +364,6 @@ func init() {
 	}
 }
 
-var topicPattern = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
-
 // maxPropertiesLen is what the broker accepts (a 2-byte length, Java
 // checks < Short.MAX_VALUE).
 const maxPropertiesLen = 32767
@@ -374,8 +372,8 @@ const maxPropertiesLen = 32767
 // record itself (invalid topic, headers that cannot be properties) and no
 // retry can fix them.
 func Message(rec *forwarder.Record) (*primitive.Message, error) {
-	if rec.Topic == "" || len(rec.Topic) > 127 || !topicPattern.MatchString(rec.Topic) {
-		return nil, fmt.Errorf("rocketmq topic %q is invalid: it must be 1 to 127 characters of letters, digits, %%, |, _ and -", rec.Topic)
+	if err := CheckTopic(rec.Topic); err != nil {
+		return nil, err
 	}
 	m := primitive.NewMessage(rec.Topic, rec.Value)
 	if rec.Tag != "" {

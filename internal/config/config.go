@@ -9,9 +9,11 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -21,6 +23,7 @@ import (
 	"github.com/eventcenter/eventcenter/clientlib/kafkaauth"
 	"github.com/eventcenter/eventcenter/envelope/checkback"
 	"github.com/eventcenter/eventcenter/forwarder"
+	"github.com/eventcenter/eventcenter/forwarder/kafka"
 	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/internal/retention"
 	"github.com/eventcenter/eventcenter/store/sharded"
@@ -38,6 +41,10 @@ type Config struct {
 	Checkback Checkback `yaml:"checkback"`
 	Retention Retention `yaml:"retention"`
 	Log       Log       `yaml:"log"`
+
+	// fromEnv maps the YAML path of each field ApplyEnv set to its
+	// variable, so that Validate names the variable the value came from.
+	fromEnv map[string]string
 }
 
 // Kafka is the control topic's cluster.
@@ -199,6 +206,13 @@ const (
 	RecordOverhead = 64<<10 + 2<<10
 	// RocketMQMaxMessageBytes is rocketmq.DefaultMaxMessageBytes.
 	RocketMQMaxMessageBytes = 4 << 20
+	// MaxControlPartitions bounds kafka.control_partitions (and dev's
+	// --partitions): the partition count bounds how many instances share
+	// the work, and no deployment runs a thousand; beyond that a created
+	// topic only costs (each partition is files on every broker, a fetch
+	// slot of every instance, and with dev a directory of segment files
+	// the embedded broker opens at start).
+	MaxControlPartitions = 1000
 	// MaxPayloadBytes is the largest ingest.max_payload_bytes
 	// (ingest.MaxMaxPayload).
 	MaxPayloadBytes = 1<<30 - 64<<10 - 8<<10
@@ -397,6 +411,13 @@ func ApplyEnv(cfg *Config) error {
 		}
 		if err := env.ParseWithOptions(cfg, env.Options{Environment: map[string]string{p.Key: v}}); err != nil {
 			errs = append(errs, fmt.Errorf("environment: %s: %s", p.Key, envProblem(err, v)))
+			continue
+		}
+		if path, ok := envPaths()[p.Key]; ok {
+			if cfg.fromEnv == nil {
+				cfg.fromEnv = map[string]string{}
+			}
+			cfg.fromEnv[path] = p.Key
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -416,6 +437,44 @@ func ApplyEnv(cfg *Config) error {
 	}
 	return nil
 }
+
+// SetByFlag records that the field at the YAML path was set by a
+// command-line flag, over what the environment said: Validate no longer
+// names the variable for it.
+func (c *Config) SetByFlag(path string) { delete(c.fromEnv, path) }
+
+// envPaths maps each EVENTCENTER_* variable to the YAML path of its field.
+var envPaths = sync.OnceValue(func() map[string]string {
+	m := map[string]string{}
+	var walk func(t reflect.Type, prefix string)
+	walk = func(t reflect.Type, prefix string) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			path := prefix
+			switch {
+			case name == "-":
+				path = ""
+			case opts == "inline":
+			case name != "":
+				path = strings.TrimPrefix(prefix+"."+name, ".")
+			default:
+				path = strings.TrimPrefix(prefix+"."+strings.ToLower(f.Name), ".")
+			}
+			if key, _, _ := strings.Cut(f.Tag.Get("env"), ","); key != "" && path != "" {
+				m[key] = path
+			}
+			if f.Type.Kind() == reflect.Struct && path != "" || opts == "inline" {
+				walk(f.Type, path)
+			}
+		}
+	}
+	walk(reflect.TypeFor[Config](), "")
+	return m
+})
 
 // envProblem says what is wrong with the value v of a variable, in terms
 // of what it should be.
@@ -439,6 +498,9 @@ func (k Kafka) DLQ() string {
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
+		if key, ok := c.fromEnv[field]; ok {
+			field += " (from " + key + ")"
+		}
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
 	}
 	if len(c.Kafka.Brokers) == 0 {
@@ -451,6 +513,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Kafka.ControlTopic == "" {
 		bad("kafka.control_topic", "is required")
+	} else if err := kafka.CheckTopic(c.Kafka.ControlTopic); err != nil {
+		bad("kafka.control_topic", "%v", err)
+	} else if err := kafka.CheckTopic(c.Kafka.DLQ()); err != nil && c.Kafka.DLQTopic == "" {
+		bad("kafka.control_topic", "the dead-letter topic named after it (kafka.dlq_topic's default): %v", err)
+	}
+	if c.Kafka.DLQTopic != "" {
+		if err := kafka.CheckTopic(c.Kafka.DLQTopic); err != nil {
+			bad("kafka.dlq_topic", "%v", err)
+		}
 	}
 	if c.Kafka.DLQTopic != "" && c.Kafka.DLQTopic == c.Kafka.ControlTopic {
 		bad("kafka.dlq_topic", "must differ from kafka.control_topic %q", c.Kafka.ControlTopic)
@@ -464,8 +535,8 @@ func (c *Config) Validate() error {
 	if c.Kafka.MetadataMaxAge != 0 && c.Kafka.MetadataMaxAge < time.Second {
 		bad("kafka.metadata_max_age", "must be 0 (default) or at least 1s")
 	}
-	if c.Kafka.ControlPartitions < 1 {
-		bad("kafka.control_partitions", "must be at least 1")
+	if c.Kafka.ControlPartitions < 1 || c.Kafka.ControlPartitions > MaxControlPartitions {
+		bad("kafka.control_partitions", "must be 1 to %d, got %d", MaxControlPartitions, c.Kafka.ControlPartitions)
 	}
 	switch c.Store.Driver {
 	case "postgres":
@@ -493,6 +564,8 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTP.Listen == "" {
 		bad("http.listen", "is required (host:port)")
+	} else if err := checkListen(c.HTTP.Listen); err != nil {
+		bad("http.listen", "%v", err)
 	}
 	tokenNames, secrets := map[string]bool{}, map[string]bool{}
 	for i, t := range c.Admin.Tokens {
@@ -712,6 +785,19 @@ func hostPort(a string) bool {
 	}
 	p, err := strconv.Atoi(port)
 	return err == nil && p >= 1 && p <= 65535
+}
+
+// checkListen accepts a listen address host:port (host may be empty: all
+// interfaces) with a numeric port from 0 (any free port) to 65535.
+func checkListen(a string) error {
+	_, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (want e.g. 127.0.0.1:8080 or :8080)", a)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("%q: port %q must be a number from 0 to 65535", a, port)
+	}
+	return nil
 }
 
 // rocketmqGroup is what the RocketMQ target accepts as a producer group.

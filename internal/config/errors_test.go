@@ -62,6 +62,15 @@ func TestFileErrorsNameTheYAMLPath(t *testing.T) {
 		{"target broker", "forward:\n  targets:\n    - name: kafka\n      type: kafka\n      brokers: [\"nohost\"]\n", []string{"forward.targets[0].brokers[0]"}},
 		{"rocketmq name server not an ip", "forward:\n  targets:\n    - name: kafka\n      type: kafka\n    - name: r\n      type: rocketmq\n      name_servers: [\"ns.local:9876\"]\n", []string{"forward.targets[1].name_servers[0]", "IP literal"}},
 		{"rocketmq group", "forward:\n  targets:\n    - name: kafka\n      type: kafka\n    - name: r\n      type: rocketmq\n      group: \"a b\"\n      name_servers: [\"10.0.0.1:9876\"]\n", []string{"forward.targets[1].group"}},
+		{"listen without a port", "http:\n  listen: 127.0.0.1\n", []string{"http.listen", `"127.0.0.1" is not host:port`}},
+		{"listen port out of range", "http:\n  listen: 127.0.0.1:99999\n", []string{"http.listen", `port "99999" must be a number from 0 to 65535`}},
+		{"listen port not a number", "http:\n  listen: \":http\"\n", []string{"http.listen", `port "http"`}},
+		{"control topic name", "kafka:\n  control_topic: \"bad topic name!\"\n", []string{"kafka.control_topic", `kafka topic "bad topic name!" is invalid: only letters, digits, '.', '_' and '-'`}},
+		{"control topic dot", "kafka:\n  control_topic: \"..\"\n", []string{"kafka.control_topic", `".." is not a kafka topic name`}},
+		{"control topic too long", "kafka:\n  control_topic: " + strings.Repeat("t", 250) + "\n", []string{"kafka.control_topic", "250 characters, at most 249"}},
+		{"control topic too long for its dlq", "kafka:\n  control_topic: " + strings.Repeat("t", 249) + "\n", []string{"kafka.control_topic", "the dead-letter topic named after it", "253 characters"}},
+		{"dlq topic name", "kafka:\n  dlq_topic: \"dead|letters\"\n", []string{"kafka.dlq_topic", `"dead|letters" is invalid`}},
+		{"control partitions", "kafka:\n  control_partitions: 100000\n", []string{"kafka.control_partitions: must be 1 to 1000, got 100000"}},
 		{"token name twice", "admin:\n  tokens:\n    - {name: a, token: 0123456789abcdef, scope: read}\n    - {name: a, token: 0123456789abcdeg, scope: read}\n", []string{"admin.tokens[1].name"}},
 		{"token secret twice", "admin:\n  tokens:\n    - {name: a, token: 0123456789abcdef, scope: read}\n    - {name: b, token: 0123456789abcdef, scope: read}\n", []string{"admin.tokens[1].token"}},
 	} {
@@ -95,6 +104,9 @@ func TestEnvErrorsNameTheVariable(t *testing.T) {
 		{"EVENTCENTER_STORE_AUTO_MIGRATE", "yes please", []string{"EVENTCENTER_STORE_AUTO_MIGRATE: want true or false"}},
 		{"EVENTCENTER_INGEST_PARALLELISM", "0", []string{"ingest.parallelism"}},
 		{"EVENTCENTER_CHECKBACK_ALLOW", "http://h:1,gopher://h", []string{"checkback.allow[1]"}},
+		{"EVENTCENTER_STORE_MAX_CONNS", "-4", []string{"store.max_conns (from EVENTCENTER_STORE_MAX_CONNS): must be at least 1"}},
+		{"EVENTCENTER_HTTP_LISTEN", "127.0.0.1", []string{"http.listen (from EVENTCENTER_HTTP_LISTEN): \"127.0.0.1\" is not host:port"}},
+		{"EVENTCENTER_KAFKA_CONTROL_TOPIC", "bad topic name!", []string{"kafka.control_topic (from EVENTCENTER_KAFKA_CONTROL_TOPIC)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(tc.name, tc.value)
@@ -125,4 +137,21 @@ func TestMarshalledConfigParses(t *testing.T) {
 	require.NoError(t, out.Validate())
 	require.Equal(t, in.Checkback.Biz[0].Policy, out.Checkback.Biz[0].Policy)
 	require.Equal(t, in.Checkback.Policy, out.Checkback.Policy)
+}
+
+// A value the file gave is named by its YAML path only; a flag that
+// overrides the environment takes the variable's name away.
+func TestEnvSourceNamedOnlyForEnvValues(t *testing.T) {
+	_, err := Load(write(t, sqliteBase+"  max_conns: -4\n"))
+	requireUserError(t, err, "store.max_conns: must be at least 1")
+	require.NotContains(t, err.Error(), "EVENTCENTER_")
+
+	t.Setenv("EVENTCENTER_HTTP_LISTEN", "127.0.0.1:8080")
+	cfg := Default()
+	require.NoError(t, ApplyEnv(&cfg))
+	cfg.HTTP.Listen = "nohost"
+	cfg.SetByFlag("http.listen")
+	err = cfg.Validate()
+	requireUserError(t, err, "http.listen: ")
+	require.NotContains(t, err.Error(), "EVENTCENTER_HTTP_LISTEN")
 }
