@@ -60,6 +60,13 @@ type Config struct {
 	// envelope carries none (the verifier's configuration); nil, or a
 	// result <= 0, means DefaultCheckAfter.
 	CheckAfter func(bizID string) time.Duration
+	// CheckTopic, when set, checks a PREPARE's forward topic against the
+	// rules of the target it names (target "" is the default target): a
+	// non-nil error dead-letters the PREPARE (reason ec-topic, the error's
+	// text in the reason header) instead of storing a message that could
+	// only go DEAD at send time. An unknown target should return nil (the
+	// forwarder reports it).
+	CheckTopic func(target, topic string) error
 	// MaxPollRecords bounds the records taken per poll (over all
 	// partitions).
 	MaxPollRecords int

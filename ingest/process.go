@@ -129,6 +129,9 @@ func (in *Ingester) processGroup(r *run, g *group, wanted <-chan struct{}) bool 
 				if n := forwardedSize(&e); n > in.cfg.maxRecord() {
 					err = fmt.Errorf("forwarded record of %d bytes (payload %d, forward key, headers and id) exceeds the limit of %d (max payload %d + %d): %w",
 						n, len(e.Payload), in.cfg.maxRecord(), in.cfg.MaxPayload, RecordOverhead, envelope.ErrTooLarge)
+				} else if err = in.checkTopic(&e); err != nil {
+					err = &envelope.DecodeError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
+						Field: envelope.HeaderTopic, Reason: err.Error(), Err: envelope.ErrInvalid}
 				}
 			}
 			if err != nil {
@@ -184,6 +187,24 @@ func (in *Ingester) processGroup(r *run, g *group, wanted <-chan struct{}) bool 
 		}
 	}
 	return true
+}
+
+// checkTopic applies Config.CheckTopic to a PREPARE, naming the target in
+// its error.
+func (in *Ingester) checkTopic(e *envelope.Envelope) error {
+	if in.cfg.CheckTopic == nil {
+		return nil
+	}
+	if err := in.cfg.CheckTopic(e.Target, e.ForwardTopic); err != nil {
+		target := e.Target
+		if target == "" {
+			target = "the default target"
+		} else {
+			target = fmt.Sprintf("target %q", target)
+		}
+		return fmt.Errorf("not a topic %s can send to: %w", target, err)
+	}
+	return nil
 }
 
 // partitions lists the group's partitions, for logs.

@@ -210,6 +210,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		MinApplyRecords: cfg.Ingest.MinApplyRecords,
 		FreshFetchWait:  cfg.Ingest.FreshFetchWait,
 		DLQRetryBudget:  cfg.Ingest.DLQRetryBudget,
+		CheckTopic:      targetTopicCheck(cfg.Forward),
 		ClientOptions:   append(append(ingestOpts, kafkaAuth...), opt.KafkaOptions...),
 		Now:             opt.Now,
 		Logger:          opt.Logger.With("component", "ingest"),

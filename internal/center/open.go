@@ -239,3 +239,28 @@ func newTarget(t config.Target, cfg config.Config, opt Options) (forwarder.Targe
 	}
 	return nil, fmt.Errorf("unknown target type %q", t.Type)
 }
+
+// targetTopicCheck is ingest's check of a PREPARE's forward topic: the
+// rule of the target it names (or the default target), the same function
+// that target applies when it sends. An unknown target passes: the
+// forwarder reports it.
+func targetTopicCheck(f config.Forward) func(target, topic string) error {
+	rules := map[string]func(string) error{}
+	for _, t := range f.Targets {
+		switch t.Type {
+		case "kafka":
+			rules[t.Name] = kafka.CheckTopic
+		case "rocketmq":
+			rules[t.Name] = rocketmq.CheckTopic
+		}
+	}
+	return func(target, topic string) error {
+		if target == "" {
+			target = f.DefaultTarget
+		}
+		if check := rules[target]; check != nil {
+			return check(topic)
+		}
+		return nil
+	}
+}
