@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -106,8 +107,9 @@ func (c *Config) validate() error {
 // Target produces to Kafka. Create it with New; it is safe for concurrent
 // Send calls.
 type Target struct {
-	name string
-	cl   *kgo.Client
+	name    string
+	brokers string // the seed brokers, for errors
+	cl      *kgo.Client
 	// big sends records larger than smallMax (less RecordFraming), one per
 	// batch of at most maxMsg bytes; nil when maxMsg <= smallMax.
 	big      *kgo.Client
@@ -165,7 +167,7 @@ func New(cfg Config) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka target %q: new client: %w", cfg.Name, err)
 	}
-	t := &Target{name: cfg.Name, cl: cl, smallMax: smallMax, maxMsg: maxMsg}
+	t := &Target{name: cfg.Name, brokers: strings.Join(cfg.Brokers, ","), cl: cl, smallMax: smallMax, maxMsg: maxMsg}
 	if maxMsg > smallMax {
 		if t.big, err = client(maxMsg); err != nil {
 			cl.Close()
@@ -195,7 +197,7 @@ func (t *Target) Send(ctx context.Context, recs []forwarder.Record) []forwarder.
 		cl.Produce(ctx, &krs[i], func(r *kgo.Record, err error) {
 			defer wg.Done()
 			if err != nil {
-				res[i].Err = t.classify(r.Topic, size, err)
+				res[i].Err = t.wrap(t.classify(r.Topic, size, err))
 				return
 			}
 			res[i].Ref = Ref(r)
@@ -214,6 +216,17 @@ func (t *Target) classify(topic string, size int, err error) error {
 		return forwarder.Permanent(fmt.Errorf("record for kafka topic %q: %d bytes of key, value and headers exceed the target's max message bytes (%d): %w", topic, size, t.maxMsg, err))
 	}
 	return Classify(topic, err)
+}
+
+// wrap names the target and its brokers in a send error: a bare "context
+// deadline exceeded" in a message's last error said neither where the
+// send went nor that nothing answered.
+func (t *Target) wrap(err error) error {
+	what := ""
+	if errors.Is(err, context.DeadlineExceeded) {
+		what = ", no acknowledgement within the send timeout: are they up and reachable?"
+	}
+	return fmt.Errorf("kafka target %q (brokers %s%s): %w", t.name, t.brokers, what, err)
 }
 
 // recordSize is a record's key, value and headers in bytes.

@@ -243,7 +243,23 @@ func (t *Target) Send(ctx context.Context, recs []forwarder.Record) []forwarder.
 		}()
 	}
 	wg.Wait()
+	for i := range res {
+		if res[i].Err != nil {
+			res[i].Err = t.wrap(res[i].Err)
+		}
+	}
 	return res
+}
+
+// wrap names the target and its name servers in a send error (a bare
+// "context deadline exceeded" said neither where the send went nor that
+// nothing answered).
+func (t *Target) wrap(err error) error {
+	what := ""
+	if errors.Is(err, context.DeadlineExceeded) {
+		what = ", no answer within the send timeout: are they up and reachable?"
+	}
+	return fmt.Errorf("rocketmq target %q (name servers %s%s): %w", t.name, strings.Join(t.nameServers, ","), what, err)
 }
 
 // chains groups record indexes by forward key, in order; records without a

@@ -701,8 +701,14 @@ func (c *Config) validateMessageBytes(field string, t Target, bad func(string, s
 	case t.Type == "kafka" && n > 1<<30:
 		bad(field+".max_message_bytes", "must be at most %d (franz-go's largest batch), got %d", 1<<30, n)
 	case n < least && t.Type == "kafka":
-		bad(field+".max_message_bytes", "%d is below ingest.max_payload_bytes (%d) + %d bytes of forward key, headers, id and framing: a message ingest accepts could never be sent; raise it to at least %d (and the forward topics' max.message.bytes) or lower ingest.max_payload_bytes to at most %d",
-			n, c.Ingest.MaxPayloadBytes, RecordOverhead, least, max(n-RecordOverhead, 0))
+		// Lowering the payload limit is a fix only when n leaves room for
+		// a payload of at least one byte after the overhead.
+		lower := fmt.Sprintf(" or lower ingest.max_payload_bytes to at most %d", n-RecordOverhead)
+		if n-RecordOverhead < 1 {
+			lower = fmt.Sprintf(" (%d leaves no room for a payload after the %d bytes)", n, RecordOverhead)
+		}
+		bad(field+".max_message_bytes", "%d is below ingest.max_payload_bytes (%d) + %d bytes of forward key, headers, id and framing: a message ingest accepts could never be sent; raise it to at least %d (and the forward topics' max.message.bytes)%s",
+			n, c.Ingest.MaxPayloadBytes, RecordOverhead, least, lower)
 	case n < least:
 		what := "set"
 		if t.MaxMessageBytes == 0 {

@@ -126,6 +126,17 @@ func TestTargetMessageBytesMustFitIngestPayload(t *testing.T) {
 	require.NoError(t, err, "a lower payload limit fits")
 	require.Equal(t, 1048588, cfg.MessageBytes(cfg.Forward.Targets[0]))
 
+	// Below the overhead itself no payload limit helps: it is not
+	// offered ("at most 0" was).
+	for _, n := range []string{"1000", "67584"} {
+		_, err = Load(write(t, kafkaAt(n)))
+		require.ErrorContains(t, err, "forward.targets[0].max_message_bytes: "+n+" is below")
+		require.ErrorContains(t, err, "raise it to at least 1116160 (and the forward topics' max.message.bytes) ("+n+" leaves no room for a payload after the 67584 bytes)")
+		require.NotContains(t, err.Error(), "lower ingest.max_payload_bytes")
+	}
+	_, err = Load(write(t, kafkaAt("67585")))
+	require.ErrorContains(t, err, "or lower ingest.max_payload_bytes to at most 1")
+
 	_, err = Load(write(t, kafkaAt("-1")))
 	require.ErrorContains(t, err, "forward.targets[0].max_message_bytes: must not be negative")
 	_, err = Load(write(t, kafkaAt("2000000000")))
