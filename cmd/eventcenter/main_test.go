@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/internal/config"
 	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake/rmqtest"
 )
@@ -239,4 +240,38 @@ func TestServeChecksHTTPListenFirst(t *testing.T) {
 	err := root.ExecuteContext(ctx)
 	require.ErrorContains(t, err, `http.listen: "127.0.0.1:99999": port "99999" must be a number from 0 to 65535`)
 	require.NotContains(t, err.Error(), "connect")
+}
+
+// The banner's kcat PREPARE decodes as a PREPARE with a forward key: the
+// forwarded record has key o-1 (without ec-fkey it had none).
+func TestDevWelcomePrepareHasAForwardKey(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.Store = config.Store{Driver: "sqlite", DSN: "/tmp/dev/eventcenter.db"}
+	var out bytes.Buffer
+	printWelcome(&out, cfg, "/tmp/dev", "127.0.0.1:8080", "")
+	var prepare string
+	for line := range strings.Lines(out.String()) {
+		if strings.Contains(line, "ec-type=prepare") {
+			prepare = line
+		}
+	}
+	require.NotEmpty(t, prepare, out.String())
+	rec := envelope.Record{Value: []byte("hello")}
+	fields := strings.Fields(prepare)
+	for i, f := range fields {
+		switch {
+		case f == "-k":
+			rec.Key = []byte(strings.Trim(fields[i+1], "'"))
+		case f == "-H":
+			k, v, ok := strings.Cut(fields[i+1], "=")
+			require.True(t, ok, fields[i+1])
+			rec.Headers = append(rec.Headers, envelope.Header{Key: k, Value: []byte(v)})
+		}
+	}
+	e, err := envelope.Decoder{}.Decode(rec)
+	require.NoError(t, err)
+	require.Equal(t, envelope.Prepare, e.Type)
+	require.Equal(t, "orders.events", e.ForwardTopic)
+	require.Equal(t, "o-1", e.ForwardKey)
 }

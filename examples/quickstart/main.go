@@ -29,15 +29,30 @@ import (
 func main() {
 	broker := flag.String("broker", "127.0.0.1:9092", "Kafka broker of the center")
 	checkback := flag.String("checkback", "127.0.0.1:8090", "address of this program's check-back endpoint")
+	timeout := flag.Duration("timeout", 30*time.Second, "give up after this long (no broker, or no center forwarding)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *broker, *checkback); err != nil {
+	if err := run(ctx, *broker, *checkback, *timeout); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, broker, checkbackAddr string) error {
+// hint ends every error that a center not running would explain.
+const hint = "is `eventcenter dev` running?"
+
+// brokerWait bounds the first contact with the broker, within the timeout.
+const brokerWait = 5 * time.Second
+
+func run(ctx context.Context, broker, checkbackAddr string, timeout time.Duration) error {
+	// Everything, from the first contact to the forwarded message, within
+	// the timeout: without a broker the producer would retry forever.
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := pingBroker(ctx, broker); err != nil {
+		return err
+	}
+
 	// The producer's own record of what its local transactions decided.
 	committed := map[string]bool{}
 
@@ -80,7 +95,7 @@ func run(ctx context.Context, broker, checkbackAddr string) error {
 		return nil
 	})
 	if err != nil && !errors.Is(err, clientlib.ErrCommitUnsent) {
-		return fmt.Errorf("transact: %w", err)
+		return fmt.Errorf("transact: %w (%s)", err, hint)
 	}
 	fmt.Printf("sent %s (PREPARE, local transaction, COMMIT)\n", msg.ID())
 
@@ -92,12 +107,10 @@ func run(ctx context.Context, broker, checkbackAddr string) error {
 	}
 	defer cl.Close()
 	dedup := clientlib.NewDeduper(10000)
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return fmt.Errorf("message not forwarded within 30s: %w", ctx.Err())
+			return fmt.Errorf("message not forwarded within %s: %w (%s)", timeout, ctx.Err(), hint)
 		}
 		for _, r := range fs.Records() {
 			id, _ := clientlib.RecordID(r)
@@ -111,4 +124,20 @@ func run(ctx context.Context, broker, checkbackAddr string) error {
 			return nil
 		}
 	}
+}
+
+// pingBroker checks that a Kafka broker answers at broker, so that a
+// missing center is reported at once rather than as a producer retrying.
+func pingBroker(ctx context.Context, broker string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		return fmt.Errorf("broker %s: %w", broker, err)
+	}
+	defer cl.Close()
+	pctx, cancel := context.WithTimeout(ctx, brokerWait)
+	defer cancel()
+	if err := cl.Ping(pctx); err != nil {
+		return fmt.Errorf("no Kafka broker answers at %s: %w (%s)", broker, err, hint)
+	}
+	return nil
 }
