@@ -45,6 +45,8 @@ type Ingester struct {
 	// included, and cleared when the assignment is lost or the consumer
 	// stops (see Joined).
 	joined atomic.Bool
+	// health says whether the consumer is consuming (see Consuming).
+	health health
 }
 
 // Joined tells whether the consumer is in the group with its assignment:
@@ -53,6 +55,29 @@ type Ingester struct {
 // is still healthy) and it has not been lost since. It is false before the
 // control topic exists, since the consumer joins only once it sees it.
 func (in *Ingester) Joined() bool { return in.joined.Load() }
+
+// Consuming tells whether records are being consumed: the consumer is in
+// the group (Joined) and, since its last failed broker connection, a fetch
+// of the control topic was answered (or, owning no partition, the group
+// coordinator answered). After a broker restart the assignment outlives
+// the connection for seconds; this does not. When not, why says what it
+// waits for and cause is the broker failure since which it waits, if any
+// (it names the broker).
+func (in *Ingester) Consuming() (ok bool, why string, cause error) {
+	if !in.Joined() {
+		return false, "waiting for the consumer group to assign partitions", nil
+	}
+	in.mu.Lock()
+	r := in.r
+	in.mu.Unlock()
+	owning := false
+	if r != nil {
+		r.mu.Lock()
+		owning = len(r.assigned) > 0
+		r.mu.Unlock()
+	}
+	return in.health.consuming(owning)
+}
 
 // New checks the configuration and builds an Ingester; it connects nothing
 // (Start does). A plain store (no forwarder.Applier) leaves sendable
@@ -192,6 +217,7 @@ func (in *Ingester) newRun(sr startstop.Run) (*run, error) {
 		// A failing batch must not hold a rebalance until the member is
 		// kicked out: its retry is abandoned and the partition rewound.
 		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { r.rebalanceWanted() }),
+		kgo.WithHooks(&in.health),
 	}
 	opts = append(opts, in.cfg.ClientOptions...)
 	cl, err := kgo.NewClient(opts...)

@@ -324,8 +324,9 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 
 // ready answers 200 when the instance can do its share of the work, 503
 // with the reason otherwise. The rule: the store answers, every component
-// has started, the control topic exists, and the control consumer is in
-// the group with an assignment from it. The assignment may be empty: with
+// has started, the control topic exists, the control consumer is in the
+// group with an assignment from it, and it is consuming (a fetch answered
+// since its last failed broker connection; see ingest.Consuming). The assignment may be empty: with
 // more instances than control-topic partitions some instance owns none and
 // is still ready (it takes over when another leaves), so "owns at least one
 // partition" would keep healthy spares out of service forever.
@@ -355,6 +356,17 @@ func (c *Center) ready(w http.ResponseWriter, r *http.Request) {
 	}
 	if !c.Ingester.Joined() {
 		http.Error(w, fmt.Sprintf("waiting for consumer group %s to assign partitions of control topic %s", c.cfg.Kafka.Group, c.cfg.Kafka.ControlTopic), http.StatusServiceUnavailable)
+		return
+	}
+	// In the group is not yet consuming: after a broker restart the
+	// assignment outlives the connection, and records wait until a fetch
+	// succeeds again.
+	if ok, why, cause := c.Ingester.Consuming(); !ok {
+		msg := "ingest: " + why
+		if cause != nil && c.secrets.bearerOK(r) {
+			msg += ": " + cause.Error()
+		}
+		http.Error(w, msg, http.StatusServiceUnavailable)
 		return
 	}
 	_, _ = fmt.Fprintf(w, "ok: owns %d partitions\n", len(c.Owned.Partitions()))
