@@ -73,15 +73,15 @@ func (o *overrides) register(cmd *cobra.Command) {
 func (o *overrides) apply(cfg *config.Config) {
 	if o.httpListen != "" {
 		cfg.HTTP.Listen = o.httpListen
-		cfg.SetByFlag("http.listen")
+		cfg.SetByFlag("http.listen", "--http-listen")
 	}
 	if o.logLevel != "" {
 		cfg.Log.Level = o.logLevel
-		cfg.SetByFlag("log.level")
+		cfg.SetByFlag("log.level", "--log-level")
 	}
 	if o.logFormat != "" {
 		cfg.Log.Format = o.logFormat
-		cfg.SetByFlag("log.format")
+		cfg.SetByFlag("log.format", "--log-format")
 	}
 }
 

@@ -275,3 +275,10 @@ func TestDevWelcomePrepareHasAForwardKey(t *testing.T) {
 	require.Equal(t, "orders.events", e.ForwardTopic)
 	require.Equal(t, "o-1", e.ForwardKey)
 }
+
+// A bad --http-listen is named as the flag.
+func TestDevNamesABadHTTPListenFlag(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	_, err := run(t, "dev", "--data-dir", data, "--kafka-addr", "127.0.0.1:0", "--http-listen", "127.0.0.1")
+	require.ErrorContains(t, err, `http.listen (from --http-listen): "127.0.0.1" is not host:port`)
+}

@@ -42,9 +42,10 @@ type Config struct {
 	Retention Retention `yaml:"retention"`
 	Log       Log       `yaml:"log"`
 
-	// fromEnv maps the YAML path of each field ApplyEnv set to its
-	// variable, so that Validate names the variable the value came from.
-	fromEnv map[string]string
+	// source maps the YAML path of each field ApplyEnv or a flag set to
+	// the variable or flag, so that Validate names where the value came
+	// from.
+	source map[string]string
 }
 
 // Kafka is the control topic's cluster.
@@ -414,10 +415,7 @@ func ApplyEnv(cfg *Config) error {
 			continue
 		}
 		if path, ok := envPaths()[p.Key]; ok {
-			if cfg.fromEnv == nil {
-				cfg.fromEnv = map[string]string{}
-			}
-			cfg.fromEnv[path] = p.Key
+			cfg.setSource(path, p.Key)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -438,10 +436,17 @@ func ApplyEnv(cfg *Config) error {
 	return nil
 }
 
-// SetByFlag records that the field at the YAML path was set by a
-// command-line flag, over what the environment said: Validate no longer
-// names the variable for it.
-func (c *Config) SetByFlag(path string) { delete(c.fromEnv, path) }
+// SetByFlag records that the field at the YAML path was set by the
+// command-line flag (e.g. "--http-listen"), over what the file or the
+// environment said: Validate names the flag for it.
+func (c *Config) SetByFlag(path, flag string) { c.setSource(path, flag) }
+
+func (c *Config) setSource(path, from string) {
+	if c.source == nil {
+		c.source = map[string]string{}
+	}
+	c.source[path] = from
+}
 
 // envPaths maps each EVENTCENTER_* variable to the YAML path of its field.
 var envPaths = sync.OnceValue(func() map[string]string {
@@ -498,8 +503,8 @@ func (k Kafka) DLQ() string {
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		if key, ok := c.fromEnv[field]; ok {
-			field += " (from " + key + ")"
+		if from, ok := c.source[field]; ok {
+			field += " (from " + from + ")"
 		}
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
 	}

@@ -140,7 +140,7 @@ func TestMarshalledConfigParses(t *testing.T) {
 }
 
 // A value the file gave is named by its YAML path only; a flag that
-// overrides the environment takes the variable's name away.
+// overrides the environment is named instead of the variable.
 func TestEnvSourceNamedOnlyForEnvValues(t *testing.T) {
 	_, err := Load(write(t, sqliteBase+"  max_conns: -4\n"))
 	requireUserError(t, err, "store.max_conns: must be at least 1")
@@ -150,8 +150,8 @@ func TestEnvSourceNamedOnlyForEnvValues(t *testing.T) {
 	cfg := Default()
 	require.NoError(t, ApplyEnv(&cfg))
 	cfg.HTTP.Listen = "nohost"
-	cfg.SetByFlag("http.listen")
+	cfg.SetByFlag("http.listen", "--http-listen")
 	err = cfg.Validate()
-	requireUserError(t, err, "http.listen: ")
+	requireUserError(t, err, `http.listen (from --http-listen): "nohost" is not host:port`)
 	require.NotContains(t, err.Error(), "EVENTCENTER_HTTP_LISTEN")
 }
