@@ -109,7 +109,7 @@ func runningCenterFamilies(t *testing.T) []Family {
 	defer cluster.Close()
 	cfg := config.Default()
 	cfg.Kafka.Brokers = cluster.ListenAddrs()
-	cfg.Store = config.Store{Driver: "sqlite", DSN: filepath.Join(t.TempDir(), "ec.db"), MaxConns: 1}
+	cfg.Store = config.Store{Driver: "sqlite", DSN: filepath.Join(t.TempDir(), "ec.db"), MaxConns: 1, AutoMigrate: true}
 	cfg.Admin.Insecure = true
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
