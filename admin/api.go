@@ -28,6 +28,7 @@ func (h *handler) routesAPI() {
 	h.mux.Handle("POST "+p+"/messages/{bizID}/{rest...}", h.api(ScopeAdmin, h.apiAction))
 	h.mux.Handle("POST "+p+"/bizids/{bizID}/retry", h.api(ScopeAdmin, h.apiBizRetry))
 	h.mux.Handle("GET "+p+"/dlq", h.api(ScopeRead, h.apiDLQList))
+	h.mux.Handle("GET "+p+"/dlq/{partition}/{offset}", h.api(ScopeRead, h.apiDLQGet))
 	h.mux.Handle("POST "+p+"/dlq/{partition}/{offset}/replay", h.api(ScopeAdmin, h.apiDLQReplay))
 	h.mux.Handle("GET "+p+"/audit", h.api(ScopeRead, h.apiAuditLog))
 	h.mux.Handle(p+"/", h.api(ScopeRead, func(w http.ResponseWriter, r *http.Request, _ principal) error {
@@ -483,15 +484,45 @@ func (h *handler) dlqList(r *http.Request, limitS, cursor string) (adminapi.DLQL
 	if err != nil {
 		return adminapi.DLQList{}, err
 	}
-	recs, next, err := h.dlq.List(r.Context(), limit, cursor)
+	recs, next, err := h.dlq.List(r.Context(), DLQQuery{Limit: limit, After: cursor, MaxBytes: h.cfg.DLQPageBytes, Preview: h.cfg.DLQPreviewBytes})
 	if err != nil {
 		return adminapi.DLQList{}, fmt.Errorf("list dead-letter records: %w", err)
 	}
-	out := adminapi.DLQList{Records: []adminapi.DLQRecord{}, Next: next}
+	out := adminapi.DLQList{Records: make([]adminapi.DLQRecord, 0, len(recs)), Next: next,
+		PreviewBytes: h.cfg.DLQPreviewBytes, MaxBytes: h.cfg.DLQPageBytes}
 	for _, rec := range recs {
-		out.Records = append(out.Records, rec.toAPI())
+		// Cut here too, whatever the DLQ kept.
+		out.Records = append(out.Records, rec.toAPI(h.cfg.DLQPreviewBytes))
 	}
 	return out, nil
+}
+
+// dlqRecord reads one whole dead-letter record.
+func (h *handler) dlqRecord(r *http.Request, ps, os string) (adminapi.DLQRecord, error) {
+	if h.dlq == nil {
+		return adminapi.DLQRecord{}, errNoDLQ
+	}
+	partition, offset, err := parsePosition(ps, os)
+	if err != nil {
+		return adminapi.DLQRecord{}, err
+	}
+	rec, err := h.dlq.Get(r.Context(), partition, offset)
+	if err != nil {
+		return adminapi.DLQRecord{}, fmt.Errorf("read dead-letter record %d/%d: %w", partition, offset, err)
+	}
+	return rec.toAPI(0), nil
+}
+
+func (h *handler) apiDLQGet(w http.ResponseWriter, r *http.Request, _ principal) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	rec, err := h.dlqRecord(r, r.PathValue("partition"), r.PathValue("offset"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rec)
+	return nil
 }
 
 func (h *handler) apiDLQList(w http.ResponseWriter, r *http.Request, _ principal) error {

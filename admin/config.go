@@ -52,6 +52,14 @@ type Config struct {
 	// DefaultLimit and MaxLimit bound list pages (defaults 50 and 1000).
 	DefaultLimit int
 	MaxLimit     int
+	// DLQPreviewBytes is the most bytes of a dead letter's value (and of
+	// each header value) a DLQ list shows (default 1024); the whole
+	// record is read one at a time.
+	DLQPreviewBytes int
+	// DLQPageBytes bounds a DLQ list page by the whole size of its records
+	// (key, value, headers): the page ends before the record that would
+	// pass it, the first record excepted (default 4 MiB).
+	DLQPageBytes int
 
 	// Now is the clock (nil → time.Now).
 	Now func() time.Time
@@ -77,6 +85,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxLimit == 0 {
 		c.MaxLimit = 1000
+	}
+	if c.DLQPreviewBytes == 0 {
+		c.DLQPreviewBytes = 1024
+	}
+	if c.DLQPageBytes == 0 {
+		c.DLQPageBytes = 4 << 20
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -115,6 +129,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SessionTTL < 0 {
 		errs = append(errs, errors.New("SessionTTL: negative"))
+	}
+	if c.DLQPreviewBytes < 0 || c.DLQPageBytes < 0 {
+		errs = append(errs, fmt.Errorf("DLQPreviewBytes/DLQPageBytes: %d/%d, negative", c.DLQPreviewBytes, c.DLQPageBytes))
 	}
 	if c.DefaultLimit < 0 || c.MaxLimit < 0 || (c.MaxLimit > 0 && c.DefaultLimit > c.MaxLimit) {
 		errs = append(errs, fmt.Errorf("DefaultLimit/MaxLimit: %d/%d, want 0 < DefaultLimit <= MaxLimit", c.DefaultLimit, c.MaxLimit))

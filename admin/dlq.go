@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -25,15 +27,37 @@ import (
 
 // DLQ reads the dead-letter topic and replays records from it.
 type DLQ interface {
-	// List returns up to limit records after the cursor ("" from the
-	// start) and the cursor of the next page ("" when there is none).
-	List(ctx context.Context, limit int, after string) ([]DLQRecord, string, error)
+	// List returns one page of records after q.After ("" from the start)
+	// and the cursor of the next page ("" when there is none). The page
+	// holds at most q.Limit records and stops adding records once their
+	// whole sizes would pass q.MaxBytes (the first record always fits);
+	// values and header values longer than q.Preview are cut to it (the
+	// record's ValueSize keeps the whole size).
+	List(ctx context.Context, q DLQQuery) ([]DLQRecord, string, error)
+	// Get returns the whole record at partition/offset (ErrDLQNotFound
+	// when there is none).
+	Get(ctx context.Context, partition int32, offset int64) (DLQRecord, error)
 	// Replay sends the record at partition/offset back to the control
 	// topic, changed by fix, and returns it as sent (without its ec-dlq-*
 	// headers). A record that would be dead-lettered again is not sent: the
 	// error wraps ErrReplayInvalid; a fix that does not apply to the record
 	// wraps ErrBadReplayFix.
 	Replay(ctx context.Context, partition int32, offset int64, fix ReplayFix) (DLQRecord, error)
+}
+
+// DLQQuery asks for one page of the dead-letter topic.
+type DLQQuery struct {
+	// Limit is the most records the page holds (at least 1).
+	Limit int
+	// After is the cursor of a previous page ("" from the start).
+	After string
+	// MaxBytes bounds the page by the whole size (key, value, headers) of
+	// its records: a record that would pass it ends the page, unless it is
+	// the first. 0 means no bound.
+	MaxBytes int
+	// Preview cuts values and header values longer than this many bytes;
+	// 0 keeps them whole.
+	Preview int
 }
 
 // ReplayFix is what an operator supplies to repair a dead-letter record
@@ -70,7 +94,7 @@ var (
 
 // envelopeRecord returns the record as the envelope decoder reads it.
 func (r DLQRecord) envelopeRecord() envelope.Record {
-	return envelope.Record{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Headers: r.Headers}
+	return envelope.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Headers: r.Headers}
 }
 
 // prepareForReplay drops the ec-dlq-* headers of a dead-letter record,
@@ -86,7 +110,7 @@ func prepareForReplay(src DLQRecord, fix ReplayFix) (DLQRecord, error) {
 				ErrReplayInvalid, h.Value)
 		}
 	}
-	out := DLQRecord{Partition: src.Partition, Offset: src.Offset, Timestamp: src.Timestamp, Key: src.Key, Value: src.Value}
+	out := DLQRecord{Topic: src.Topic, Partition: src.Partition, Offset: src.Offset, Timestamp: src.Timestamp, Key: src.Key, Value: src.Value, ValueSize: len(src.Value)}
 	native := false
 	typ := ""
 	for _, h := range src.Headers {
@@ -148,14 +172,26 @@ func compatWithTopic(value []byte, topic string) ([]byte, error) {
 
 // DLQRecord is one record of the dead-letter topic.
 type DLQRecord struct {
+	// Topic is the dead-letter topic the record was read from.
+	Topic     string
 	Partition int32
 	Offset    int64
 	Timestamp time.Time
 	Key       []byte
-	Value     []byte
-	// Headers are all the record's headers, ec-dlq-* included.
+	// Value is the value, or its first DLQQuery.Preview bytes in a list.
+	Value []byte
+	// ValueSize is the whole value's size (len(Value) when it is whole;
+	// 0 is read as len(Value)).
+	ValueSize int
+	// Headers are all the record's headers, ec-dlq-* included (values cut
+	// to DLQQuery.Preview in a list).
 	Headers []envelope.Header
+	// size is the whole record's size (key, value, headers) as read.
+	size int
 }
+
+// valueSize is the whole value's size.
+func (r DLQRecord) valueSize() int { return max(r.ValueSize, len(r.Value)) }
 
 // Reason returns the ec-dlq-reason header.
 func (r DLQRecord) Reason() string {
@@ -167,25 +203,57 @@ func (r DLQRecord) Reason() string {
 	return ""
 }
 
-func (r DLQRecord) toAPI() adminapi.DLQRecord {
+// toAPI converts a record for the API: the value and header values are cut
+// to preview bytes (0: whole) and each is encoded once, as text when the
+// shown bytes are valid UTF-8, else as base64.
+func (r DLQRecord) toAPI(preview int) adminapi.DLQRecord {
 	a := adminapi.DLQRecord{
 		Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UTC(),
-		Key: string(r.Key), Reason: r.Reason(),
-		ValueBase64: base64.StdEncoding.EncodeToString(r.Value), ValueText: textOf(r.Value),
+		Key: string(r.Key), Reason: r.Reason(), ValueSize: r.valueSize(),
 	}
-	var rest []envelope.Header
+	var cut bool
+	a.Value, a.ValueEncoding, cut = encodeValue(r.Value, preview)
+	a.ValueTruncated = cut || len(r.Value) < a.ValueSize
 	for _, h := range r.Headers {
 		if name, ok := strings.CutPrefix(h.Key, envelope.HeaderDLQPrefix); ok {
 			if a.Info == nil {
 				a.Info = map[string]string{}
 			}
-			a.Info[name] = string(h.Value)
+			v, _, _ := encodeValue(h.Value, preview)
+			a.Info[name] = v
 			continue
 		}
-		rest = append(rest, h)
+		v, enc, _ := encodeValue(h.Value, preview)
+		ah := adminapi.Header{Key: h.Key}
+		if enc == adminapi.EncodingText {
+			ah.Value = &v
+		} else {
+			ah.ValueBase64 = v
+		}
+		a.Headers = append(a.Headers, ah)
 	}
-	a.Headers = headersOf(rest)
 	return a
+}
+
+// encodeValue returns v, cut to n bytes when n > 0 and v is longer, as text
+// when those bytes are valid UTF-8 (a cut does not split a character) and
+// as base64 otherwise. cut tells whether it was cut.
+func encodeValue(v []byte, n int) (s, enc string, cut bool) {
+	if n > 0 && len(v) > n {
+		c := v[:n]
+		// Back off over a character split by the cut.
+		for i := 0; i < utf8.UTFMax && len(c) > 0 && !utf8.Valid(c); i++ {
+			c = c[:len(c)-1]
+		}
+		if !utf8.Valid(c) {
+			c = v[:n]
+		}
+		v, cut = c, true
+	}
+	if utf8.Valid(v) {
+		return string(v), adminapi.EncodingText, cut
+	}
+	return base64.StdEncoding.EncodeToString(v), adminapi.EncodingBase64, cut
 }
 
 var (
@@ -281,14 +349,15 @@ func parseCursor(s string) (cursor, error) {
 	return c, nil
 }
 
-// List reads up to limit records, partition by partition in order, from the
-// cursor's positions (or each partition's start) up to the end offsets seen
-// when the call began.
-func (d *KafkaDLQ) List(ctx context.Context, limit int, after string) ([]DLQRecord, string, error) {
-	if limit <= 0 {
-		return nil, "", fmt.Errorf("list dead-letter topic: limit %d", limit)
+// List reads one page, partition by partition in order, from the cursor's
+// positions (or each partition's start) up to the end offsets seen when the
+// call began. It keeps only previews of the values it reads, and stops
+// reading a partition once it holds q.Limit records or q.MaxBytes of it.
+func (d *KafkaDLQ) List(ctx context.Context, q DLQQuery) ([]DLQRecord, string, error) {
+	if q.Limit <= 0 {
+		return nil, "", fmt.Errorf("list dead-letter topic: limit %d", q.Limit)
 	}
-	cur, err := parseCursor(after)
+	cur, err := parseCursor(q.After)
 	if err != nil {
 		return nil, "", err
 	}
@@ -318,7 +387,7 @@ func (d *KafkaDLQ) List(ctx context.Context, limit int, after string) ([]DLQReco
 	if len(from) == 0 {
 		return nil, "", nil
 	}
-	got, err := d.read(ctx, from, to, limit)
+	got, full, err := d.read(ctx, from, to, q)
 	if err != nil {
 		return nil, "", err
 	}
@@ -334,23 +403,26 @@ func (d *KafkaDLQ) List(ctx context.Context, limit int, after string) ([]DLQReco
 	for p, o := range cur {
 		next[p] = o
 	}
-	more := false
+	more, used := false, 0
 	for _, p := range ps {
 		recs := got[p]
-		room := limit - len(page)
-		cut := len(recs) > room
-		if cut {
-			recs = recs[:room]
+		n := 0
+		for n < len(recs) && len(page) < q.Limit &&
+			(q.MaxBytes <= 0 || len(page) == 0 || used+recs[n].size <= q.MaxBytes) {
+			used += recs[n].size
+			page = append(page, recs[n])
+			n++
 		}
-		page = append(page, recs...)
 		switch {
-		case cut:
-			if len(recs) > 0 {
-				next[p] = recs[len(recs)-1].Offset + 1
+		case n < len(recs):
+			// Cut by the page's count or bytes.
+			if n > 0 {
+				next[p] = recs[n-1].Offset + 1
 			}
 			more = true
-		case len(recs) >= limit:
-			next[p] = recs[len(recs)-1].Offset + 1
+		case full[p]:
+			// The read stopped early on this partition.
+			next[p] = recs[n-1].Offset + 1
 			more = more || next[p] < to[p]
 		default:
 			// Read to its end (the rest, if any, were gaps).
@@ -363,78 +435,8 @@ func (d *KafkaDLQ) List(ctx context.Context, limit int, after string) ([]DLQReco
 	return page, next.String(), nil
 }
 
-// read fetches up to limit records per partition from[p] <= offset < to[p].
-// It stops when every partition has enough or reached its end, or when a
-// poll brings nothing within PollTimeout.
-func (d *KafkaDLQ) read(ctx context.Context, from, to map[int32]int64, limit int) (map[int32][]DLQRecord, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	offs := map[int32]kgo.Offset{}
-	for p, o := range from {
-		offs[p] = kgo.NewOffset().At(o)
-	}
-	opts := append(d.readerOpts(),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{d.dlq: offs}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-	)
-	rc, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("open dead-letter reader: %w", err)
-	}
-	defer rc.Close()
-	got := map[int32][]DLQRecord{}
-	done := func(p int32) bool {
-		rs := got[p]
-		return len(rs) >= limit || (len(rs) > 0 && rs[len(rs)-1].Offset+1 >= to[p])
-	}
-	for {
-		all := true
-		for p := range from {
-			all = all && done(p)
-		}
-		if all {
-			return got, nil
-		}
-		pctx, cancel := context.WithTimeout(ctx, d.PollTimeout)
-		fs := rc.PollFetches(pctx)
-		cancel()
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("read dead-letter topic: %w", err)
-		}
-		n := 0
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				ferr = err
-			}
-		})
-		if ferr != nil {
-			return nil, fmt.Errorf("read dead-letter topic %s: %w", d.dlq, ferr)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			if r.Offset >= to[r.Partition] || done(r.Partition) {
-				return
-			}
-			got[r.Partition] = append(got[r.Partition], fromKgo(r))
-		})
-		if n == 0 {
-			// Nothing within the poll timeout: the rest are gaps
-			// (transaction markers, compaction).
-			return got, nil
-		}
-	}
-}
-
-func fromKgo(r *kgo.Record) DLQRecord {
-	return DLQRecord{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value,
-		Headers: kafkarec.Headers(r.Headers)}
-}
-
-// Replay reads the record at partition/offset, drops its ec-dlq-* headers,
-// applies fix, checks that the result is a valid envelope, and produces it
-// to the control topic.
-func (d *KafkaDLQ) Replay(ctx context.Context, partition int32, offset int64, fix ReplayFix) (DLQRecord, error) {
+// Get reads the whole record at partition/offset.
+func (d *KafkaDLQ) Get(ctx context.Context, partition int32, offset int64) (DLQRecord, error) {
 	starts, err := d.adm.ListStartOffsets(ctx, d.dlq)
 	if err != nil {
 		return DLQRecord{}, fmt.Errorf("list start offsets of %s: %w", d.dlq, err)
@@ -448,7 +450,7 @@ func (d *KafkaDLQ) Replay(ctx context.Context, partition int32, offset int64, fi
 	if !ok1 || !ok2 || s.Err != nil || e.Err != nil || offset < s.Offset || offset >= e.Offset {
 		return DLQRecord{}, fmt.Errorf("%w: %s %d/%d", ErrDLQNotFound, d.dlq, partition, offset)
 	}
-	recs, err := d.read(ctx, map[int32]int64{partition: offset}, map[int32]int64{partition: offset + 1}, 1)
+	recs, _, err := d.read(ctx, map[int32]int64{partition: offset}, map[int32]int64{partition: offset + 1}, DLQQuery{Limit: 1})
 	if err != nil {
 		return DLQRecord{}, err
 	}
@@ -456,7 +458,120 @@ func (d *KafkaDLQ) Replay(ctx context.Context, partition int32, offset int64, fi
 	if len(rs) == 0 || rs[0].Offset != offset {
 		return DLQRecord{}, fmt.Errorf("%w: %s %d/%d", ErrDLQNotFound, d.dlq, partition, offset)
 	}
-	out, err := prepareForReplay(rs[0], fix)
+	return rs[0], nil
+}
+
+// read fetches, per partition, records from[p] <= offset < to[p] until it
+// holds q.Limit records or q.MaxBytes of it (full reports those partitions),
+// keeping q.Preview bytes of each value. It stops when every partition is
+// full or reached its end, or when a poll brings nothing within
+// PollTimeout.
+func (d *KafkaDLQ) read(ctx context.Context, from, to map[int32]int64, q DLQQuery) (map[int32][]DLQRecord, map[int32]bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	offs := map[int32]kgo.Offset{}
+	for p, o := range from {
+		offs[p] = kgo.NewOffset().At(o)
+	}
+	opts := append(d.readerOpts(),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{d.dlq: offs}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	)
+	if q.MaxBytes > 0 {
+		// Each fetch brings about one page's worth (a larger record still
+		// comes, alone), not the client's default 50 MiB.
+		fb := int32(min(max(q.MaxBytes, 64<<10), 1<<30))
+		opts = append(opts, kgo.FetchMaxBytes(fb), kgo.FetchMaxPartitionBytes(fb))
+	}
+	rc, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open dead-letter reader: %w", err)
+	}
+	defer rc.Close()
+	got := map[int32][]DLQRecord{}
+	bytesOf := map[int32]int{}
+	full := map[int32]bool{}
+	done := func(p int32) bool {
+		rs := got[p]
+		return full[p] || (len(rs) > 0 && rs[len(rs)-1].Offset+1 >= to[p])
+	}
+	for {
+		all := true
+		for p := range from {
+			all = all && done(p)
+		}
+		if all {
+			return got, full, nil
+		}
+		pctx, cancel := context.WithTimeout(ctx, d.PollTimeout)
+		fs := rc.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return nil, nil, fmt.Errorf("read dead-letter topic: %w", err)
+		}
+		n := 0
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				ferr = err
+			}
+		})
+		if ferr != nil {
+			return nil, nil, fmt.Errorf("read dead-letter topic %s: %w", d.dlq, ferr)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			p := r.Partition
+			if r.Offset >= to[p] || done(p) {
+				return
+			}
+			rec := fromKgo(r, q.Preview)
+			got[p] = append(got[p], rec)
+			bytesOf[p] += rec.size
+			if len(got[p]) >= q.Limit || (q.MaxBytes > 0 && bytesOf[p] >= q.MaxBytes) {
+				full[p] = true
+			}
+		})
+		if n == 0 {
+			// Nothing within the poll timeout: the rest are gaps
+			// (transaction markers, compaction).
+			return got, full, nil
+		}
+	}
+}
+
+// fromKgo copies a fetched record, its value and header values cut to
+// preview bytes (0: whole), so that the fetch buffers are not kept.
+func fromKgo(r *kgo.Record, preview int) DLQRecord {
+	size := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		size += len(h.Key) + len(h.Value)
+	}
+	cut := func(b []byte) []byte {
+		if preview > 0 && len(b) > preview {
+			return bytes.Clone(b[:preview])
+		}
+		return b
+	}
+	hs := kafkarec.Headers(r.Headers)
+	if preview > 0 {
+		for i := range hs {
+			hs[i].Value = cut(hs[i].Value)
+		}
+	}
+	return DLQRecord{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: cut(r.Key),
+		Value: cut(r.Value), ValueSize: len(r.Value), Headers: hs, size: size}
+}
+
+// Replay reads the record at partition/offset, drops its ec-dlq-* headers,
+// applies fix, checks that the result is a valid envelope, and produces it
+// to the control topic.
+func (d *KafkaDLQ) Replay(ctx context.Context, partition int32, offset int64, fix ReplayFix) (DLQRecord, error) {
+	src, err := d.Get(ctx, partition, offset)
+	if err != nil {
+		return DLQRecord{}, err
+	}
+	out, err := prepareForReplay(src, fix)
 	if err != nil {
 		return DLQRecord{}, err
 	}

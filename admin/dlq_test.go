@@ -32,19 +32,34 @@ type fakeDLQ struct {
 	fixes    []admin.ReplayFix
 }
 
-func (f *fakeDLQ) List(_ context.Context, limit int, after string) ([]admin.DLQRecord, string, error) {
+// List honours the limit and the byte bound; it returns its records whole
+// (the handler must cut them).
+func (f *fakeDLQ) List(_ context.Context, q admin.DLQQuery) ([]admin.DLQRecord, string, error) {
 	i := 0
-	if after != "" {
-		if _, err := fmt.Sscanf(after, "%d", &i); err != nil {
-			return nil, "", fmt.Errorf("%w: %q", admin.ErrBadDLQCursor, after)
+	if q.After != "" {
+		if _, err := fmt.Sscanf(q.After, "%d", &i); err != nil {
+			return nil, "", fmt.Errorf("%w: %q", admin.ErrBadDLQCursor, q.After)
 		}
 	}
-	j := min(i+limit, len(f.recs))
+	j, used := i, 0
+	for j < len(f.recs) && j-i < q.Limit && (q.MaxBytes <= 0 || j == i || used+len(f.recs[j].Value) <= q.MaxBytes) {
+		used += len(f.recs[j].Value)
+		j++
+	}
 	next := ""
 	if j < len(f.recs) {
 		next = fmt.Sprint(j)
 	}
 	return f.recs[i:j], next, nil
+}
+
+func (f *fakeDLQ) Get(_ context.Context, p int32, o int64) (admin.DLQRecord, error) {
+	for _, r := range f.recs {
+		if r.Partition == p && r.Offset == o {
+			return r, nil
+		}
+	}
+	return admin.DLQRecord{}, fmt.Errorf("%w: %d/%d", admin.ErrDLQNotFound, p, o)
 }
 
 func (f *fakeDLQ) Replay(_ context.Context, p int32, o int64, fix admin.ReplayFix) (admin.DLQRecord, error) {
@@ -86,9 +101,13 @@ func TestDLQ(t *testing.T) {
 	require.Equal(t, "orders:x", r.Key)
 	require.Equal(t, "decode: bad JSON", r.Reason)
 	require.Equal(t, map[string]string{"reason": "decode: bad JSON", "offset": "17"}, r.Info)
-	require.Equal(t, "{not json", *r.ValueText)
+	require.Equal(t, "{not json", r.Value)
+	require.Equal(t, adminapi.EncodingText, r.ValueEncoding)
+	require.Equal(t, 9, r.ValueSize)
+	require.False(t, r.ValueTruncated)
 	require.Len(t, r.Headers, 1, "ec-dlq-* headers are shown as info")
-	require.Nil(t, l.Records[1].ValueText)
+	require.Equal(t, "/w==", l.Records[1].Value)
+	require.Equal(t, adminapi.EncodingBase64, l.Records[1].ValueEncoding)
 	l = decode[adminapi.DLQList](t, get(t, env, "/api/v1/dlq?cursor=2"), http.StatusOK)
 	require.Len(t, l.Records, 1)
 	require.Empty(t, l.Next)

@@ -58,7 +58,7 @@ func produceDLQ(t *testing.T, seeds []string, partition int32, n int) {
 func TestKafkaDLQList(t *testing.T) {
 	t.Parallel()
 	d, _, seeds := newKafkaDLQ(t)
-	recs, next, err := d.List(t.Context(), 10, "")
+	recs, next, err := d.List(t.Context(), admin.DLQQuery{Limit: 10})
 	require.NoError(t, err)
 	require.Empty(t, recs)
 	require.Empty(t, next)
@@ -69,7 +69,7 @@ func TestKafkaDLQList(t *testing.T) {
 	cursor := ""
 	pages := 0
 	for {
-		recs, next, err := d.List(t.Context(), 3, cursor)
+		recs, next, err := d.List(t.Context(), admin.DLQQuery{Limit: 3, After: cursor})
 		require.NoError(t, err)
 		require.LessOrEqual(t, len(recs), 3)
 		for _, r := range recs {
@@ -91,14 +91,14 @@ func TestKafkaDLQList(t *testing.T) {
 
 	// Records written later show up when the last page is read again.
 	produceDLQ(t, seeds, 1, 3)
-	recs, next, err = d.List(t.Context(), 10, cursor)
+	recs, next, err = d.List(t.Context(), admin.DLQQuery{Limit: 10, After: cursor})
 	require.NoError(t, err)
 	require.Empty(t, next)
 	require.Len(t, recs, 4)
 	require.Equal(t, int64(1), recs[0].Offset)
 	require.Equal(t, int64(4), recs[3].Offset)
 
-	_, _, err = d.List(t.Context(), 10, "0:x")
+	_, _, err = d.List(t.Context(), admin.DLQQuery{Limit: 10, After: "0:x"})
 	require.ErrorIs(t, err, admin.ErrBadDLQCursor)
 }
 
@@ -259,4 +259,51 @@ func TestKafkaDLQReplayFillsTheOrphan(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, audit, 1)
 	require.Equal(t, "dlq_replay", audit[0].Action)
+}
+
+// TestKafkaDLQListBounded: the reader keeps previews only and ends a page
+// at the byte bound; the cursor continues after the last record shown.
+func TestKafkaDLQListBounded(t *testing.T) {
+	t.Parallel()
+	d, _, seeds := newKafkaDLQ(t)
+	p, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer p.Close()
+	big := make([]byte, 300<<10)
+	for i := range big {
+		big[i] = 'a' + byte(i%26)
+	}
+	for i := range 5 {
+		r := &kgo.Record{Topic: "dlq", Partition: 0, Key: fmt.Appendf(nil, "biz:k-%d", i), Value: big,
+			Headers: []kgo.RecordHeader{{Key: "ec-dlq-reason", Value: []byte("too large")}}}
+		require.NoError(t, p.ProduceSync(t.Context(), r).FirstErr())
+	}
+	var offsets []int64
+	cursor, pages := "", 0
+	for {
+		recs, next, err := d.List(t.Context(), admin.DLQQuery{Limit: 100, After: cursor, MaxBytes: 700 << 10, Preview: 100})
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(recs), 2, "700 KiB holds two records of 300 KiB")
+		for _, r := range recs {
+			require.Len(t, r.Value, 100)
+			require.Equal(t, 300<<10, r.ValueSize)
+			require.Equal(t, "too large", r.Reason())
+			offsets = append(offsets, r.Offset)
+		}
+		pages++
+		require.Less(t, pages, 10)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	require.Equal(t, []int64{0, 1, 2, 3, 4}, offsets)
+	require.Equal(t, 3, pages)
+
+	whole, err := d.Get(t.Context(), 0, 3)
+	require.NoError(t, err)
+	require.Equal(t, big, whole.Value)
+	require.Equal(t, "dlq", whole.Topic)
+	_, err = d.Get(t.Context(), 0, 5)
+	require.ErrorIs(t, err, admin.ErrDLQNotFound)
 }

@@ -21,7 +21,7 @@ import (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-var pageNames = []string{"login", "overview", "messages", "message", "dlq", "error"}
+var pageNames = []string{"login", "overview", "messages", "message", "dlq", "dlqrecord", "error"}
 
 // uiMsgURL is the console page of a message: /ui/m/{bizID}/{key}, escaped
 // as the API paths are.
@@ -258,6 +258,7 @@ func (h *handler) routesUI() {
 	h.mux.HandleFunc("POST /ui/m/{bizID}/{rest...}", h.uiAction)
 	h.mux.HandleFunc("POST /ui/bizids/{bizID}/retry", h.post(true, h.uiBizRetry))
 	h.mux.HandleFunc("GET /ui/dlq", h.ui(h.uiDLQ))
+	h.mux.HandleFunc("GET /ui/dlq/{partition}/{offset}", h.ui(h.uiDLQRecord))
 	h.mux.HandleFunc("POST /ui/dlq/{partition}/{offset}/replay", h.post(true, h.uiDLQReplay))
 	h.mux.HandleFunc("/ui/", h.ui(func(w http.ResponseWriter, r *http.Request, p principal) (*page, error) {
 		return nil, &apiError{http.StatusNotFound, "no such page: " + r.URL.Path}
@@ -535,7 +536,9 @@ func (h *handler) uiDLQ(w http.ResponseWriter, r *http.Request, p principal) (*p
 	if err != nil {
 		return nil, err
 	}
-	pg := &page{tmpl: "dlq", Title: "Dead letters", Data: map[string]any{"Records": l.Records, "Next": l.Next}}
+	limit, _ := h.limit(q.Get("limit"))
+	pg := &page{tmpl: "dlq", Title: "Dead letters", Data: map[string]any{"Records": l.Records, "Next": l.Next,
+		"Preview": l.PreviewBytes, "MaxBytes": l.MaxBytes, "Limit": limit}}
 	if rp := q.Get("replayed"); rp != "" {
 		pg.Flash = "Replayed " + rp + " to the control topic."
 		if q.Get("key") != "" {
@@ -543,6 +546,15 @@ func (h *handler) uiDLQ(w http.ResponseWriter, r *http.Request, p principal) (*p
 		}
 	}
 	return pg, nil
+}
+
+// uiDLQRecord shows one whole dead-letter record.
+func (h *handler) uiDLQRecord(w http.ResponseWriter, r *http.Request, p principal) (*page, error) {
+	rec, err := h.dlqRecord(r, r.PathValue("partition"), r.PathValue("offset"))
+	if err != nil {
+		return nil, err
+	}
+	return &page{tmpl: "dlqrecord", Title: fmt.Sprintf("Dead letter %d/%d", rec.Partition, rec.Offset), Data: map[string]any{"R": rec}}, nil
 }
 
 func (h *handler) uiDLQReplay(w http.ResponseWriter, r *http.Request, p principal) (string, error) {

@@ -50,8 +50,9 @@ type Header struct {
 	Key string `json:"key"`
 	// Value is the value as text when it is valid UTF-8.
 	Value *string `json:"value,omitempty"`
-	// ValueBase64 is the raw value.
-	ValueBase64 string `json:"value_base64"`
+	// ValueBase64 is the raw value. A message's headers always have it; a
+	// dead letter's have it only when Value is not set (one encoding each).
+	ValueBase64 string `json:"value_base64,omitempty"`
 }
 
 // AuditEntry is one recorded operator action.
@@ -150,16 +151,38 @@ type DLQRecord struct {
 	// Reason is why it was set aside (the ec-dlq-reason header).
 	Reason string `json:"reason,omitempty"`
 	// Info holds every ec-dlq-* header, by name without the prefix.
-	Info        map[string]string `json:"info,omitempty"`
-	ValueBase64 string            `json:"value_base64"`
-	ValueText   *string           `json:"value_text,omitempty"`
-	Headers     []Header          `json:"headers,omitempty"`
+	Info map[string]string `json:"info,omitempty"`
+	// Value is the value, encoded once as ValueEncoding says: "text" (it
+	// is valid UTF-8) or "base64". In a list it is a preview: at most
+	// DLQList.PreviewBytes of the value (ValueTruncated then tells it was
+	// cut); GET /api/v1/dlq/{partition}/{offset} has the whole value.
+	Value         string `json:"value"`
+	ValueEncoding string `json:"value_encoding"`
+	// ValueSize is the whole value's size in bytes.
+	ValueSize      int  `json:"value_size"`
+	ValueTruncated bool `json:"value_truncated,omitempty"`
+	// Headers are the record's other headers (in a list, values are cut
+	// to the preview too).
+	Headers []Header `json:"headers,omitempty"`
 }
 
-// DLQList is GET /api/v1/dlq.
+// Value encodings of DLQRecord.
+const (
+	EncodingText   = "text"
+	EncodingBase64 = "base64"
+)
+
+// DLQList is GET /api/v1/dlq. A page holds at most limit records and stops
+// before the record that would take the whole size of its records past
+// MaxBytes (the first record always comes); Next is where to continue.
 type DLQList struct {
 	Records []DLQRecord `json:"records"`
 	Next    string      `json:"next,omitempty"`
+	// PreviewBytes is the most bytes of a value (and of a header value)
+	// a record in the list shows.
+	PreviewBytes int `json:"preview_bytes"`
+	// MaxBytes bounds the page by the whole size of its records.
+	MaxBytes int `json:"max_bytes"`
 }
 
 // DLQReplayRequest is the body of POST /api/v1/dlq/{partition}/{offset}/replay.
@@ -241,6 +264,11 @@ func ActionPath(bizID, key, action string) string {
 // BizRetryPath is the path of the bulk retry of a bizID.
 func BizRetryPath(bizID string) string {
 	return Prefix + "/bizids/" + url.PathEscape(bizID) + "/retry"
+}
+
+// DLQRecordPath is the path of one whole dead-letter record.
+func DLQRecordPath(partition int32, offset int64) string {
+	return Prefix + "/dlq/" + strconv.FormatInt(int64(partition), 10) + "/" + strconv.FormatInt(offset, 10)
 }
 
 // DLQReplayPath is the path that replays one dead-letter record.

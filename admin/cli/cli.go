@@ -475,6 +475,39 @@ func (o *options) dlqCmd() *cobra.Command {
 			return err
 		},
 	}
+	get := &cobra.Command{
+		Use:   "get PARTITION OFFSET",
+		Short: "Show one whole dead-letter record (a list shows value previews only)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, off, err := position(args)
+			if err != nil {
+				return err
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			r, err := c.DLQRecord(cmd.Context(), p, off)
+			if err != nil {
+				return fmt.Errorf("read dead letter %d/%d: %w", p, off, err)
+			}
+			return o.emit(cmd.OutOrStdout(), r, func(tw *tabwriter.Writer) {
+				fmt.Fprintf(tw, "position\t%d/%d\n", r.Partition, r.Offset)
+				fmt.Fprintf(tw, "time\t%s\n", r.Timestamp.UTC().Format(time.RFC3339))
+				fmt.Fprintf(tw, "key\t%s\n", dash(r.Key))
+				fmt.Fprintf(tw, "reason\t%s\n", dash(r.Reason))
+				for _, h := range r.Headers {
+					v := "base64:" + h.ValueBase64
+					if h.Value != nil {
+						v = *h.Value
+					}
+					fmt.Fprintf(tw, "header %s\t%s\n", h.Key, v)
+				}
+				fmt.Fprintf(tw, "value (%d bytes, %s)\t%s\n", r.ValueSize, r.ValueEncoding, r.Value)
+			})
+		},
+	}
 	list.Flags().IntVar(&limit, "limit", 0, "page size (server default 50)")
 	list.Flags().StringVar(&cursor, "cursor", "", "page cursor from a previous list")
 	var rreq adminapi.DLQReplayRequest
@@ -490,13 +523,9 @@ message the record names, if that message exists.`,
 		Example: `  eventcenter admin dlq replay 0 17 --reason "producer bug fixed" --topic orders.events`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := strconv.ParseInt(args[0], 10, 32)
-			if err != nil || p < 0 {
-				return fmt.Errorf("partition %q: not a partition number", args[0])
-			}
-			off, err := strconv.ParseInt(args[1], 10, 64)
-			if err != nil || off < 0 {
-				return fmt.Errorf("offset %q: not an offset", args[1])
+			p, off, err := position(args)
+			if err != nil {
+				return err
 			}
 			if err := requireReason(rreq.Reason); err != nil {
 				return err
@@ -505,7 +534,7 @@ message the record names, if that message exists.`,
 			if err != nil {
 				return err
 			}
-			res, err := c.ReplayDLQ(cmd.Context(), int32(p), off, rreq)
+			res, err := c.ReplayDLQ(cmd.Context(), p, off, rreq)
 			if err != nil {
 				return fmt.Errorf("replay dead letter %d/%d: %w", p, off, err)
 			}
@@ -520,6 +549,19 @@ message the record names, if that message exists.`,
 	}
 	replay.Flags().StringVar(&rreq.Reason, "reason", "", "why (required; written to the audit log of the message)")
 	replay.Flags().StringVar(&rreq.Topic, "topic", "", "set the forward topic of a PREPARE dead-lettered for a missing or bad one")
-	cmd.AddCommand(list, replay)
+	cmd.AddCommand(list, get, replay)
 	return cmd
+}
+
+// position reads PARTITION OFFSET arguments.
+func position(args []string) (int32, int64, error) {
+	p, err := strconv.ParseInt(args[0], 10, 32)
+	if err != nil || p < 0 {
+		return 0, 0, fmt.Errorf("partition %q: not a partition number", args[0])
+	}
+	off, err := strconv.ParseInt(args[1], 10, 64)
+	if err != nil || off < 0 {
+		return 0, 0, fmt.Errorf("offset %q: not an offset", args[1])
+	}
+	return int32(p), off, nil
 }

@@ -202,9 +202,17 @@ type memDLQ struct {
 	fixes    []admin.ReplayFix
 }
 
-func (m *memDLQ) List(context.Context, int, string) ([]admin.DLQRecord, string, error) {
+func (m *memDLQ) List(context.Context, admin.DLQQuery) ([]admin.DLQRecord, string, error) {
 	return []admin.DLQRecord{{Partition: 2, Offset: 5, Key: []byte("orders:k"), Value: []byte("junk"),
 		Headers: envelopeHeaders("ec-dlq-reason", "decode: missing ec-key")}}, "2:6", nil
+}
+
+func (m *memDLQ) Get(_ context.Context, p int32, o int64) (admin.DLQRecord, error) {
+	if p != 2 || o != 5 {
+		return admin.DLQRecord{}, admin.ErrDLQNotFound
+	}
+	return admin.DLQRecord{Partition: 2, Offset: 5, Key: []byte("orders:k"), Value: []byte("junk whole"),
+		Headers: envelopeHeaders("ec-dlq-reason", "decode: missing ec-key")}, nil
 }
 
 func (m *memDLQ) Replay(_ context.Context, p int32, o int64, fix admin.ReplayFix) (admin.DLQRecord, error) {
@@ -224,6 +232,9 @@ func TestDLQ(t *testing.T) {
 	require.NoError(t, err)
 	require.Regexp(t, `PARTITION\s+OFFSET\s+TIME\s+KEY\s+REASON\n2\s+5\s+\S+\s+orders:k\s+decode: missing ec-key\n`, out)
 	require.Equal(t, "more: --cursor 2:6\n", errOut)
+	out, _, err = run(t, env, admintest.ReadToken, "dlq", "get", "2", "5")
+	require.NoError(t, err)
+	require.Contains(t, out, "junk whole")
 	out, _, err = run(t, env, admintest.AdminToken, "dlq", "replay", "2", "5", "--reason", "producer fixed")
 	require.NoError(t, err)
 	require.Equal(t, "replayed 2/5 to the control topic (audited on orders:o-1)\n", out)

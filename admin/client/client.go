@@ -225,6 +225,12 @@ func (c *Client) DLQ(ctx context.Context, limit int, cursor string) (adminapi.DL
 	return out, c.do(ctx, http.MethodGet, adminapi.Prefix+"/dlq", q, nil, &out)
 }
 
+// DLQRecord returns one whole dead-letter record.
+func (c *Client) DLQRecord(ctx context.Context, partition int32, offset int64) (adminapi.DLQRecord, error) {
+	var out adminapi.DLQRecord
+	return out, c.do(ctx, http.MethodGet, adminapi.DLQRecordPath(partition, offset), nil, nil, &out)
+}
+
 // ReplayDLQ sends one dead-letter record back to the control topic, with
 // the reason and, optionally, the fix in req.
 func (c *Client) ReplayDLQ(ctx context.Context, partition int32, offset int64, req adminapi.DLQReplayRequest) (adminapi.DLQReplayResult, error) {
