@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,14 +85,54 @@ func NewHandler(cfg Config, st Store, dlq DLQ) (http.Handler, error) {
 		h.log.Warn("admin API and console refuse every request: no admin tokens configured")
 	}
 	if a.open {
-		h.log.Warn("admin API and console are open without authentication (insecure mode)")
+		h.log.Warn("admin API and console are open without authentication (insecure mode); only requests addressed to localhost, 127.0.0.1 or [::1] are answered")
 	}
 	h.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "cross-origin request refused")
 	}))
 	h.routesAPI()
 	h.routesUI()
-	return h.cop.Handler(h.mux), nil
+	var out http.Handler = h.cop.Handler(h.mux)
+	if a.open {
+		out = loopbackHostOnly(out)
+	}
+	return out, nil
+}
+
+// openHostMsg is the answer of open mode to a request for another host.
+const openHostMsg = "the admin API and console run without tokens (insecure mode) and answer only requests addressed to localhost, 127.0.0.1 or [::1]; Host %q refused (a page on another site may be reaching this server through DNS rebinding). Use http://127.0.0.1:<port>/, or configure admin tokens"
+
+// loopbackHostOnly refuses requests whose Host is not a loopback name or
+// address: without tokens, a web page whose name an attacker points at
+// 127.0.0.1 (DNS rebinding) could otherwise read and act.
+func loopbackHostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			msg := fmt.Sprintf(openHostMsg, r.Host)
+			if strings.HasPrefix(r.URL.Path, "/api/") {
+				writeError(w, http.StatusForbidden, msg)
+			} else {
+				http.Error(w, msg, http.StatusForbidden)
+			}
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost tells whether a Host header names this machine: localhost,
+// 127.0.0.0/8 or ::1, with any port.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // apiError is an error with its HTTP status.
