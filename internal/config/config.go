@@ -111,6 +111,16 @@ type StoreShard struct {
 // HTTP is the listener for the admin API, /ui, /metrics, /healthz, /readyz.
 type HTTP struct {
 	Listen string `yaml:"listen" env:"EVENTCENTER_HTTP_LISTEN"`
+	// ReadTimeout bounds reading one whole request, body included;
+	// WriteTimeout bounds answering it (from the end of its headers; long
+	// enough for the largest console page); IdleTimeout closes a keep-alive
+	// connection left idle.
+	ReadTimeout  time.Duration `yaml:"read_timeout" env:"EVENTCENTER_HTTP_READ_TIMEOUT"`
+	WriteTimeout time.Duration `yaml:"write_timeout" env:"EVENTCENTER_HTTP_WRITE_TIMEOUT"`
+	IdleTimeout  time.Duration `yaml:"idle_timeout" env:"EVENTCENTER_HTTP_IDLE_TIMEOUT"`
+	// MaxConcurrent caps the admin API and console requests served at
+	// once; more are answered 503 (/metrics and the probes are not capped).
+	MaxConcurrent int `yaml:"max_concurrent" env:"EVENTCENTER_HTTP_MAX_CONCURRENT"`
 }
 
 // Admin configures access to the admin API and console.
@@ -322,7 +332,8 @@ func Default() Config {
 		Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, ControlTopic: ingest.DefaultControlTopic, Group: ingest.DefaultGroup,
 			ClientID: "eventcenter", SessionTimeout: 45 * time.Second, ControlPartitions: 8},
 		Store: Store{Driver: "postgres", MaxConns: 8},
-		HTTP:  HTTP{Listen: "127.0.0.1:8080"},
+		HTTP: HTTP{Listen: "127.0.0.1:8080", ReadTimeout: 30 * time.Second, WriteTimeout: 2 * time.Minute,
+			IdleTimeout: 2 * time.Minute, MaxConcurrent: 64},
 		Ingest: Ingest{MaxPayloadBytes: ingest.DefaultMaxPayload, SendLease: forwarder.DefaultLease,
 			Parallelism: ingest.DefaultParallelism, MinApplyRecords: ingest.DefaultMinApply,
 			FreshFetchWait: ingest.DefaultFreshFetchWait},
@@ -491,6 +502,21 @@ func envProblem(err error, v string) string {
 	return fmt.Sprintf("cannot use %q", v)
 }
 
+// LoopbackListen tells whether a listen address (host:port) accepts
+// connections from this host only: localhost, 127.0.0.0/8 or ::1. An empty
+// host listens on every interface.
+func LoopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // DLQ returns the dead-letter topic.
 func (k Kafka) DLQ() string {
 	if k.DLQTopic != "" {
@@ -571,6 +597,20 @@ func (c *Config) Validate() error {
 		bad("http.listen", "is required (host:port)")
 	} else if err := checkListen(c.HTTP.Listen); err != nil {
 		bad("http.listen", "%v", err)
+	}
+	for _, d := range []struct {
+		f string
+		d time.Duration
+	}{{"http.read_timeout", c.HTTP.ReadTimeout}, {"http.write_timeout", c.HTTP.WriteTimeout}, {"http.idle_timeout", c.HTTP.IdleTimeout}} {
+		if d.d <= 0 {
+			bad(d.f, "must be positive, got %s", d.d)
+		}
+	}
+	if c.HTTP.MaxConcurrent < 1 {
+		bad("http.max_concurrent", "must be at least 1")
+	}
+	if c.Admin.Insecure && len(c.Admin.Tokens) == 0 && c.HTTP.Listen != "" && !LoopbackListen(c.HTTP.Listen) {
+		bad("admin.insecure", "opens the admin API without tokens and is refused on http.listen %s, which is reachable from other hosts: configure admin.tokens, or listen on 127.0.0.1", c.HTTP.Listen)
 	}
 	tokenNames, secrets := map[string]bool{}, map[string]bool{}
 	for i, t := range c.Admin.Tokens {
