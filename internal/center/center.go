@@ -236,7 +236,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		return nil, err
 	}
 	c.topics = newTopicWatch(cfg.Kafka, kadm.NewClient(c.dlqClient), opt.TopicCheckInterval, opt.Now, opt.Logger.With("component", "topics"))
-	c.server = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	c.server = newHTTPServer(cfg.HTTP, handler)
 	c.listener = opt.Listener
 	return c, nil
 }
@@ -313,6 +313,9 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 	if err != nil {
 		return nil, fmt.Errorf("admin: %w", err)
 	}
+	// The operator's side is capped; metrics and probes are not, so that a
+	// flood of admin requests does not fail the liveness probe.
+	api = capRequests(cfg.HTTP.MaxConcurrent, api)
 	mux.Handle("/api/", api)
 	mux.Handle("/ui", api)
 	mux.Handle("/ui/", api)
