@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -21,6 +22,33 @@ type principal struct {
 	key []byte
 	// expires is the session's end (console only).
 	expires int64
+}
+
+// epochs holds, per token name, the console session epoch: a session
+// cookie carries the epoch it was made in, and logging out moves the
+// token's epoch on, so every cookie made before is refused. They are kept
+// in the process: a restart forgets them (cookies made before a logout
+// are then accepted again until their signed expiry), and each instance
+// of a cluster keeps its own.
+type epochs struct {
+	mu sync.Mutex
+	m  map[string]uint64
+}
+
+func (e *epochs) get(name string) uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.m[name]
+}
+
+// bump ends every session of the token name made so far.
+func (e *epochs) bump(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m == nil {
+		e.m = map[string]uint64{}
+	}
+	e.m[name]++
 }
 
 func (p principal) canAct() bool { return p.Scope == ScopeAdmin }
@@ -42,6 +70,7 @@ type auth struct {
 	openKey []byte
 	ttl     time.Duration
 	now     func() time.Time
+	epochs  epochs
 }
 
 func newAuth(cfg *Config) (*auth, error) {
@@ -147,13 +176,23 @@ func (a *auth) login(tok string, secure bool) (*http.Cookie, bool) {
 	}
 	exp := a.now().Add(a.ttl).Unix()
 	es := strconv.FormatInt(exp, 10)
-	v := b64.EncodeToString([]byte(t.name)) + "." + es + "." + b64.EncodeToString(mac(t.secret, "session", t.name, es))
+	eps := strconv.FormatUint(a.epochs.get(t.name), 10)
+	v := b64.EncodeToString([]byte(t.name)) + "." + es + "." + eps + "." + b64.EncodeToString(mac(t.secret, "session", t.name, es, eps))
 	// A browser-session cookie: the signed expiry inside it is what ends
 	// the login (on the server's clock).
 	return &http.Cookie{
 		Name: sessionCookie, Value: v, Path: "/ui",
 		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode,
 	}, true
+}
+
+// logout ends every console session of p's token (sessions are per token,
+// not per browser: logging out in one browser logs out the others too).
+func (a *auth) logout(p principal) {
+	if a.open {
+		return
+	}
+	a.epochs.bump(p.Name)
 }
 
 func logoutCookie(secure bool) *http.Cookie {
@@ -174,21 +213,25 @@ func (a *auth) session(r *http.Request) (principal, bool) {
 		return principal{}, false
 	}
 	parts := strings.Split(c.Value, ".")
-	if len(parts) != 3 {
+	if len(parts) != 4 {
 		return principal{}, false
 	}
 	nb, err1 := b64.DecodeString(parts[0])
-	sig, err2 := b64.DecodeString(parts[2])
+	sig, err2 := b64.DecodeString(parts[3])
 	exp, err3 := strconv.ParseInt(parts[1], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil || a.now().Unix() >= exp {
+	epoch, err4 := strconv.ParseUint(parts[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || a.now().Unix() >= exp {
 		return principal{}, false
 	}
 	name := string(nb)
+	if epoch != a.epochs.get(name) {
+		return principal{}, false // logged out since
+	}
 	for _, t := range a.current() {
 		if t.name != name {
 			continue
 		}
-		if hmac.Equal(sig, mac(t.secret, "session", name, parts[1])) {
+		if hmac.Equal(sig, mac(t.secret, "session", name, parts[1], parts[2])) {
 			return principal{Name: t.name, Scope: t.scope, key: t.secret, expires: exp}, true
 		}
 	}

@@ -310,7 +310,8 @@ func (h *handler) uiLogin(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-func (h *handler) uiLogout(w http.ResponseWriter, r *http.Request, _ principal) (string, error) {
+func (h *handler) uiLogout(w http.ResponseWriter, r *http.Request, p principal) (string, error) {
+	h.auth.logout(p)
 	http.SetCookie(w, logoutCookie(secureRequest(r)))
 	return "/ui/login", nil
 }

@@ -136,6 +136,42 @@ func TestUILogin(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, b.get("/ui/").code)
 }
 
+// Logging out ends the session on the server: the old cookie, sent again
+// (copied, or from another tab), is refused; it used to stay valid until
+// its expiry.
+func TestUILogoutRevokesTheCookie(t *testing.T) {
+	t.Parallel()
+	env := admintest.New(t, nil)
+	b := newBrowser(t, env)
+	b.login(admintest.AdminToken)
+	u, err := url.Parse(env.Server.URL + "/ui/")
+	require.NoError(t, err)
+	old := b.hc.Jar.Cookies(u)
+	require.Len(t, old, 1)
+	p := b.get("/ui/")
+	require.Equal(t, http.StatusOK, p.code)
+
+	// Another browser logged in with the same token.
+	b2 := newBrowser(t, env)
+	b2.login(admintest.AdminToken)
+
+	p = b.post("/ui/logout", url.Values{"csrf": {csrf(t, p)}})
+	require.Equal(t, http.StatusSeeOther, p.code)
+
+	replay := newBrowser(t, env)
+	replay.hc.Jar.SetCookies(u, old)
+	p = replay.get("/ui/")
+	require.Equal(t, http.StatusSeeOther, p.code, "the cookie from before the logout is refused")
+	require.Contains(t, p.loc, "/ui/login")
+	p = replay.post("/ui/bizids/orders/retry", url.Values{"reason": {"x"}})
+	require.Equal(t, http.StatusUnauthorized, p.code)
+	require.Equal(t, http.StatusSeeOther, b2.get("/ui/").code, "sessions are per token")
+
+	// A new login works.
+	b.login(admintest.AdminToken)
+	require.Equal(t, http.StatusOK, b.get("/ui/").code)
+}
+
 func TestUISessionExpiresAndCannotBeForged(t *testing.T) {
 	t.Parallel()
 	env := admintest.New(t, nil, func(c *admin.Config) { c.SessionTTL = time.Hour })
