@@ -76,6 +76,46 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, adminapi.Error{Error: msg})
 }
 
+// badText tells whether s cannot be stored as text: a NUL byte or invalid
+// UTF-8 (PostgreSQL refuses both).
+func badText(s string) bool { return !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 }
+
+// textErr is why a request's path or query cannot be used, or nil.
+func textErr(r *http.Request) error {
+	const why = "contains a NUL byte or invalid UTF-8"
+	if badText(r.URL.Path) {
+		return badRequest("path: %s", why)
+	}
+	for k, vs := range r.URL.Query() {
+		if badText(k) {
+			return badRequest("a query parameter name %s", why)
+		}
+		for _, v := range vs {
+			if badText(v) {
+				return badRequest("query parameter %q: %s", k, why)
+			}
+		}
+	}
+	return nil
+}
+
+// plainText answers 400 to a request whose path or query parameters hold
+// a NUL byte or invalid UTF-8, before anything reads the store (which
+// would fail with its own error, a 500).
+func (h *handler) plainText(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := textErr(r); err != nil {
+			if strings.HasPrefix(r.URL.Path, adminapi.Prefix+"/") {
+				writeError(w, http.StatusBadRequest, err.Error())
+			} else {
+				h.render(w, principal{}, &page{tmpl: "error", code: http.StatusBadRequest, Title: "Bad request", Error: err.Error()})
+			}
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // checkQuery refuses parameters the endpoint does not know (a typo would
 // otherwise silently list everything).
 func checkQuery(q url.Values, known ...string) error {
@@ -185,8 +225,8 @@ func messageRef(bizID, key string) error {
 		return badRequest("bizID %q: contains ':'", bizID)
 	case key == "":
 		return badRequest("message key: empty")
-	case !utf8.ValidString(bizID) || !utf8.ValidString(key):
-		return badRequest("bizID and key must be valid UTF-8")
+	case badText(bizID) || badText(key):
+		return badRequest("bizID and key must be valid UTF-8 without NUL bytes")
 	}
 	return nil
 }
@@ -319,8 +359,8 @@ func checkReason(reason string) (string, error) {
 		return "", badRequest("reason: required (say why, it is written to the audit log)")
 	case len(reason) > maxReason:
 		return "", badRequest("reason: longer than %d bytes", maxReason)
-	case !utf8.ValidString(reason):
-		return "", badRequest("reason: not valid UTF-8")
+	case badText(reason):
+		return "", badRequest("reason: contains a NUL byte or invalid UTF-8")
 	}
 	return reason, nil
 }
