@@ -250,3 +250,17 @@ func (p principal) checkFormToken(got string) bool {
 	}
 	return hmac.Equal(b, mac(p.key, "form", p.Name, strconv.FormatInt(p.expires, 10)))
 }
+
+// flash signs the parts of a success banner for p's session, so that only
+// a redirect the handler made shows it.
+func (p principal) flash(parts ...string) string {
+	return b64.EncodeToString(mac(p.key, append([]string{"flash", p.Name, strconv.FormatInt(p.expires, 10)}, parts...)...))
+}
+
+func (p principal) checkFlash(got string, parts ...string) bool {
+	b, err := b64.DecodeString(got)
+	if err != nil || len(got) == 0 {
+		return false
+	}
+	return hmac.Equal(b, mac(p.key, append([]string{"flash", p.Name, strconv.FormatInt(p.expires, 10)}, parts...)...))
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"runtime"
 	"strings"
 	"testing"
@@ -124,4 +125,32 @@ func TestUIDLQPreview(t *testing.T) {
 	p = b.get("/ui/dlq/1/4")
 	require.Equal(t, http.StatusOK, p.code, p.body)
 	require.Contains(t, p.body, "THE-END")
+}
+
+// The replay banner shows only for a replay this session made: a link
+// with chosen text in replayed= and key= shows nothing.
+func TestUIDLQBannerCannotBeForged(t *testing.T) {
+	t.Parallel()
+	env := admintest.New(t, newFakeDLQ())
+	b := newBrowser(t, env)
+	b.login(admintest.AdminToken)
+	for _, path := range []string{
+		"/ui/dlq?replayed=" + url.QueryEscape("0/3. Call +1-555-0100 to restore your account") + "&key=" + url.QueryEscape("support.evil.example"),
+		"/ui/dlq?replayed=0%2F3&key=x&flash=AAAA",
+	} {
+		p := b.get(path)
+		require.Equal(t, http.StatusOK, p.code)
+		require.NotContains(t, p.body, "Call +1-555-0100")
+		require.NotContains(t, p.body, "Replayed")
+		require.NotContains(t, p.body, "audit log of x")
+	}
+	p := b.get("/ui/dlq")
+	p = b.post("/ui/dlq/1/0/replay", url.Values{"csrf": {csrf(t, p)}, "reason": {"fixed"}})
+	require.Equal(t, http.StatusSeeOther, p.code, p.body)
+	require.Contains(t, b.get(p.loc).body, "Replayed 1/0 to the control topic.")
+
+	// The signature is the session's: another session's link shows nothing.
+	other := newBrowser(t, env)
+	other.login(admintest.ReadToken)
+	require.NotContains(t, other.get(p.loc).body, "Replayed 1/0")
 }

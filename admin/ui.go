@@ -540,7 +540,7 @@ func (h *handler) uiDLQ(w http.ResponseWriter, r *http.Request, p principal) (*p
 	limit, _ := h.limit(q.Get("limit"))
 	pg := &page{tmpl: "dlq", Title: "Dead letters", Data: map[string]any{"Records": l.Records, "Next": l.Next,
 		"Preview": l.PreviewBytes, "MaxBytes": l.MaxBytes, "Limit": limit}}
-	if rp := q.Get("replayed"); rp != "" {
+	if rp := q.Get("replayed"); rp != "" && p.checkFlash(q.Get("flash"), rp, q.Get("key")) {
 		pg.Flash = "Replayed " + rp + " to the control topic."
 		if q.Get("key") != "" {
 			pg.Flash += " Written to the audit log of " + q.Get("key") + "."
@@ -575,6 +575,9 @@ func (h *handler) uiDLQReplay(w http.ResponseWriter, r *http.Request, p principa
 	if res.Known {
 		q.Set("key", res.Key)
 	}
+	// The banner's text is signed for this session: a link made elsewhere
+	// cannot put words in it.
+	q.Set("flash", p.flash(q.Get("replayed"), q.Get("key")))
 	return "/ui/dlq?" + q.Encode(), nil
 }
 
