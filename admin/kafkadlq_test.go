@@ -211,6 +211,8 @@ func TestKafkaDLQReplayFillsTheOrphan(t *testing.T) {
 	a := post(t, env, adminapi.DLQReplayPath(0, 0), reason("try"))
 	require.Equal(t, http.StatusConflict, a.code)
 	require.Contains(t, a.err(t), "would be dead-lettered again")
+	// The record is named with its topic (the text said "/0@0").
+	require.Contains(t, a.err(t), "decode control record dlq/0@0: ec-topic")
 	// A topic for a commit makes no sense.
 	_, err = d.Replay(t.Context(), 0, 1, admin.ReplayFix{Topic: "orders.events"})
 	require.ErrorIs(t, err, admin.ErrBadReplayFix)

@@ -138,11 +138,17 @@ func dash(s string) string {
 	return s
 }
 
+// status is how a message's state reads in a table; an orphan COMMIT
+// (committed, its PREPARE never arrived: no body to send) says so.
 func status(m adminapi.Message) string {
+	s := m.Status
 	if m.SendStatus != "" {
-		return m.Status + "/" + m.SendStatus
+		s += "/" + m.SendStatus
 	}
-	return m.Status
+	if m.Status == "COMMITTED" && !m.HasBody {
+		s += " ORPHAN(no PREPARE)"
+	}
+	return s
 }
 
 func trunc(s string, n int) string {

@@ -257,7 +257,16 @@ func TestOrphans(t *testing.T) {
 
 	out, _, err := run(t, env, admintest.ReadToken, "list", "--orphan", "--older-than", "10m")
 	require.NoError(t, err)
-	require.Regexp(t, `(?s)^BIZID\s+KEY\s+STATUS.*\norders\s+o-orphan\s+COMMITTED/PENDING\s+0\s+\S+\s+-\n$`, out)
+	require.Regexp(t, `(?s)^BIZID\s+KEY\s+STATUS.*\norders\s+o-orphan\s+COMMITTED/PENDING ORPHAN\(no PREPARE\)\s+0\s+\S+\s+-\n$`, out)
+	// Listed with the rest, it is told apart from a committed message with
+	// its body.
+	out, _, err = run(t, env, admintest.ReadToken, "list", "--status", "COMMITTED", "--biz", "orders")
+	require.NoError(t, err)
+	require.Regexp(t, `\norders\s+o-orphan\s+COMMITTED/PENDING ORPHAN\(no PREPARE\)\s`, out)
+	require.Regexp(t, `\norders\s+o-sent\s+COMMITTED/SENT\s`, out)
+	out, _, err = run(t, env, admintest.ReadToken, "get", "orders:o-orphan")
+	require.NoError(t, err)
+	require.Contains(t, out, "ORPHAN(no PREPARE)")
 	_, _, err = run(t, env, admintest.ReadToken, "list", "--orphan", "--status", "PREPARED")
 	require.ErrorContains(t, err, "400 Bad Request")
 
