@@ -34,6 +34,8 @@ type Ingester struct {
 	log   *slog.Logger
 	met   *metrics
 	dec   envelope.Decoder
+	// differing counts duplicate PREPAREs with a different body.
+	differing differing
 
 	// Base gives Stop and the shared start/stop semantics.
 	startstop.Base

@@ -283,6 +283,9 @@ func (in *Ingester) account(changes []store.Change, types []envelope.Type, origi
 				"partition", origin[i].Partition, "offset", origin[i].Offset)
 		default:
 			in.met.envelopes.WithLabelValues(typeLabel(types[i]), effectResult(o.Effect)).Inc()
+			if o.BodyDiffers {
+				in.differing.note(in.log, in.cfg.Now(), c.BizID, c.Key, origin[i].Partition, origin[i].Offset)
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 )
@@ -107,6 +108,14 @@ func applyToNone(m Message, ev Event) (Message, Outcome, error) {
 	return m, Outcome{Effect: Changed}, nil
 }
 
+// sameBody tells whether b is m's body: the payload and where it goes
+// (headers are not compared: a producer's re-send may carry a new trace
+// context).
+func sameBody(m *Message, b *Body) bool {
+	return bytes.Equal(m.Payload, b.Payload) && m.Target == b.Target && m.Topic == b.Topic &&
+		m.ForwardKey == b.ForwardKey && m.Tag == b.Tag && m.Verify == b.Verify
+}
+
 func setBody(m *Message, b *Body) {
 	m.HasBody = true
 	m.Payload = b.Payload
@@ -122,7 +131,9 @@ func setBody(m *Message, b *Body) {
 // message whose decision came first.
 func prepare(m *Message, ev Event) Outcome {
 	if m.HasBody {
-		return Outcome{} // duplicate or replay; the first body wins
+		// Duplicate or replay; the first body wins. A different body is
+		// told (the producer reused a message key).
+		return Outcome{BodyDiffers: ev.Body != nil && !sameBody(m, ev.Body)}
 	}
 	switch m.Status {
 	case Committed:

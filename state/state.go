@@ -283,6 +283,10 @@ type Outcome struct {
 	Parked bool
 	// Dead: this event gave the send up (DEAD).
 	Dead bool
+	// BodyDiffers: a PREPARE for a message that has its body brought a
+	// different one (payload or destination); it was ignored, the first
+	// body stands.
+	BodyDiffers bool
 }
 
 // ErrWrongState is returned for an operator action the message's state does
