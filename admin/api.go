@@ -310,6 +310,11 @@ func (h *handler) counts(r *http.Request) (adminapi.Counts, error) {
 	for b, t := range oldest {
 		out.OldestPrepared[b] = t.UTC()
 	}
+	if h.cfg.DifferingPrepares != nil {
+		if d := h.cfg.DifferingPrepares(); len(d) > 0 {
+			out.DifferingPrepares = d
+		}
+	}
 	return out, nil
 }
 

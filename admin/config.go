@@ -61,6 +61,11 @@ type Config struct {
 	// pass it, the first record excepted (default 4 MiB).
 	DLQPageBytes int
 
+	// DifferingPrepares, when set, gives per bizID the duplicate PREPAREs
+	// with a different body the ingester ignored (ingest's
+	// DifferingPrepares); counts and the console show them.
+	DifferingPrepares func() map[string]int64
+
 	// Now is the clock (nil → time.Now).
 	Now func() time.Time
 	// Logger (nil → slog.Default()).

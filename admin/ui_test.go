@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/eventcenter/eventcenter/admin"
+	"github.com/eventcenter/eventcenter/admin/adminapi"
 	"github.com/eventcenter/eventcenter/admin/internal/admintest"
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/state"
@@ -454,4 +455,27 @@ func TestUIMessageShowsTraceID(t *testing.T) {
 	require.Contains(t, p.body, `<dt>trace id</dt><dd class="mono" id="trace-id">4bf92f3577b34da6a3ce929d0e0e4736</dd>`)
 	p = b.get(detailPath(admintest.Biz, admintest.KeyVF))
 	require.NotContains(t, p.body, `id="trace-id"`, "no traceparent, no trace id")
+}
+
+// The console's overview and /api/v1/counts show the duplicate PREPAREs
+// with a different body the ingester ignored, per bizID.
+func TestDifferingPreparesShown(t *testing.T) {
+	t.Parallel()
+	env := admintest.New(t, nil, func(c *admin.Config) {
+		c.DifferingPrepares = func() map[string]int64 { return map[string]int64{"orders": 3} }
+	})
+	c := decode[adminapi.Counts](t, get(t, env, "/api/v1/counts"), http.StatusOK)
+	require.Equal(t, map[string]int64{"orders": 3}, c.DifferingPrepares)
+	b := newBrowser(t, env)
+	b.login(admintest.ReadToken)
+	p := b.get("/ui/")
+	require.Equal(t, http.StatusOK, p.code)
+	require.Contains(t, p.body, "PREPAREs ignored for a different body")
+	require.Regexp(t, `(?s)id="differing".*orders</td><td class="n hot">3<`, p.body)
+
+	// None: no section.
+	plain := admintest.New(t, nil)
+	pb := newBrowser(t, plain)
+	pb.login(admintest.ReadToken)
+	require.NotContains(t, pb.get("/ui/").body, "different body")
 }

@@ -107,6 +107,11 @@ type Counts struct {
 	// per bizID.
 	OldestPrepared map[string]time.Time `json:"oldest_prepared"`
 	Total          int64                `json:"total"`
+	// DifferingPrepares counts, per bizID, duplicate PREPAREs ignored
+	// because they brought a body different from the stored one. It is
+	// the answering instance's count since it started (not stored), for
+	// the control partitions it owns.
+	DifferingPrepares map[string]int64 `json:"differing_prepares,omitempty"`
 }
 
 // Decision values of ActionRequest.

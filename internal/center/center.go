@@ -306,9 +306,11 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 		Tokens:      tokens,
 		TokenSource: c.secrets.Tokens,
 		Insecure:    cfg.Admin.Insecure,
-		Now:         opt.Now,
-		Logger:      opt.Logger.With("component", "admin"),
-		Registerer:  c.registerer,
+		// Ingest's in-process counts, for the console and /counts.
+		DifferingPrepares: c.Ingester.DifferingPrepares,
+		Now:               opt.Now,
+		Logger:            opt.Logger.With("component", "admin"),
+		Registerer:        c.registerer,
 	}, c.Forwarder.FastPath(c.Store), admin.NewKafkaDLQ(dlqClient, cfg.Kafka.DLQ(), cfg.Kafka.ControlTopic))
 	if err != nil {
 		return nil, fmt.Errorf("admin: %w", err)
