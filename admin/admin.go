@@ -92,7 +92,7 @@ func NewHandler(cfg Config, st Store, dlq DLQ) (http.Handler, error) {
 	}))
 	h.routesAPI()
 	h.routesUI()
-	var out http.Handler = h.cop.Handler(h.mux)
+	out := h.cop.Handler(h.mux)
 	out = h.plainText(out)
 	if a.open {
 		out = loopbackHostOnly(out)

@@ -28,7 +28,7 @@ func TestOpenModeAnswersLoopbackHostsOnly(t *testing.T) {
 		}
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		var b strings.Builder
 		_, _ = io.Copy(&b, resp.Body)
 		return resp.StatusCode, b.String()
@@ -61,6 +61,6 @@ func TestOpenModeAnswersLoopbackHostsOnly(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+admintest.ReadToken)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }

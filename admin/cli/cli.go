@@ -499,18 +499,18 @@ func (o *options) dlqCmd() *cobra.Command {
 				return fmt.Errorf("read dead letter %d/%d: %w", p, off, err)
 			}
 			return o.emit(cmd.OutOrStdout(), r, func(tw *tabwriter.Writer) {
-				fmt.Fprintf(tw, "position\t%d/%d\n", r.Partition, r.Offset)
-				fmt.Fprintf(tw, "time\t%s\n", r.Timestamp.UTC().Format(time.RFC3339))
-				fmt.Fprintf(tw, "key\t%s\n", dash(r.Key))
-				fmt.Fprintf(tw, "reason\t%s\n", dash(r.Reason))
+				_, _ = fmt.Fprintf(tw, "position\t%d/%d\n", r.Partition, r.Offset)
+				_, _ = fmt.Fprintf(tw, "time\t%s\n", r.Timestamp.UTC().Format(time.RFC3339))
+				_, _ = fmt.Fprintf(tw, "key\t%s\n", dash(r.Key))
+				_, _ = fmt.Fprintf(tw, "reason\t%s\n", dash(r.Reason))
 				for _, h := range r.Headers {
 					v := "base64:" + h.ValueBase64
 					if h.Value != nil {
 						v = *h.Value
 					}
-					fmt.Fprintf(tw, "header %s\t%s\n", h.Key, v)
+					_, _ = fmt.Fprintf(tw, "header %s\t%s\n", h.Key, v)
 				}
-				fmt.Fprintf(tw, "value (%d bytes, %s)\t%s\n", r.ValueSize, r.ValueEncoding, r.Value)
+				_, _ = fmt.Fprintf(tw, "value (%d bytes, %s)\t%s\n", r.ValueSize, r.ValueEncoding, r.Value)
 			})
 		},
 	}

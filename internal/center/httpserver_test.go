@@ -34,7 +34,7 @@ func TestHTTPServerCutsASlowBody(t *testing.T) {
 
 	conn, err := net.Dial("tcp", l.Addr().String())
 	require.NoError(t, err)
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	_, err = io.WriteString(conn, "POST /ui/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 40\r\n\r\n")
 	require.NoError(t, err)
 	start := time.Now()
@@ -90,7 +90,7 @@ func TestCapRequests(t *testing.T) {
 			defer wg.Done()
 			resp, err := http.Get(srv.URL + "/block")
 			if err == nil {
-				resp.Body.Close()
+				_ = resp.Body.Close()
 			}
 		}()
 	}
@@ -98,7 +98,7 @@ func TestCapRequests(t *testing.T) {
 	resp, err := http.Get(srv.URL + "/x")
 	require.NoError(t, err)
 	body, _ := io.ReadAll(bufio.NewReader(resp.Body))
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	require.True(t, strings.Contains(string(body), "max_concurrent"), string(body))
 	require.Equal(t, "1", resp.Header.Get("Retry-After"))
@@ -106,6 +106,6 @@ func TestCapRequests(t *testing.T) {
 	wg.Wait()
 	resp, err = http.Get(srv.URL + "/x")
 	require.NoError(t, err)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
