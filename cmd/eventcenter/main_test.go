@@ -282,3 +282,15 @@ func TestDevNamesABadHTTPListenFlag(t *testing.T) {
 	_, err := run(t, "dev", "--data-dir", data, "--kafka-addr", "127.0.0.1:0", "--http-listen", "127.0.0.1")
 	require.ErrorContains(t, err, `http.listen (from --http-listen): "127.0.0.1" is not host:port`)
 }
+
+// dev (insecure: no tokens) on an address other hosts reach is refused
+// before anything starts, naming the fix; it used to serve the admin API
+// to the network with one warning line.
+func TestDevRefusesANetworkListenAddress(t *testing.T) {
+	dir := t.TempDir()
+	_, err := run(t, "dev", "--data-dir", dir, "--kafka-addr", "127.0.0.1:0", "--http-listen", "0.0.0.0:8081")
+	require.ErrorContains(t, err, "admin.insecure")
+	require.ErrorContains(t, err, "configure admin.tokens, or listen on 127.0.0.1")
+	_, statErr := os.Stat(filepath.Join(dir, "eventcenter.db"))
+	require.True(t, os.IsNotExist(statErr), "nothing was created")
+}
