@@ -56,7 +56,12 @@ func TestBadTextIsABadRequest(t *testing.T) {
 		require.Contains(t, p.body, "NUL byte or invalid UTF-8", path)
 		require.NotContains(t, p.body, "SQLSTATE", path)
 	}
-	p := b.get("/ui/dlq")
+	// A login's "next" with a NUL byte goes to the console's start.
+	p := newBrowser(t, env).post("/ui/login", url.Values{"token": {admintest.AdminToken}, "next": {"/ui/\x00x"}})
+	require.Equal(t, http.StatusSeeOther, p.code)
+	require.Equal(t, "/ui/", p.loc)
+
+	p = b.get("/ui/dlq")
 	require.Equal(t, http.StatusOK, p.code)
 	p = b.post(uiActionPath("orders", "k", "retry"), url.Values{"csrf": {csrf(t, p)}, "reason": {"a\x00b"}})
 	require.Equal(t, http.StatusBadRequest, p.code, p.body)

@@ -267,7 +267,7 @@ func (h *handler) routesUI() {
 
 // safeNext keeps a post-login redirect on the console.
 func safeNext(next string) string {
-	if strings.HasPrefix(next, "/ui") && !strings.HasPrefix(next, "//") && !strings.Contains(next, "\\") {
+	if strings.HasPrefix(next, "/ui") && !strings.HasPrefix(next, "//") && !strings.Contains(next, "\\") && !badText(next) {
 		return next
 	}
 	return "/ui/"
