@@ -234,8 +234,8 @@ func messageRef(bizID, key string) error {
 func (h *handler) detail(r *http.Request, bizID, key string) (adminapi.MessageDetail, error) {
 	m, err := h.st.Get(r.Context(), bizID, key)
 	if err != nil {
-		if nf := notFound(bizID, key, err); nf != err {
-			return adminapi.MessageDetail{}, nf
+		if isNotFound(err) {
+			return adminapi.MessageDetail{}, notFound(bizID, key, err)
 		}
 		return adminapi.MessageDetail{}, fmt.Errorf("get %s: %w", envelopeKey(bizID, key), err)
 	}
@@ -251,10 +251,15 @@ func envelopeKey(bizID, key string) string { return bizID + ":" + key }
 // notFound gives a missing message one plain 404 text (drivers word and
 // wrap it differently); other errors pass through.
 func notFound(bizID, key string, err error) error {
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, state.ErrNoMessage) {
+	if isNotFound(err) {
 		return &apiError{http.StatusNotFound, "message not found: " + envelopeKey(bizID, key)}
 	}
 	return err
+}
+
+// isNotFound tells whether err says the message does not exist.
+func isNotFound(err error) bool {
+	return errors.Is(err, store.ErrNotFound) || errors.Is(err, state.ErrNoMessage)
 }
 
 // pathKey is the key from the path, or from the "key" query parameter when

@@ -317,7 +317,7 @@ func TestActionBadRequests(t *testing.T) {
 			"bad decision":      {resolve, adminapi.ActionRequest{Decision: "maybe", Reason: "r"}, "", 400, `decision: "maybe"`},
 			"decision on retry": {adminapi.ActionPath(admintest.Biz, admintest.KeyStuck, "retry"), adminapi.ActionRequest{Decision: "commit", Reason: "r"}, "", 400, "only for resolve"},
 			"bad json":          {resolve, "{", "", 400, "request body"},
-			"unknown field":     {resolve, `{"reason":"r","decison":"commit"}`, "", 400, "unknown field"},
+			"unknown field":     {resolve, `{"reason":"r","decison":"commit"}`, "", 400, "unknown field"}, //nolint:misspell // the misspelt field is the test
 			"form body":         {resolve, "reason=r", "application/x-www-form-urlencoded", 415, "want application/json"},
 			"unknown action":    {adminapi.ActionPath(admintest.Biz, admintest.KeyStuck, "explode"), reason("r"), "", 404, "unknown action"},
 			"no key":            {"/api/v1/messages/orders/resolve", reason("r"), "", 404, "no such endpoint"},

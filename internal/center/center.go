@@ -450,7 +450,9 @@ func (c *Center) stop(ctx context.Context) error {
 	// 3. The HTTP server, then clients and the store.
 	if c.served != nil {
 		step("http", c.server.Shutdown)
-		<-c.served
+		if err := <-c.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, fmt.Errorf("serve http: %w", err))
+		}
 	}
 	c.closeAll()
 	return errors.Join(errs...)
