@@ -210,7 +210,7 @@ func (h *handler) apiList(w http.ResponseWriter, r *http.Request, _ principal) e
 	}
 	out := adminapi.MessageList{Messages: []adminapi.Message{}, Next: page.Next}
 	for _, m := range page.Messages {
-		out.Messages = append(out.Messages, toAPI(m))
+		out.Messages = append(out.Messages, summaryAPI(m))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

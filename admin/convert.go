@@ -49,6 +49,14 @@ func toAPI(m state.Message) adminapi.Message {
 	return a
 }
 
+// summaryAPI is toAPI for a listed message, which carries its payload's
+// size but not the payload (store.Summary).
+func summaryAPI(s store.Summary) adminapi.Message {
+	a := toAPI(s.Message)
+	a.PayloadSize = s.PayloadSize
+	return a
+}
+
 func headersOf(hs []envelope.Header) []adminapi.Header {
 	var out []adminapi.Header
 	for _, h := range hs {

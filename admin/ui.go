@@ -364,7 +364,7 @@ func (h *handler) uiOverview(w http.ResponseWriter, r *http.Request, p principal
 			return nil, listErr(err)
 		}
 		if len(pg.Messages) > 0 {
-			oldest[b] = toAPI(pg.Messages[0])
+			oldest[b] = summaryAPI(pg.Messages[0])
 		}
 	}
 	var stuck []stuckList
@@ -376,7 +376,7 @@ func (h *handler) uiOverview(w http.ResponseWriter, r *http.Request, p principal
 		}
 		sl := stuckList{Title: l.title}
 		for _, m := range pg.Messages {
-			sl.Messages = append(sl.Messages, toAPI(m))
+			sl.Messages = append(sl.Messages, summaryAPI(m))
 		}
 		if bizID != "" {
 			l.more.Set("biz_id", bizID)
@@ -405,7 +405,7 @@ func (h *handler) uiMessages(w http.ResponseWriter, r *http.Request, p principal
 	}
 	msgs := []adminapi.Message{}
 	for _, m := range res.Messages {
-		msgs = append(msgs, toAPI(m))
+		msgs = append(msgs, summaryAPI(m))
 	}
 	next := ""
 	if res.Next != "" {

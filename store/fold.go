@@ -91,6 +91,7 @@ func Fold(loaded map[MessageRef]*state.Message, changes []Change) Folded {
 		if out.Effect == state.NoOp {
 			continue
 		}
+		ClearStaleError(&next, c.Event.Kind, out)
 		*cur = next
 		changed[r] = true
 		if out.Sendable {
@@ -140,6 +141,7 @@ func (f *Folded) ForwardFirst(ctx context.Context, forward ForwardFunc, now time
 	for i, m := range f.Sendable {
 		if i < len(results) && results[i].Sent {
 			if next, out, err := state.Apply(*m, state.Event{Kind: state.KindSent, At: now, Ref: results[i].Ref}); err == nil && out.Effect == state.Changed {
+				ClearStaleError(&next, state.KindSent, out)
 				*m = next
 				f.Forwarded = append(f.Forwarded, m)
 				continue
@@ -149,4 +151,25 @@ func (f *Folded) ForwardFirst(ctx context.Context, forward ForwardFunc, now time
 	}
 	clear(f.Sendable[len(keep):])
 	f.Sendable = keep
+}
+
+// ClearStaleError applies the last-error rule to m, just changed by an
+// event of kind k with outcome out: LastError tells why the latest attempt
+// failed, so a message that moved on (decided, sent, re-opened or retried
+// by an operator: any change that is not a failure) keeps no stale error
+// for `admin list` and the API to show. It stays after a failure
+// (KindCheckUnknown, KindCheckParked, KindSendFailed set it), after a
+// deferral (KindCheckDeferred, KindSendDeferred: nothing was tried), and
+// after a conflict (the row's state did not move). The store's bulk sent
+// mark (MarkSent) clears it as KindSent does here.
+func ClearStaleError(m *state.Message, k state.Kind, out state.Outcome) {
+	if out.Effect != state.Changed {
+		return
+	}
+	switch k {
+	case state.KindCheckUnknown, state.KindCheckParked, state.KindSendFailed,
+		state.KindCheckDeferred, state.KindSendDeferred:
+		return
+	}
+	m.LastError = ""
 }

@@ -49,7 +49,9 @@ type Store interface {
 	// Get returns one message, or ErrNotFound.
 	Get(ctx context.Context, bizID, key string) (state.Message, error)
 	// List returns messages matching f, newest first, and a cursor for the
-	// next page ("" when there is none).
+	// next page ("" when there is none). It never reads payloads or
+	// headers (see Summary): a page of large messages costs what its
+	// summaries cost.
 	List(ctx context.Context, f Filter) (Page, error)
 	// Counts returns the number of messages per bizID, status and send
 	// status.
@@ -194,8 +196,17 @@ type Filter struct {
 
 // Page is one page of List.
 type Page struct {
-	Messages []state.Message
+	Messages []Summary
 	Next     string
+}
+
+// Summary is a message as List returns it: every field but the payload and
+// the headers, which List never reads (Payload and Headers are nil), and
+// the payload's size. Get returns the whole message.
+type Summary struct {
+	state.Message
+	// PayloadSize is the payload's length in bytes.
+	PayloadSize int
 }
 
 // Count is the number of messages with one bizID, status and send status.

@@ -22,6 +22,7 @@ import (
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/store/internal/codec"
+	"github.com/eventcenter/eventcenter/store/internal/sqlcore"
 )
 
 // Store keeps messages and audit records in memory. Safe for concurrent
@@ -39,6 +40,7 @@ type Store struct {
 
 	calls Calls
 	fail  struct{ apply, claimSends, claimCheckbacks, markSent []error }
+	core  sqlcore.Core
 }
 
 // Calls counts the calls of the methods that take part in the hot paths.
@@ -53,7 +55,47 @@ func New(now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{now: now, rows: map[store.MessageRef]*state.Message{}, byID: map[int64]store.MessageRef{}}
+	s := &Store{now: now, rows: map[store.MessageRef]*state.Message{}, byID: map[int64]store.MessageRef{}}
+	s.core = sqlcore.Core{Driver: txRunner{s}, Now: now}
+	return s
+}
+
+// txRunner runs the core's transactions under s.mu.
+type txRunner struct{ s *Store }
+
+func (r txRunner) InTx(_ context.Context, fn func(tx sqlcore.Tx) error) error {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	return fn(memTx{r.s})
+}
+
+// memTx is one transaction: s.mu is held.
+type memTx struct{ s *Store }
+
+func (t memTx) Load(_ context.Context, refs []store.MessageRef) (map[store.MessageRef]*state.Message, error) {
+	loaded := map[store.MessageRef]*state.Message{}
+	for _, r := range refs {
+		if m := t.s.rows[r]; m != nil {
+			loaded[r] = clone(m)
+		}
+	}
+	return loaded, nil
+}
+
+func (t memTx) LoadRetryNow(_ context.Context, bizID string, after int64, limit int) ([]state.Message, error) {
+	ms := t.s.sorted(func(m *state.Message) bool {
+		return m.BizID == bizID && m.ID > after && store.RetryNowEligible(m)
+	})
+	out := make([]state.Message, min(len(ms), limit))
+	for i := range out {
+		out[i] = *clone(ms[i])
+	}
+	return out, nil
+}
+
+func (t memTx) Write(_ context.Context, _ map[store.MessageRef]*state.Message, f *store.Folded) error {
+	t.s.write(f)
+	return nil
 }
 
 // FailApply makes the next Apply calls fail with errs, in order.
@@ -113,23 +155,12 @@ func clone(m *state.Message) *state.Message {
 // Apply implements store.Store.
 func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.begin(ctx, &s.calls.Apply, &s.fail.apply); err != nil {
+	err := s.begin(ctx, &s.calls.Apply, &s.fail.apply)
+	s.mu.Unlock()
+	if err != nil {
 		return store.ApplyResult{}, err
 	}
-	if len(req.Changes) == 0 {
-		return store.ApplyResult{}, nil
-	}
-	loaded := map[store.MessageRef]*state.Message{}
-	for _, r := range store.Refs(req.Changes) {
-		if m := s.rows[r]; m != nil {
-			loaded[r] = clone(m)
-		}
-	}
-	f := store.Fold(loaded, req.Changes)
-	codec.Prepare(ctx, &f, s.now(), req)
-	s.write(&f)
-	return codec.Result(&f), nil
+	return s.core.Apply(ctx, req)
 }
 
 // write stores a prepared Fold result. s.mu must be held.
@@ -228,6 +259,7 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 			m.SentAt = now
 			m.SendRef = x.Ref
 			m.UpdatedAt = now
+			m.LastError = ""
 		}
 	}
 	return nil
@@ -288,7 +320,9 @@ func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
 		p.Next = codec.EncodeCursor(ms[limit-1].ID)
 	}
 	for _, m := range ms {
-		p.Messages = append(p.Messages, *clone(m))
+		sum := store.Summary{Message: *m, PayloadSize: len(m.Payload)}
+		sum.Payload, sum.Headers = nil, nil
+		p.Messages = append(p.Messages, sum)
 	}
 	return p, nil
 }
@@ -389,25 +423,7 @@ func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("retry now %s: %w", bizID, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ms := s.sorted(func(m *state.Message) bool {
-		return m.BizID == bizID && (m.Status == state.Prepared || m.Status == state.VerifyFailed ||
-			m.Status == state.Committed && m.HasBody && (m.SendStatus == state.SendPending || m.SendStatus == state.SendDead))
-	})
-	now := codec.Time(s.now())
-	loaded := make(map[store.MessageRef]*state.Message, len(ms))
-	changes := make([]store.Change, len(ms))
-	for i, m := range ms {
-		loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}] = clone(m)
-		a := who
-		changes[i] = store.Change{BizID: m.BizID, Key: m.Key, Partition: m.Partition,
-			Event: state.Event{Kind: state.KindRetryNow, At: now}, Audit: &a}
-	}
-	f := store.Fold(loaded, changes)
-	codec.Prepare(ctx, &f, s.now(), store.ApplyRequest{})
-	s.write(&f)
-	return len(f.Updates), nil
+	return s.core.RetryNowBizID(ctx, bizID, who)
 }
 
 // Purge implements store.Store.

@@ -1,7 +1,6 @@
 package mysql
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/internal/sqlcore"
 )
 
 // Error is an error the server reported, without driver types: its error
@@ -57,16 +57,6 @@ func retryable(err error) bool {
 	return false
 }
 
-// translated keeps a driver error's text but only our or the standard
-// library's errors in its chain.
-type translated struct {
-	msg  string
-	errs []error
-}
-
-func (t *translated) Error() string   { return t.msg }
-func (t *translated) Unwrap() []error { return t.errs }
-
 // translate turns an error from the driver into one that wraps no driver
 // type: "no rows" becomes store.ErrNotFound, a missing table
 // store.ErrNotMigrated, a server error an *Error, a deadlock, lock wait
@@ -91,10 +81,5 @@ func translate(err error) error {
 	if retryable(err) {
 		errs = append(errs, ErrRetryable)
 	}
-	for _, e := range []error{context.Canceled, context.DeadlineExceeded, store.ErrNotMigrated, ErrOldServer, errInsertRace} {
-		if errors.Is(err, e) {
-			errs = append(errs, e)
-		}
-	}
-	return &translated{msg: err.Error(), errs: errs}
+	return sqlcore.Translated(err, errs, ErrOldServer, errInsertRace)
 }

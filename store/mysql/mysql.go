@@ -13,6 +13,7 @@ import (
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/store/internal/codec"
+	"github.com/eventcenter/eventcenter/store/internal/sqlcore"
 	"github.com/eventcenter/eventcenter/store/migrate"
 )
 
@@ -48,6 +49,8 @@ type Store struct {
 	log     *slog.Logger
 	tries   int
 	closeDB bool
+	core    sqlcore.Core
+	rdb     sqlcore.DB
 	// beforeWrite, set by tests, runs in Apply between the row lookup and
 	// the inserts.
 	beforeWrite func()
@@ -74,6 +77,9 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	if s.tries == 0 {
 		s.tries = 5
 	}
+	s.rdb = sqlcore.SQLDB(db)
+	s.core = sqlcore.Core{Driver: txRunner{s}, Now: s.now, Log: s.log, Tries: s.tries,
+		Retryable: retryable, Translate: translate}
 	return s, nil
 }
 
@@ -215,30 +221,23 @@ func fromDT(t sql.NullTime) time.Time {
 	return t.Time.UTC()
 }
 
-type scanner interface{ Scan(dest ...any) error }
-
-func scanMessage(sc scanner) (state.Message, error) {
-	var m state.Message
-	var headers, lastErr []byte
-	var vna, sna, ca, ua, da, sa sql.NullTime
-	err := sc.Scan(&m.ID, &m.BizID, &m.Key, &m.Partition, &m.Status, &m.HasBody, &m.Payload, &headers,
-		&m.Target, &m.Topic, &m.ForwardKey, &m.Tag, &m.Verify, &m.VerifyAttempts, &vna,
-		&m.SendStatus, &m.SendAttempts, &sna, &m.SendRef, &m.LeaseToken, &lastErr, &m.Conflicts,
-		&ca, &ua, &da, &sa)
-	if err != nil {
-		return m, err
-	}
-	m.LastError = string(lastErr)
-	m.VerifyNextAt, m.SendNextAt = fromDT(vna), fromDT(sna)
-	m.CreatedAt, m.UpdatedAt, m.DecidedAt, m.SentAt = fromDT(ca), fromDT(ua), fromDT(da), fromDT(sa)
-	if m.Headers, err = codec.DecodeHeaders(headers); err != nil {
-		return m, fmt.Errorf("message %d: %w", m.ID, err)
-	}
-	return m, nil
-}
-
-func scanMessages(rows *sql.Rows) ([]state.Message, error) {
-	return codec.ScanAll(rows, func(r *sql.Rows) (state.Message, error) { return scanMessage(r) })
+// dialect is what the shared read side needs of MySQL / MariaDB.
+var dialect = &sqlcore.Dialect[sql.NullTime]{
+	Param:       sqlcore.QuestionParam,
+	Columns:     columns,
+	PayloadSize: "COALESCE(LENGTH(payload), 0)",
+	HasBody:     "has_body",
+	// The orphan index's column (status = COMMITTED AND NOT has_body).
+	ListOrphan:        "orphan_biz IS NOT NULL",
+	KeyContains:       "LOCATE(%s, message_key) > 0",
+	KeyArg:            func(k string) any { return []byte(k) },
+	TimeArg:           func(t time.Time) any { return dt(t) },
+	Time:              func(t *sql.NullTime) time.Time { return fromDT(*t) },
+	ForUpdate:         " FOR UPDATE",
+	OldestPreparedSQL: oldestPreparedSQL,
+	OrphanCommitsSQL:  orphanCommitsSQL,
+	NoRows:            sql.ErrNoRows,
+	Translate:         translate,
 }
 
 // placeholders returns "(?, ?), (?, ?)" for rows rows of cols placeholders.
@@ -288,96 +287,16 @@ func byKeys(refs []store.MessageRef) (string, []any) {
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, bizID, key string) (state.Message, error) {
-	m, err := scanMessage(s.db.QueryRowContext(ctx, `SELECT `+columns+` FROM eventcenter_messages
-		WHERE biz_id = ? AND message_key = ?`, bizID, key))
-	if errors.Is(err, sql.ErrNoRows) {
-		return state.Message{}, fmt.Errorf("get %s:%s: %w", bizID, key, store.ErrNotFound)
-	}
-	if err != nil {
-		return state.Message{}, fmt.Errorf("get %s:%s: %w", bizID, key, translate(err))
-	}
-	return m, nil
+	return dialect.Get(ctx, s.rdb, bizID, key)
 }
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
-	after, err := codec.DecodeCursor(f.Cursor)
-	if err != nil {
-		return store.Page{}, fmt.Errorf("list: %w", err)
-	}
-	limit := codec.Limit(f.Limit, 100, 1000)
-	var where []string
-	var args []any
-	add := func(cond string, a any) {
-		where = append(where, cond)
-		args = append(args, a)
-	}
-	if after > 0 {
-		add("id < ?", after)
-	}
-	if f.BizID != "" {
-		add("biz_id = ?", f.BizID)
-	}
-	if f.Status != state.None {
-		add("status = ?", int16(f.Status))
-	}
-	if f.SendStatus != nil {
-		add("send_status = ?", int16(*f.SendStatus))
-	}
-	if f.KeyContains != "" {
-		add("LOCATE(?, message_key) > 0", []byte(f.KeyContains))
-	}
-	if !f.CreatedBefore.IsZero() {
-		add("created_at < ?", codec.Time(f.CreatedBefore))
-	}
-	if f.Orphan {
-		// The orphan index's column (status = 2 AND NOT has_body).
-		where = append(where, "orphan_biz IS NOT NULL")
-	}
-	q := `SELECT ` + columns + ` FROM eventcenter_messages`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY id DESC LIMIT ?"
-	args = append(args, limit+1)
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return store.Page{}, fmt.Errorf("list: %w", translate(err))
-	}
-	ms, err := scanMessages(rows)
-	if err != nil {
-		return store.Page{}, fmt.Errorf("list: %w", translate(err))
-	}
-	var p store.Page
-	if len(ms) > limit {
-		ms = ms[:limit]
-		p.Next = codec.EncodeCursor(ms[limit-1].ID)
-	}
-	p.Messages = ms
-	return p, nil
+	return dialect.List(ctx, s.rdb, f)
 }
 
 // Counts implements store.Store.
-func (s *Store) Counts(ctx context.Context) ([]store.Count, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT biz_id, status, send_status, COUNT(*) FROM eventcenter_messages
-		GROUP BY biz_id, status, send_status ORDER BY biz_id, status, send_status`)
-	if err != nil {
-		return nil, fmt.Errorf("counts: %w", translate(err))
-	}
-	defer rows.Close()
-	var cs []store.Count
-	for rows.Next() {
-		var c store.Count
-		if err := rows.Scan(&c.BizID, &c.Status, &c.SendStatus, &c.N); err != nil {
-			return nil, fmt.Errorf("counts: %w", translate(err))
-		}
-		cs = append(cs, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("counts: %w", translate(err))
-	}
-	return cs, nil
-}
+func (s *Store) Counts(ctx context.Context) ([]store.Count, error) { return dialect.Counts(ctx, s.rdb) }
 
 // oldestPreparedSQL reads the index of PREPARED rows (prepared_biz is the
 // bizID of PREPARED rows, NULL for the others).
@@ -386,12 +305,7 @@ const oldestPreparedSQL = `SELECT prepared_biz, MIN(created_at) FROM eventcenter
 
 // OldestPrepared implements store.Store.
 func (s *Store) OldestPrepared(ctx context.Context) (map[string]time.Time, error) {
-	out := map[string]time.Time{}
-	err := s.perBiz(ctx, oldestPreparedSQL, func(biz string, _ int64, at time.Time) { out[biz] = at })
-	if err != nil {
-		return nil, fmt.Errorf("oldest prepared: %w", err)
-	}
-	return out, nil
+	return dialect.OldestPrepared(ctx, s.rdb)
 }
 
 // orphanCommitsSQL reads the index of orphan COMMITs (orphan_biz is the
@@ -402,41 +316,7 @@ const orphanCommitsSQL = `SELECT orphan_biz, COUNT(*), MIN(created_at) FROM even
 
 // OrphanCommits implements store.Store.
 func (s *Store) OrphanCommits(ctx context.Context) (map[string]store.OrphanStat, error) {
-	out := map[string]store.OrphanStat{}
-	err := s.perBiz(ctx, orphanCommitsSQL, func(biz string, n int64, at time.Time) {
-		out[biz] = store.OrphanStat{N: n, Oldest: at}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("orphan commits: %w", err)
-	}
-	return out, nil
-}
-
-// perBiz runs q, which selects a bizID, optionally a count, and a time.
-func (s *Store) perBiz(ctx context.Context, q string, fn func(biz string, n int64, at time.Time)) error {
-	rows, err := s.db.QueryContext(ctx, q)
-	if err != nil {
-		return translate(err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return translate(err)
-	}
-	for rows.Next() {
-		var biz string
-		var n int64
-		var at sql.NullTime
-		dest := []any{&biz, &n, &at}
-		if len(cols) == 2 {
-			dest = []any{&biz, &at}
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return translate(err)
-		}
-		fn(biz, n, fromDT(at))
-	}
-	return translate(rows.Err())
+	return dialect.OrphanCommits(ctx, s.rdb)
 }
 
 // AddAudit implements store.Store.
@@ -459,43 +339,7 @@ func insertAudit(as []store.AuditEntry) (string, []any) {
 
 // AuditLog implements store.Store.
 func (s *Store) AuditLog(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
-	if q.Limit <= 0 {
-		return nil, errors.New("audit log: limit must be positive")
-	}
-	query := `SELECT id, biz_id, message_key, action, who, reason, at, status_before, status_after
-		FROM eventcenter_audit WHERE 1=1`
-	var args []any
-	if q.BizID != "" {
-		query += ` AND biz_id = ?`
-		args = append(args, q.BizID)
-	}
-	if q.BeforeID > 0 {
-		query += ` AND id < ?`
-		args = append(args, q.BeforeID)
-	}
-	if !q.Since.IsZero() {
-		query += ` AND at >= ?`
-		args = append(args, dt(q.Since))
-	}
-	rows, err := s.db.QueryContext(ctx, query+` ORDER BY id DESC LIMIT ?`, append(args, q.Limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("audit log: %w", translate(err))
-	}
-	defer rows.Close()
-	var out []store.AuditEntry
-	for rows.Next() {
-		var a store.AuditEntry
-		var at sql.NullTime
-		if err := rows.Scan(&a.ID, &a.BizID, &a.Key, &a.Action, &a.Who, &a.Reason, &at, &a.Before, &a.After); err != nil {
-			return nil, fmt.Errorf("audit log: %w", translate(err))
-		}
-		a.At = fromDT(at)
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("audit log: %w", translate(err))
-	}
-	return out, nil
+	return dialect.AuditLog(ctx, s.rdb, q)
 }
 
 // PurgeAudit implements store.Store.
@@ -516,24 +360,5 @@ func (s *Store) PurgeAudit(ctx context.Context, before time.Time, limit int) (in
 
 // Audit implements store.Store.
 func (s *Store) Audit(ctx context.Context, bizID, key string) ([]store.AuditEntry, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT biz_id, message_key, action, who, reason, at, status_before, status_after
-		FROM eventcenter_audit WHERE biz_id = ? AND message_key = ? ORDER BY id`, bizID, key)
-	if err != nil {
-		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, translate(err))
-	}
-	defer rows.Close()
-	var out []store.AuditEntry
-	for rows.Next() {
-		var a store.AuditEntry
-		var at sql.NullTime
-		if err := rows.Scan(&a.BizID, &a.Key, &a.Action, &a.Who, &a.Reason, &at, &a.Before, &a.After); err != nil {
-			return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, translate(err))
-		}
-		a.At = fromDT(at)
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, translate(err))
-	}
-	return out, nil
+	return dialect.Audit(ctx, s.rdb, bizID, key)
 }

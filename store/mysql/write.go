@@ -3,6 +3,7 @@ package mysql
 import (
 	"cmp"
 	"context"
+	"maps"
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
@@ -17,6 +18,7 @@ import (
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/store/internal/codec"
+	"github.com/eventcenter/eventcenter/store/internal/sqlcore"
 )
 
 // inTx runs fn in a transaction and commits it.
@@ -39,56 +41,47 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // Apply implements store.Store.
 func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
-	if len(req.Changes) == 0 {
-		return store.ApplyResult{}, nil
-	}
-	refs := store.Refs(req.Changes)
-	for attempt := 1; ; attempt++ {
-		var res store.ApplyResult
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			loaded, err := loadForUpdate(ctx, tx, refs)
-			if err != nil {
-				return fmt.Errorf("load messages: %w", err)
-			}
-			f := store.Fold(loaded, req.Changes)
-			codec.Prepare(ctx, &f, s.now(), req)
-			if s.beforeWrite != nil && len(f.Inserts) > 0 {
-				s.beforeWrite()
-			}
-			if err := writeFolded(ctx, tx, loaded, &f); err != nil {
-				return err
-			}
-			res = codec.Result(&f)
-			return nil
-		})
-		if err == nil {
-			return res, nil
-		}
-		if !retryable(err) || attempt >= s.tries || ctx.Err() != nil {
-			return store.ApplyResult{}, fmt.Errorf("apply (try %d): %w", attempt, translate(err))
-		}
-		s.log.Debug("retrying store apply", "try", attempt, "err", err)
-	}
+	return s.core.Apply(ctx, req)
 }
 
-// loadForUpdate reads and locks the rows of refs that exist.
-func loadForUpdate(ctx context.Context, tx *sql.Tx, refs []store.MessageRef) (map[store.MessageRef]*state.Message, error) {
+// txRunner runs the core's transactions.
+type txRunner struct{ s *Store }
+
+func (r txRunner) InTx(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
+	return r.s.inTx(ctx, func(tx *sql.Tx) error { return fn(myTx{r.s, tx}) })
+}
+
+// myTx is one transaction of txRunner.
+type myTx struct {
+	s  *Store
+	tx *sql.Tx
+}
+
+// Load reads and locks the rows of refs that exist.
+func (t myTx) Load(ctx context.Context, refs []store.MessageRef) (map[store.MessageRef]*state.Message, error) {
 	loaded := make(map[store.MessageRef]*state.Message, len(refs))
 	for lo := 0; lo < len(refs); lo += maxRows {
 		where, args := byKeys(refs[lo:min(lo+maxRows, len(refs))])
-		rows, err := tx.QueryContext(ctx, `SELECT `+columns+` FROM eventcenter_messages WHERE `+where+` FOR UPDATE`, args...)
+		ms, err := dialect.Load(ctx, sqlcore.SQLDB(t.tx), `SELECT `+columns+` FROM eventcenter_messages WHERE `+where+` FOR UPDATE`, args...)
 		if err != nil {
 			return nil, err
 		}
-		ms, err := scanMessages(rows)
-		if err != nil {
-			return nil, err
-		}
-		for i := range ms {
-			loaded[store.MessageRef{BizID: ms[i].BizID, Key: ms[i].Key}] = &ms[i]
-		}
+		maps.Copy(loaded, ms)
 	}
 	return loaded, nil
+}
+
+// LoadRetryNow implements sqlcore.Tx.
+func (t myTx) LoadRetryNow(ctx context.Context, bizID string, after int64, limit int) ([]state.Message, error) {
+	return dialect.LoadRetryNow(ctx, sqlcore.SQLDB(t.tx), bizID, after, limit)
+}
+
+// Write implements sqlcore.Tx.
+func (t myTx) Write(ctx context.Context, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
+	if t.s.beforeWrite != nil && len(f.Inserts) > 0 {
+		t.s.beforeWrite()
+	}
+	return writeFolded(ctx, t.tx, loaded, f)
 }
 
 // maxRows bounds the rows of one multi-row statement; maxBytes its
@@ -416,11 +409,7 @@ func (s *Store) claimOnce(ctx context.Context, c store.Claim, q string, checkbac
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		ms = ms[:0]
 		for _, p := range c.Partitions {
-			rows, err := tx.QueryContext(ctx, q, p, now, c.Limit)
-			if err != nil {
-				return err
-			}
-			got, err := scanMessages(rows)
+			got, err := dialect.Messages(ctx, sqlcore.SQLDB(tx), q, p, now, c.Limit)
 			if err != nil {
 				return err
 			}
@@ -493,13 +482,13 @@ func markSentSQL(sent []store.Sent, now time.Time) (string, []any) {
 			break
 		}
 	}
-	const cond = ` AND m.status = 2 AND m.send_status = 0 AND m.has_body`
+	cond := ` AND m.` + strings.ReplaceAll(sqlcore.PendingSend("has_body"), " AND ", " AND m.")
 	if same {
 		args := []any{now, now, sent[0].Ref}
 		for _, x := range sent {
 			args = append(args, x.ID)
 		}
-		return `UPDATE eventcenter_messages AS m SET m.send_status = 1, m.sent_at = ?, m.updated_at = ?, m.send_ref = ?
+		return `UPDATE eventcenter_messages AS m SET ` + sqlcore.MarkSentSet(mcol, "?", "?") + `
 			WHERE m.id IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(sent)), ", ") + `)` + cond, args
 	}
 	rows := make([]map[string]any, len(sent))
@@ -507,63 +496,18 @@ func markSentSQL(sent []store.Sent, now time.Time) (string, []any) {
 		rows[i] = map[string]any{"id": x.ID, "ref": base64.StdEncoding.EncodeToString([]byte(x.Ref))}
 	}
 	return `UPDATE eventcenter_messages AS m JOIN JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$.id', ref TEXT PATH '$.ref')) AS u
-		ON m.id = u.id SET m.send_status = 1, m.sent_at = ?, m.updated_at = ?, m.send_ref = FROM_BASE64(u.ref)
+		ON m.id = u.id SET ` + sqlcore.MarkSentSet(mcol, "?", "FROM_BASE64(u.ref)") + `
 		WHERE TRUE` + cond, []any{mustJSON(rows), now, now}
 }
 
-// ---- operator bulk actions and retention ----
+// mcol qualifies a column with the updated table's alias.
+func mcol(c string) string { return "m." + c }
 
-// retryNowChunk is how many messages one RetryNowBizID transaction resets.
-const retryNowChunk = 500
+// ---- operator bulk actions and retention ----
 
 // RetryNowBizID implements store.Store.
 func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error) {
-	total := 0
-	var lastID int64
-	for {
-		n := 0
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			rows, err := tx.QueryContext(ctx, `SELECT `+columns+` FROM eventcenter_messages
-				WHERE biz_id = ? AND id > ?
-				AND `+store.RetryNowWhere("has_body")+`
-				ORDER BY id LIMIT ? FOR UPDATE`, bizID, lastID, retryNowChunk)
-			if err != nil {
-				return err
-			}
-			ms, err := scanMessages(rows)
-			if err != nil {
-				return err
-			}
-			n = len(ms)
-			if n == 0 {
-				return nil
-			}
-			lastID = ms[n-1].ID
-			now := s.now()
-			loaded := make(map[store.MessageRef]*state.Message, n)
-			changes := make([]store.Change, n)
-			for i := range ms {
-				m := &ms[i]
-				loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}] = m
-				a := who
-				changes[i] = store.Change{BizID: m.BizID, Key: m.Key, Partition: m.Partition,
-					Event: state.Event{Kind: state.KindRetryNow, At: now}, Audit: &a}
-			}
-			f := store.Fold(loaded, changes)
-			codec.Prepare(ctx, &f, now, store.ApplyRequest{})
-			if err := writeFolded(ctx, tx, loaded, &f); err != nil {
-				return err
-			}
-			total += len(f.Updates)
-			return nil
-		})
-		if err != nil {
-			return total, fmt.Errorf("retry now %s: %w", bizID, translate(err))
-		}
-		if n < retryNowChunk {
-			return total, nil
-		}
-	}
+	return s.core.RetryNowBizID(ctx, bizID, who)
 }
 
 // purgeSQL reads the purge index (purge_at: the decision time of a rolled

@@ -1,10 +1,10 @@
 package postgres
 
 // MarkSentSQL is markSentSQL, for the plan tests.
-const MarkSentSQL = markSentSQL
+var MarkSentSQL = markSentSQL
 
 // OrphanCommitsSQL is orphanCommitsSQL, for the plan tests.
-const OrphanCommitsSQL = orphanCommitsSQL
+var OrphanCommitsSQL = orphanCommitsSQL
 
 // SentRefs is sentRefs, for the plan tests.
 var SentRefs = sentRefs

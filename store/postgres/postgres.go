@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,6 +18,7 @@ import (
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/store/internal/codec"
+	"github.com/eventcenter/eventcenter/store/internal/sqlcore"
 	"github.com/eventcenter/eventcenter/store/migrate"
 )
 
@@ -52,6 +52,8 @@ type Store struct {
 	now   func() time.Time
 	log   *slog.Logger
 	tries int
+	core  sqlcore.Core
+	db    sqlcore.DB
 }
 
 var _ store.Store = (*Store)(nil)
@@ -75,6 +77,9 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if s.tries == 0 {
 		s.tries = 5
 	}
+	s.db = pgDB{pool}
+	s.core = sqlcore.Core{Driver: txRunner{pool}, Now: s.now, Log: s.log, Tries: s.tries,
+		Retryable: retryable, Translate: translate}
 	return s, nil
 }
 
@@ -171,40 +176,42 @@ func fromTS(t pgtype.Timestamptz) time.Time {
 	return t.Time.UTC()
 }
 
-func scanMessage(row pgx.Row) (state.Message, error) {
-	var m state.Message
-	var headers []byte
-	var st, sst int16
-	var vna, sna, ca, ua, da, sa pgtype.Timestamptz
-	var va, sendA, conf int32
-	err := row.Scan(&m.ID, &m.BizID, &m.Key, &m.Partition, &st, &m.HasBody, &m.Payload, &headers,
-		&m.Target, &m.Topic, &m.ForwardKey, &m.Tag, &m.Verify, &va, &vna,
-		&sst, &sendA, &sna, &m.SendRef, &m.LeaseToken, &m.LastError, &conf,
-		&ca, &ua, &da, &sa)
-	if err != nil {
-		return m, err
-	}
-	m.Status, m.SendStatus = state.Status(st), state.SendStatus(sst)
-	m.VerifyAttempts, m.SendAttempts, m.Conflicts = int(va), int(sendA), int(conf)
-	m.VerifyNextAt, m.SendNextAt = fromTS(vna), fromTS(sna)
-	m.CreatedAt, m.UpdatedAt, m.DecidedAt, m.SentAt = fromTS(ca), fromTS(ua), fromTS(da), fromTS(sa)
-	if m.Headers, err = codec.DecodeHeaders(headers); err != nil {
-		return m, fmt.Errorf("message %d: %w", m.ID, err)
-	}
-	return m, nil
+// dialect is what the shared read side needs of PostgreSQL.
+var dialect = &sqlcore.Dialect[pgtype.Timestamptz]{
+	Param:             func(n int) string { return "$" + strconv.Itoa(n) },
+	Columns:           codec.Columns,
+	PayloadSize:       "coalesce(octet_length(payload), 0)",
+	HasBody:           "has_body",
+	ListOrphan:        sqlcore.IsOrphan("NOT has_body"),
+	KeyContains:       "strpos(message_key, %s) > 0",
+	TimeArg:           func(t time.Time) any { return t },
+	Time:              func(t *pgtype.Timestamptz) time.Time { return fromTS(*t) },
+	ForUpdate:         " FOR UPDATE",
+	OldestPreparedSQL: `SELECT biz_id, min(created_at) FROM eventcenter_messages WHERE ` + sqlcore.IsPrepared() + ` GROUP BY biz_id`,
+	OrphanCommitsSQL:  orphanCommitsSQL,
+	NoRows:            pgx.ErrNoRows,
+	Translate:         translate,
 }
 
-func collectMessages(rows pgx.Rows) ([]state.Message, error) {
-	defer rows.Close()
-	var ms []state.Message
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, m)
+// querier is what a pool, a connection and a transaction have in common.
+type querier interface {
+	Query(ctx context.Context, q string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, q string, args ...any) pgx.Row
+}
+
+// pgDB is a sqlcore.DB on a pgx querier.
+type pgDB struct{ q querier }
+
+func (d pgDB) Query(ctx context.Context, q string, args ...any) (sqlcore.Rows, error) {
+	rows, err := d.q.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
 	}
-	return ms, rows.Err()
+	return rows, nil
+}
+
+func (d pgDB) QueryRow(ctx context.Context, q string, args ...any) sqlcore.Row {
+	return d.q.QueryRow(ctx, q, args...)
 }
 
 // ---- Apply ----
@@ -228,86 +235,119 @@ func retryable(err error) bool {
 
 // Apply implements store.Store.
 func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
-	if len(req.Changes) == 0 {
-		return store.ApplyResult{}, nil
-	}
-	refs := store.Refs(req.Changes)
-	bizs := make([]string, len(refs))
-	keys := make([]string, len(refs))
-	for i, r := range refs {
-		bizs[i], keys[i] = r.BizID, r.Key
-	}
-	for attempt := 1; ; attempt++ {
-		res, err := s.applyOnce(ctx, req, bizs, keys)
-		if err == nil {
-			return res, nil
-		}
-		if !retryable(err) || attempt >= s.tries || ctx.Err() != nil {
-			return store.ApplyResult{}, fmt.Errorf("apply (try %d): %w", attempt, translate(err))
-		}
-		s.log.Debug("retrying store apply", "try", attempt, "err", err)
-	}
+	return s.core.Apply(ctx, req)
 }
 
-// applyOnce is one try of Apply: one transaction on one connection, in as
-// few round trips as the work allows. BEGIN goes with the SELECT ... FOR
-// UPDATE; COMMIT goes with the writes unless there are inserts, whose
-// returned count must be checked first (a concurrent insert of the same key
-// makes it short, and then the try is rolled back).
-func (s *Store) applyOnce(ctx context.Context, req store.ApplyRequest, bizs, keys []string) (res store.ApplyResult, err error) {
-	conn, err := s.pool.Acquire(ctx)
+// txRunner runs the core's transactions, each on one connection in as few
+// round trips as the work allows: BEGIN goes with the first statement (the
+// SELECT ... FOR UPDATE of Apply), and COMMIT goes with the writes unless
+// there are inserts, whose returned count must be checked first (a
+// concurrent insert of the same key makes it short, and then the try is
+// rolled back).
+type txRunner struct{ pool *pgxpool.Pool }
+
+func (r txRunner) InTx(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
+	conn, err := r.pool.Acquire(ctx)
 	if err != nil {
-		return res, err
+		return err
 	}
 	// Release destroys a connection left inside a transaction; the deferred
 	// ROLLBACK is for the common case where it can be reused.
 	defer conn.Release()
+	t := &pgTx{conn: conn}
 	done := false
 	defer func() {
-		if !done {
+		if !done && t.begun {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			_, _ = conn.Exec(rctx, "ROLLBACK")
 		}
 	}()
+	if err := fn(t); err != nil {
+		return err
+	}
+	if t.begun && !t.committed {
+		if err := checkCommit(conn.Exec(ctx, "COMMIT")); err != nil {
+			return err
+		}
+	}
+	done = true
+	return nil
+}
 
+// pgTx is one transaction of txRunner.
+type pgTx struct {
+	conn             *pgxpool.Conn
+	begun, committed bool
+}
+
+const loadSQL = `SELECT ` + codec.Columns + ` FROM eventcenter_messages m
+	JOIN unnest($1::text[], $2::text[]) AS r(rb, rk) ON m.biz_id = r.rb AND m.message_key = r.rk
+	ORDER BY m.id FOR UPDATE OF m`
+
+// Load sends BEGIN with the SELECT ... FOR UPDATE.
+func (t *pgTx) Load(ctx context.Context, refs []store.MessageRef) (map[store.MessageRef]*state.Message, error) {
+	bizs := make([]string, len(refs))
+	keys := make([]string, len(refs))
+	for i, r := range refs {
+		bizs[i], keys[i] = r.BizID, r.Key
+	}
 	var b pgx.Batch
 	b.Queue("BEGIN")
 	b.Queue(loadSQL, bizs, keys)
-	br := conn.SendBatch(ctx, &b)
+	t.begun = true
+	br := t.conn.SendBatch(ctx, &b)
 	loaded, err := readLoad(br)
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
-	if err != nil {
-		return res, fmt.Errorf("load messages: %w", err)
+	return loaded, err
+}
+
+func readLoad(br pgx.BatchResults) (map[store.MessageRef]*state.Message, error) {
+	if _, err := br.Exec(); err != nil { // BEGIN
+		return nil, err
 	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	ms, err := sqlcore.Collect(rows, dialect.ScanMessage)
+	if err != nil {
+		return nil, err
+	}
+	return sqlcore.Keyed(ms), nil
+}
 
-	f := store.Fold(loaded, req.Changes)
-	codec.Prepare(ctx, &f, s.now(), req)
+// LoadRetryNow implements sqlcore.Tx.
+func (t *pgTx) LoadRetryNow(ctx context.Context, bizID string, after int64, limit int) ([]state.Message, error) {
+	if !t.begun {
+		if _, err := t.conn.Exec(ctx, "BEGIN"); err != nil {
+			return nil, err
+		}
+		t.begun = true
+	}
+	return dialect.LoadRetryNow(ctx, pgDB{t.conn}, bizID, after, limit)
+}
 
-	b = pgx.Batch{}
-	queueWrites(&b, loaded, &f)
+// Write sends the writes, with COMMIT unless there are inserts.
+func (t *pgTx) Write(ctx context.Context, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
+	var b pgx.Batch
+	queueWrites(&b, loaded, f)
 	commitInBatch := len(f.Inserts) == 0
 	if commitInBatch {
 		b.Queue("COMMIT")
 	}
-	br = conn.SendBatch(ctx, &b)
-	err = readWrites(br, &f)
+	br := t.conn.SendBatch(ctx, &b)
+	err := readWrites(br, f)
 	if err == nil && commitInBatch {
 		err = checkCommit(br.Exec())
 	}
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("write messages: %w", cerr)
 	}
-	if err == nil && !commitInBatch {
-		err = checkCommit(conn.Exec(ctx, "COMMIT"))
-	}
-	if err != nil {
-		return res, err
-	}
-	done = true
-	return codec.Result(&f), nil
+	t.committed = err == nil && commitInBatch
+	return err
 }
 
 func checkCommit(tag pgconn.CommandTag, err error) error {
@@ -318,29 +358,6 @@ func checkCommit(tag pgconn.CommandTag, err error) error {
 		return fmt.Errorf("commit: transaction was rolled back (%s)", tag)
 	}
 	return nil
-}
-
-const loadSQL = `SELECT ` + codec.Columns + ` FROM eventcenter_messages m
-	JOIN unnest($1::text[], $2::text[]) AS r(rb, rk) ON m.biz_id = r.rb AND m.message_key = r.rk
-	ORDER BY m.id FOR UPDATE OF m`
-
-func readLoad(br pgx.BatchResults) (map[store.MessageRef]*state.Message, error) {
-	if _, err := br.Exec(); err != nil { // BEGIN
-		return nil, err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return nil, err
-	}
-	ms, err := collectMessages(rows)
-	if err != nil {
-		return nil, err
-	}
-	loaded := make(map[store.MessageRef]*state.Message, len(ms))
-	for i := range ms {
-		loaded[store.MessageRef{BizID: ms[i].BizID, Key: ms[i].Key}] = &ms[i]
-	}
-	return loaded, nil
 }
 
 const insertAuditSQL = `INSERT INTO eventcenter_audit (biz_id, message_key, action, who, reason, at, status_before, status_after)
@@ -464,20 +481,20 @@ func claimSQL(set, due, recheck, col string) string {
 // "has_body" means (the column is NOT NULL), but the planner cannot prove
 // the predicate of the partial index send_due from it, so it never reads
 // the rows through that index (see markSentSQL and claimSQL).
-const pendingSendByID = `status = 2 AND send_status = 0 AND has_body IS TRUE`
+var pendingSendByID = sqlcore.PendingSend("has_body IS TRUE")
 
 // "(status = 1) IS TRUE" is to the check-back index what pendingSendByID
 // is to send_due.
 var claimSendsSQL = claimSQL("send_next_at = $1, lease_token = $2",
-	"status = 2 AND send_status = 0 AND has_body AND send_next_at <= $4",
+	sqlcore.PendingSend("has_body")+" AND send_next_at <= $4",
 	pendingSendByID+" AND send_next_at <= $4",
 	"send_next_at")
 
 // claimCheckbacksSQL counts the attempt each claim is for (state.ClaimCheckback):
 // a call whose center dies before its answer is written still counts.
 var claimCheckbacksSQL = claimSQL("verify_next_at = $1, lease_token = $2, verify_attempts = verify_attempts + 1",
-	"status = 1 AND verify_next_at <= $4",
-	"(status = 1) IS TRUE AND verify_next_at <= $4",
+	sqlcore.IsPrepared()+" AND verify_next_at <= $4",
+	"("+sqlcore.IsPrepared()+") IS TRUE AND verify_next_at <= $4",
 	"verify_next_at")
 
 // ClaimSends implements store.Store.
@@ -502,7 +519,7 @@ func (s *Store) claim(ctx context.Context, what string, c store.Claim, q string)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, translate(err))
 	}
-	ms, err := collectMessages(rows)
+	ms, err := sqlcore.Collect(rows, dialect.ScanMessage)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, translate(err))
 	}
@@ -525,8 +542,7 @@ func (s *Store) claim(ctx context.Context, what string, c store.Claim, q string)
 // until the next vacuum (measured: 25 ms and growing per 500 marks; a 9,000
 // msg/s run fell to 4,000 msg/s). TestMarkSentPlanUsesThePrimaryKey and
 // TestMarkSentPlanOnATableNeverAnalyzed check the plans.
-const markSentSQL = `UPDATE eventcenter_messages SET send_status = 1, sent_at = $1, updated_at = $1,
-		send_ref = coalesce($3::jsonb ->> id::text, '')
+var markSentSQL = `UPDATE eventcenter_messages SET ` + sqlcore.MarkSentSet(sqlcore.Plain, "$1", "coalesce($3::jsonb ->> id::text, '')") + `
 	WHERE id = ANY($2::bigint[]) AND ` + pendingSendByID
 
 // MarkSent implements store.Store.
@@ -577,138 +593,30 @@ func appendJSONString(b []byte, s string) []byte {
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, bizID, key string) (state.Message, error) {
-	m, err := scanMessage(s.pool.QueryRow(ctx, `SELECT `+codec.Columns+` FROM eventcenter_messages
-		WHERE biz_id = $1 AND message_key = $2`, bizID, key))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return state.Message{}, fmt.Errorf("get %s:%s: %w", bizID, key, store.ErrNotFound)
-	}
-	if err != nil {
-		return state.Message{}, fmt.Errorf("get %s:%s: %w", bizID, key, translate(err))
-	}
-	return m, nil
+	return dialect.Get(ctx, s.db, bizID, key)
 }
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
-	after, err := codec.DecodeCursor(f.Cursor)
-	if err != nil {
-		return store.Page{}, fmt.Errorf("list: %w", err)
-	}
-	limit := codec.Limit(f.Limit, 100, 1000)
-	var where []string
-	var args []any
-	add := func(cond string, a any) {
-		args = append(args, a)
-		where = append(where, fmt.Sprintf(cond, len(args)))
-	}
-	if after > 0 {
-		add("id < $%d", after)
-	}
-	if f.BizID != "" {
-		add("biz_id = $%d", f.BizID)
-	}
-	if f.Status != state.None {
-		add("status = $%d", int16(f.Status))
-	}
-	if f.SendStatus != nil {
-		add("send_status = $%d", int16(*f.SendStatus))
-	}
-	if f.KeyContains != "" {
-		add("strpos(message_key, $%d) > 0", f.KeyContains)
-	}
-	if !f.CreatedBefore.IsZero() {
-		add("created_at < $%d", f.CreatedBefore)
-	}
-	if f.Orphan {
-		where = append(where, "status = 2 AND NOT has_body")
-	}
-	q := `SELECT ` + codec.Columns + ` FROM eventcenter_messages`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	args = append(args, limit+1)
-	q += fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args))
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return store.Page{}, fmt.Errorf("list: %w", translate(err))
-	}
-	ms, err := collectMessages(rows)
-	if err != nil {
-		return store.Page{}, fmt.Errorf("list: %w", translate(err))
-	}
-	var p store.Page
-	if len(ms) > limit {
-		ms = ms[:limit]
-		p.Next = codec.EncodeCursor(ms[limit-1].ID)
-	}
-	p.Messages = ms
-	return p, nil
+	return dialect.List(ctx, s.db, f)
 }
 
 // Counts implements store.Store.
-func (s *Store) Counts(ctx context.Context) ([]store.Count, error) {
-	rows, err := s.pool.Query(ctx, `SELECT biz_id, status, send_status, count(*) FROM eventcenter_messages
-		GROUP BY biz_id, status, send_status ORDER BY biz_id, status, send_status`)
-	if err != nil {
-		return nil, fmt.Errorf("counts: %w", translate(err))
-	}
-	var cs []store.Count
-	var c store.Count
-	var st, sst int16
-	_, err = pgx.ForEachRow(rows, []any{&c.BizID, &st, &sst, &c.N}, func() error {
-		c.Status, c.SendStatus = state.Status(st), state.SendStatus(sst)
-		cs = append(cs, c)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("counts: %w", translate(err))
-	}
-	return cs, nil
-}
+func (s *Store) Counts(ctx context.Context) ([]store.Count, error) { return dialect.Counts(ctx, s.db) }
 
 // OldestPrepared implements store.Store.
 func (s *Store) OldestPrepared(ctx context.Context) (map[string]time.Time, error) {
-	rows, err := s.pool.Query(ctx, `SELECT biz_id, min(created_at) FROM eventcenter_messages
-		WHERE status = 1 GROUP BY biz_id`)
-	if err != nil {
-		return nil, fmt.Errorf("oldest prepared: %w", translate(err))
-	}
-	out := map[string]time.Time{}
-	var biz string
-	var at pgtype.Timestamptz
-	_, err = pgx.ForEachRow(rows, []any{&biz, &at}, func() error {
-		out[biz] = fromTS(at)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("oldest prepared: %w", translate(err))
-	}
-	return out, nil
+	return dialect.OldestPrepared(ctx, s.db)
 }
 
-const orphanCommitsSQL = `SELECT biz_id, count(*), min(created_at) FROM eventcenter_messages
-	WHERE status = 2 AND NOT has_body GROUP BY biz_id`
+var orphanCommitsSQL = `SELECT biz_id, count(*), min(created_at) FROM eventcenter_messages
+	WHERE ` + sqlcore.IsOrphan("NOT has_body") + ` GROUP BY biz_id`
 
 // OrphanCommits implements store.Store. The partial index
 // eventcenter_messages_orphan_commits holds only orphan rows, so this reads
 // a handful of index entries, not the table.
 func (s *Store) OrphanCommits(ctx context.Context) (map[string]store.OrphanStat, error) {
-	rows, err := s.pool.Query(ctx, orphanCommitsSQL)
-	if err != nil {
-		return nil, fmt.Errorf("orphan commits: %w", translate(err))
-	}
-	out := map[string]store.OrphanStat{}
-	var biz string
-	var n int64
-	var at pgtype.Timestamptz
-	_, err = pgx.ForEachRow(rows, []any{&biz, &n, &at}, func() error {
-		out[biz] = store.OrphanStat{N: n, Oldest: fromTS(at)}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("orphan commits: %w", translate(err))
-	}
-	return out, nil
+	return dialect.OrphanCommits(ctx, s.db)
 }
 
 // AddAudit implements store.Store.
@@ -721,52 +629,12 @@ func (s *Store) AddAudit(ctx context.Context, e store.AuditEntry) error {
 
 // Audit implements store.Store.
 func (s *Store) Audit(ctx context.Context, bizID, key string) ([]store.AuditEntry, error) {
-	rows, err := s.pool.Query(ctx, `SELECT biz_id, message_key, action, who, reason, at, status_before, status_after
-		FROM eventcenter_audit WHERE biz_id = $1 AND message_key = $2 ORDER BY id`, bizID, key)
-	if err != nil {
-		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, translate(err))
-	}
-	var out []store.AuditEntry
-	var a store.AuditEntry
-	var at pgtype.Timestamptz
-	_, err = pgx.ForEachRow(rows, []any{&a.BizID, &a.Key, &a.Action, &a.Who, &a.Reason, &at, &a.Before, &a.After}, func() error {
-		a.At = fromTS(at)
-		out = append(out, a)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, translate(err))
-	}
-	return out, nil
+	return dialect.Audit(ctx, s.db, bizID, key)
 }
 
 // AuditLog implements store.Store.
 func (s *Store) AuditLog(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
-	if q.Limit <= 0 {
-		return nil, errors.New("audit log: limit must be positive")
-	}
-	var since any
-	if !q.Since.IsZero() {
-		since = q.Since
-	}
-	rows, err := s.pool.Query(ctx, `SELECT id, biz_id, message_key, action, who, reason, at, status_before, status_after
-		FROM eventcenter_audit WHERE ($1 = '' OR biz_id = $1) AND ($2::bigint <= 0 OR id < $2)
-		AND ($3::timestamptz IS NULL OR at >= $3) ORDER BY id DESC LIMIT $4`, q.BizID, q.BeforeID, since, q.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("audit log: %w", translate(err))
-	}
-	var out []store.AuditEntry
-	var a store.AuditEntry
-	var at pgtype.Timestamptz
-	_, err = pgx.ForEachRow(rows, []any{&a.ID, &a.BizID, &a.Key, &a.Action, &a.Who, &a.Reason, &at, &a.Before, &a.After}, func() error {
-		a.At = fromTS(at)
-		out = append(out, a)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("audit log: %w", translate(err))
-	}
-	return out, nil
+	return dialect.AuditLog(ctx, s.db, q)
 }
 
 // PurgeAudit implements store.Store.
@@ -785,72 +653,15 @@ func (s *Store) PurgeAudit(ctx context.Context, before time.Time, limit int) (in
 
 // ---- operator bulk actions and retention ----
 
-// retryNowChunk is how many messages one RetryNowBizID transaction resets.
-const retryNowChunk = 500
-
-// retryNowSQL selects one chunk of the rows store.RetryNowEligible names.
-var retryNowSQL = `SELECT ` + codec.Columns + ` FROM eventcenter_messages
-	WHERE biz_id = $1 AND id > $2 AND ` + store.RetryNowWhere("has_body") + `
-	ORDER BY id LIMIT $3 FOR UPDATE`
-
 // RetryNowBizID implements store.Store.
 func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error) {
-	total := 0
-	var lastID int64
-	for {
-		n := 0
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, retryNowSQL, bizID, lastID, retryNowChunk)
-			if err != nil {
-				return err
-			}
-			ms, err := collectMessages(rows)
-			if err != nil {
-				return err
-			}
-			n = len(ms)
-			if n == 0 {
-				return nil
-			}
-			lastID = ms[n-1].ID
-			now := s.now()
-			loaded := make(map[store.MessageRef]*state.Message, n)
-			changes := make([]store.Change, n)
-			for i := range ms {
-				m := &ms[i]
-				loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}] = m
-				a := who
-				changes[i] = store.Change{BizID: m.BizID, Key: m.Key, Partition: m.Partition,
-					Event: state.Event{Kind: state.KindRetryNow, At: now}, Audit: &a}
-			}
-			f := store.Fold(loaded, changes)
-			codec.Prepare(ctx, &f, now, store.ApplyRequest{})
-			var b pgx.Batch
-			queueWrites(&b, loaded, &f)
-			br := tx.SendBatch(ctx, &b)
-			err = readWrites(br, &f)
-			if cerr := br.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-			total += len(f.Updates)
-			return nil
-		})
-		if err != nil {
-			return total, fmt.Errorf("retry now %s: %w", bizID, translate(err))
-		}
-		if n < retryNowChunk {
-			return total, nil
-		}
-	}
+	return s.core.RetryNowBizID(ctx, bizID, who)
 }
 
-const purgeSQL = `WITH gone AS (
+var purgeSQL = `WITH gone AS (
 		DELETE FROM eventcenter_messages WHERE id IN (
 			SELECT id FROM eventcenter_messages
-			WHERE (status = 3 AND decided_at < $1) OR (status = 2 AND send_status = 1 AND sent_at < $1)
+			WHERE (` + sqlcore.PurgeRolledBack("$1") + `) OR (` + sqlcore.PurgeSent("$1") + `)
 			LIMIT $2 FOR UPDATE SKIP LOCKED)
 		RETURNING biz_id, message_key
 	)

@@ -310,7 +310,7 @@ func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
 		return store.Page{}, fmt.Errorf("list: %w", err)
 	}
 	limit := codec.Limit(f.Limit, 100, 1000)
-	pages := make([][]state.Message, len(s.shards))
+	pages := make([][]store.Summary, len(s.shards))
 	more := make([]bool, len(s.shards))
 	err = s.each(func(i int, st store.Store) error {
 		if pos[i] < 0 {
@@ -335,7 +335,7 @@ func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
 	// Merge the shards' pages (each newest first), keeping each shard's
 	// order so the positions stay exact.
 	heads := make([]int, len(s.shards))
-	var out []state.Message
+	var out []store.Summary
 	for len(out) < limit {
 		best := -1
 		for i, ms := range pages {
@@ -373,7 +373,7 @@ func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
 }
 
 // newer orders messages newest first across shards.
-func newer(a state.Message, sa int, b state.Message, sb int) bool {
+func newer(a store.Summary, sa int, b store.Summary, sb int) bool {
 	if !a.CreatedAt.Equal(b.CreatedAt) {
 		return a.CreatedAt.After(b.CreatedAt)
 	}

@@ -1,4 +1,4 @@
 package sqlite
 
 // OrphanCommitsSQL is orphanCommitsSQL, for the plan test.
-const OrphanCommitsSQL = orphanCommitsSQL
+var OrphanCommitsSQL = orphanCommitsSQL

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
+	"maps"
 	"net/url"
 	"strings"
 	"time"
@@ -18,6 +18,7 @@ import (
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/store/internal/codec"
+	"github.com/eventcenter/eventcenter/store/internal/sqlcore"
 	"github.com/eventcenter/eventcenter/store/migrate"
 )
 
@@ -54,8 +55,10 @@ func (o *Options) validate() error {
 // Store is the SQLite store.Store. Create it with Open.
 type Store struct {
 	w, r *sql.DB
+	rdb  sqlcore.DB
 	now  func() time.Time
 	log  *slog.Logger
+	core sqlcore.Core
 }
 
 var _ store.Store = (*Store)(nil)
@@ -82,6 +85,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.core = sqlcore.Core{Driver: txRunner{s}, Now: s.now}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -121,6 +125,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = s.w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
+	s.rdb = sqlcore.SQLDB(s.r)
 	s.r.SetMaxOpenConns(opts.ReadConns)
 	s.r.SetMaxIdleConns(opts.ReadConns)
 	if err := s.r.PingContext(ctx); err != nil {
@@ -181,18 +186,27 @@ func (s *Store) migrate(ctx context.Context) error {
 	})
 }
 
-// write runs fn in a BEGIN IMMEDIATE transaction on the write connection.
+// write runs fn in a BEGIN IMMEDIATE transaction on the write connection;
+// its errors say what failed.
 func (s *Store) write(ctx context.Context, what string, fn func(tx *sql.Tx) error) error {
+	if err := s.inTx(ctx, fn); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// inTx runs fn in a BEGIN IMMEDIATE transaction on the write connection.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("%s: begin: %w", what, err)
+		return fmt.Errorf("begin: %w", err)
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return fmt.Errorf("%s: %w", what, err)
+		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("%s: commit: %w", what, err)
+		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }
@@ -213,81 +227,64 @@ func fromMicro(n sql.NullInt64) time.Time {
 	return time.UnixMicro(n.Int64).UTC()
 }
 
-type scanner interface{ Scan(dest ...any) error }
-
-func scanMessage(sc scanner) (state.Message, error) {
-	var m state.Message
-	var headers []byte
-	var vna, sna, ca, ua, da, sa sql.NullInt64
-	err := sc.Scan(&m.ID, &m.BizID, &m.Key, &m.Partition, &m.Status, &m.HasBody, &m.Payload, &headers,
-		&m.Target, &m.Topic, &m.ForwardKey, &m.Tag, &m.Verify, &m.VerifyAttempts, &vna,
-		&m.SendStatus, &m.SendAttempts, &sna, &m.SendRef, &m.LeaseToken, &m.LastError, &m.Conflicts,
-		&ca, &ua, &da, &sa)
-	if err != nil {
-		return m, err
-	}
-	m.VerifyNextAt, m.SendNextAt = fromMicro(vna), fromMicro(sna)
-	m.CreatedAt, m.UpdatedAt, m.DecidedAt, m.SentAt = fromMicro(ca), fromMicro(ua), fromMicro(da), fromMicro(sa)
-	if m.Headers, err = codec.DecodeHeaders(headers); err != nil {
-		return m, fmt.Errorf("message %d: %w", m.ID, err)
-	}
-	return m, nil
-}
-
-func scanMessages(rows *sql.Rows) ([]state.Message, error) {
-	return codec.ScanAll(rows, func(r *sql.Rows) (state.Message, error) { return scanMessage(r) })
+// dialect is what the shared read side needs of SQLite.
+var dialect = &sqlcore.Dialect[sql.NullInt64]{
+	Param:             sqlcore.QuestionParam,
+	Columns:           codec.Columns,
+	PayloadSize:       "coalesce(length(payload), 0)",
+	HasBody:           "has_body = 1",
+	ListOrphan:        sqlcore.IsOrphan("has_body = 0"),
+	KeyContains:       "instr(message_key, %s) > 0",
+	TimeArg:           func(t time.Time) any { return t.UnixMicro() },
+	Time:              func(n *sql.NullInt64) time.Time { return fromMicro(*n) },
+	OldestPreparedSQL: `SELECT biz_id, min(created_at) FROM eventcenter_messages WHERE ` + sqlcore.IsPrepared() + ` GROUP BY biz_id`,
+	OrphanCommitsSQL:  orphanCommitsSQL,
+	NoRows:            sql.ErrNoRows,
 }
 
 // ---- Apply ----
 
 // Apply implements store.Store.
 func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
-	if len(req.Changes) == 0 {
-		return store.ApplyResult{}, nil
-	}
-	var res store.ApplyResult
-	err := s.write(ctx, "apply", func(tx *sql.Tx) error {
-		loaded, err := loadRefs(ctx, tx, store.Refs(req.Changes))
-		if err != nil {
-			return err
-		}
-		f := store.Fold(loaded, req.Changes)
-		codec.Prepare(ctx, &f, s.now(), req)
-		if err := writeFolded(ctx, tx, loaded, &f); err != nil {
-			return err
-		}
-		res = codec.Result(&f)
-		return nil
-	})
-	return res, err
+	return s.core.Apply(ctx, req)
 }
 
-func loadRefs(ctx context.Context, tx *sql.Tx, refs []store.MessageRef) (map[store.MessageRef]*state.Message, error) {
+// txRunner runs the core's transactions on the write connection.
+type txRunner struct{ s *Store }
+
+func (r txRunner) InTx(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
+	return r.s.inTx(ctx, func(tx *sql.Tx) error { return fn(liteTx{tx}) })
+}
+
+// liteTx is one transaction of txRunner (BEGIN IMMEDIATE: the database is
+// locked for writing, so reads need no row locks).
+type liteTx struct{ tx *sql.Tx }
+
+// Load reads the rows of refs that exist.
+func (t liteTx) Load(ctx context.Context, refs []store.MessageRef) (map[store.MessageRef]*state.Message, error) {
 	loaded := make(map[store.MessageRef]*state.Message, len(refs))
 	err := chunks(len(refs), 2, func(lo, hi int) error {
 		args := make([]any, 0, 2*(hi-lo))
 		for _, r := range refs[lo:hi] {
 			args = append(args, r.BizID, r.Key)
 		}
-		rows, err := tx.QueryContext(ctx, `WITH r(b, k) AS (VALUES `+values(hi-lo, 2)+`)
+		ms, err := dialect.Load(ctx, sqlcore.SQLDB(t.tx), `WITH r(b, k) AS (VALUES `+values(hi-lo, 2)+`)
 			SELECT `+prefixed("m.", codec.Columns)+` FROM r CROSS JOIN eventcenter_messages AS m
 			ON m.biz_id = r.b AND m.message_key = r.k`, args...)
-		if err != nil {
-			return err
-		}
-		ms, err := scanMessages(rows)
-		if err != nil {
-			return err
-		}
-		for i := range ms {
-			loaded[store.MessageRef{BizID: ms[i].BizID, Key: ms[i].Key}] = &ms[i]
-		}
-		return nil
+		maps.Copy(loaded, ms)
+		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("load messages: %w", err)
-	}
-	return loaded, nil
+	return loaded, err
+}
+
+// LoadRetryNow implements sqlcore.Tx.
+func (t liteTx) LoadRetryNow(ctx context.Context, bizID string, after int64, limit int) ([]state.Message, error) {
+	return dialect.LoadRetryNow(ctx, sqlcore.SQLDB(t.tx), bizID, after, limit)
+}
+
+// Write implements sqlcore.Tx.
+func (t liteTx) Write(ctx context.Context, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
+	return writeFolded(ctx, t.tx, loaded, f)
 }
 
 const updateBodySQL = `UPDATE eventcenter_messages SET has_body = 1, payload = ?, headers = ?, target = ?, topic = ?,
@@ -424,7 +421,7 @@ func partitionsJSON(ps []int32) string {
 func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
 	return s.claim(ctx, "claim sends", c, `UPDATE eventcenter_messages SET send_next_at = ?, lease_token = ?
 		WHERE id IN (SELECT id FROM eventcenter_messages
-			WHERE status = 2 AND send_status = 0 AND has_body = 1
+			WHERE `+dialect.PendingSend()+`
 			AND partition IN (SELECT value FROM json_each(?)) AND send_next_at <= ?
 			ORDER BY send_next_at LIMIT ?)
 		RETURNING `+codec.Columns)
@@ -437,7 +434,7 @@ func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Mes
 	return s.claim(ctx, "claim checkbacks", c, `UPDATE eventcenter_messages SET verify_next_at = ?, lease_token = ?,
 			verify_attempts = verify_attempts + 1
 		WHERE id IN (SELECT id FROM eventcenter_messages
-			WHERE status = 1
+			WHERE `+sqlcore.IsPrepared()+`
 			AND partition IN (SELECT value FROM json_each(?)) AND verify_next_at <= ?
 			ORDER BY verify_next_at LIMIT ?)
 		RETURNING `+codec.Columns)
@@ -453,12 +450,9 @@ func (s *Store) claim(ctx context.Context, what string, c store.Claim, q string)
 	now := codec.Time(s.now())
 	var ms []state.Message
 	err := s.write(ctx, what, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, q, now.Add(c.Lease).UnixMicro(), codec.LeaseToken(),
+		var err error
+		ms, err = dialect.Messages(ctx, sqlcore.SQLDB(tx), q, now.Add(c.Lease).UnixMicro(), codec.LeaseToken(),
 			partitionsJSON(c.Partitions), now.UnixMicro(), c.Limit)
-		if err != nil {
-			return err
-		}
-		ms, err = scanMessages(rows)
 		return err
 	})
 	if err != nil {
@@ -481,8 +475,8 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 			}
 			args = append(args, now, now)
 			_, err := tx.ExecContext(ctx, `WITH u(id, ref) AS (VALUES `+values(hi-lo, 2)+`)
-				UPDATE eventcenter_messages SET send_status = 1, sent_at = ?, send_ref = u.ref, updated_at = ?
-				FROM u WHERE eventcenter_messages.id = u.id AND status = 2 AND send_status = 0 AND has_body = 1`, args...)
+				UPDATE eventcenter_messages SET `+sqlcore.MarkSentSet(sqlcore.Plain, "?", "u.ref")+`
+				FROM u WHERE eventcenter_messages.id = u.id AND `+dialect.PendingSend(), args...)
 			return err
 		})
 	})
@@ -492,147 +486,32 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, bizID, key string) (state.Message, error) {
-	m, err := scanMessage(s.r.QueryRowContext(ctx, `SELECT `+codec.Columns+` FROM eventcenter_messages
-		WHERE biz_id = ? AND message_key = ?`, bizID, key))
-	if errors.Is(err, sql.ErrNoRows) {
-		return m, fmt.Errorf("get %s:%s: %w", bizID, key, store.ErrNotFound)
-	}
-	if err != nil {
-		return m, fmt.Errorf("get %s:%s: %w", bizID, key, err)
-	}
-	return m, nil
+	return dialect.Get(ctx, s.rdb, bizID, key)
 }
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
-	after, err := codec.DecodeCursor(f.Cursor)
-	if err != nil {
-		return store.Page{}, fmt.Errorf("list: %w", err)
-	}
-	limit := codec.Limit(f.Limit, 100, 1000)
-	var where []string
-	var args []any
-	add := func(cond string, a any) {
-		where = append(where, cond)
-		args = append(args, a)
-	}
-	if after > 0 {
-		add("id < ?", after)
-	}
-	if f.BizID != "" {
-		add("biz_id = ?", f.BizID)
-	}
-	if f.Status != state.None {
-		add("status = ?", f.Status)
-	}
-	if f.SendStatus != nil {
-		add("send_status = ?", *f.SendStatus)
-	}
-	if f.KeyContains != "" {
-		add("instr(message_key, ?) > 0", f.KeyContains)
-	}
-	if !f.CreatedBefore.IsZero() {
-		add("created_at < ?", f.CreatedBefore.UnixMicro())
-	}
-	if f.Orphan {
-		where = append(where, "status = 2 AND has_body = 0")
-	}
-	q := `SELECT ` + codec.Columns + ` FROM eventcenter_messages`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY id DESC LIMIT ?"
-	args = append(args, limit+1)
-	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return store.Page{}, fmt.Errorf("list: %w", err)
-	}
-	ms, err := scanMessages(rows)
-	if err != nil {
-		return store.Page{}, fmt.Errorf("list: %w", err)
-	}
-	var p store.Page
-	if len(ms) > limit {
-		ms = ms[:limit]
-		p.Next = codec.EncodeCursor(ms[limit-1].ID)
-	}
-	p.Messages = ms
-	return p, nil
+	return dialect.List(ctx, s.rdb, f)
 }
 
 // Counts implements store.Store.
-func (s *Store) Counts(ctx context.Context) ([]store.Count, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT biz_id, status, send_status, count(*) FROM eventcenter_messages
-		GROUP BY biz_id, status, send_status ORDER BY biz_id, status, send_status`)
-	if err != nil {
-		return nil, fmt.Errorf("counts: %w", err)
-	}
-	defer rows.Close()
-	var cs []store.Count
-	for rows.Next() {
-		var c store.Count
-		if err := rows.Scan(&c.BizID, &c.Status, &c.SendStatus, &c.N); err != nil {
-			return nil, fmt.Errorf("counts: %w", err)
-		}
-		cs = append(cs, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("counts: %w", err)
-	}
-	return cs, nil
-}
+func (s *Store) Counts(ctx context.Context) ([]store.Count, error) { return dialect.Counts(ctx, s.rdb) }
 
 // OldestPrepared implements store.Store.
 func (s *Store) OldestPrepared(ctx context.Context) (map[string]time.Time, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT biz_id, min(created_at) FROM eventcenter_messages
-		WHERE status = 1 GROUP BY biz_id`)
-	if err != nil {
-		return nil, fmt.Errorf("oldest prepared: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]time.Time{}
-	for rows.Next() {
-		var biz string
-		var at sql.NullInt64
-		if err := rows.Scan(&biz, &at); err != nil {
-			return nil, fmt.Errorf("oldest prepared: %w", err)
-		}
-		out[biz] = fromMicro(at)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("oldest prepared: %w", err)
-	}
-	return out, nil
+	return dialect.OldestPrepared(ctx, s.rdb)
 }
 
 // orphanCommitsSQL names the partial index: without statistics SQLite
 // would rather walk the bizID index (the whole table) to group by bizID.
-const orphanCommitsSQL = `SELECT biz_id, count(*), min(created_at)
+var orphanCommitsSQL = `SELECT biz_id, count(*), min(created_at)
 	FROM eventcenter_messages INDEXED BY eventcenter_messages_orphan_commits
-	WHERE status = 2 AND has_body = 0 GROUP BY biz_id`
+	WHERE ` + sqlcore.IsOrphan("has_body = 0") + ` GROUP BY biz_id`
 
 // OrphanCommits implements store.Store (the partial index
 // eventcenter_messages_orphan_commits holds only orphan rows).
 func (s *Store) OrphanCommits(ctx context.Context) (map[string]store.OrphanStat, error) {
-	rows, err := s.r.QueryContext(ctx, orphanCommitsSQL)
-	if err != nil {
-		return nil, fmt.Errorf("orphan commits: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]store.OrphanStat{}
-	for rows.Next() {
-		var biz string
-		var n int64
-		var at sql.NullInt64
-		if err := rows.Scan(&biz, &n, &at); err != nil {
-			return nil, fmt.Errorf("orphan commits: %w", err)
-		}
-		out[biz] = store.OrphanStat{N: n, Oldest: fromMicro(at)}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("orphan commits: %w", err)
-	}
-	return out, nil
+	return dialect.OrphanCommits(ctx, s.rdb)
 }
 
 // AddAudit implements store.Store.
@@ -648,58 +527,12 @@ func (s *Store) AddAudit(ctx context.Context, e store.AuditEntry) error {
 
 // Audit implements store.Store.
 func (s *Store) Audit(ctx context.Context, bizID, key string) ([]store.AuditEntry, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT biz_id, message_key, action, who, reason, at, status_before, status_after
-		FROM eventcenter_audit WHERE biz_id = ? AND message_key = ? ORDER BY id`, bizID, key)
-	if err != nil {
-		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, err)
-	}
-	defer rows.Close()
-	var out []store.AuditEntry
-	for rows.Next() {
-		var a store.AuditEntry
-		var at sql.NullInt64
-		if err := rows.Scan(&a.BizID, &a.Key, &a.Action, &a.Who, &a.Reason, &at, &a.Before, &a.After); err != nil {
-			return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, err)
-		}
-		a.At = fromMicro(at)
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, err)
-	}
-	return out, nil
+	return dialect.Audit(ctx, s.rdb, bizID, key)
 }
 
 // AuditLog implements store.Store.
 func (s *Store) AuditLog(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
-	if q.Limit <= 0 {
-		return nil, errors.New("audit log: limit must be positive")
-	}
-	since := int64(math.MinInt64)
-	if !q.Since.IsZero() {
-		since = q.Since.UnixMicro()
-	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, biz_id, message_key, action, who, reason, at, status_before, status_after
-		FROM eventcenter_audit WHERE (?1 = '' OR biz_id = ?1) AND (?2 <= 0 OR id < ?2) AND at >= ?3
-		ORDER BY id DESC LIMIT ?4`, q.BizID, q.BeforeID, since, q.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
-	}
-	defer rows.Close()
-	var out []store.AuditEntry
-	for rows.Next() {
-		var a store.AuditEntry
-		var at sql.NullInt64
-		if err := rows.Scan(&a.ID, &a.BizID, &a.Key, &a.Action, &a.Who, &a.Reason, &at, &a.Before, &a.After); err != nil {
-			return nil, fmt.Errorf("audit log: %w", err)
-		}
-		a.At = fromMicro(at)
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
-	}
-	return out, nil
+	return dialect.AuditLog(ctx, s.rdb, q)
 }
 
 // PurgeAudit implements store.Store.
@@ -726,63 +559,9 @@ func (s *Store) PurgeAudit(ctx context.Context, before time.Time, limit int) (in
 
 // ---- operator bulk actions and retention ----
 
-// retryNowChunk is how many messages one RetryNowBizID transaction resets.
-const retryNowChunk = 500
-
-// retryNowSQL selects one chunk of the rows store.RetryNowEligible names.
-var retryNowSQL = `SELECT ` + codec.Columns + ` FROM eventcenter_messages
-	WHERE biz_id = ? AND id > ? AND ` + store.RetryNowWhere("has_body = 1") + `
-	ORDER BY id LIMIT ?`
-
 // RetryNowBizID implements store.Store.
 func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error) {
-	total := 0
-	var lastID int64
-	for {
-		n := 0
-		err := s.write(ctx, "retry now "+bizID, func(tx *sql.Tx) error {
-			rows, err := tx.QueryContext(ctx, retryNowSQL, bizID, lastID, retryNowChunk)
-			if err != nil {
-				return err
-			}
-			ms, err := scanMessages(rows)
-			if err != nil {
-				return err
-			}
-			n = len(ms)
-			if n == 0 {
-				return nil
-			}
-			lastID = ms[n-1].ID
-			loaded, changes := retryNowChanges(ms, codec.Time(s.now()), who)
-			f := store.Fold(loaded, changes)
-			codec.Prepare(ctx, &f, s.now(), store.ApplyRequest{})
-			if err := writeFolded(ctx, tx, loaded, &f); err != nil {
-				return err
-			}
-			total += len(f.Updates)
-			return nil
-		})
-		if err != nil {
-			return total, err
-		}
-		if n < retryNowChunk {
-			return total, nil
-		}
-	}
-}
-
-func retryNowChanges(ms []state.Message, now time.Time, who store.Actor) (map[store.MessageRef]*state.Message, []store.Change) {
-	loaded := make(map[store.MessageRef]*state.Message, len(ms))
-	changes := make([]store.Change, len(ms))
-	for i := range ms {
-		m := &ms[i]
-		loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}] = m
-		a := who
-		changes[i] = store.Change{BizID: m.BizID, Key: m.Key, Partition: m.Partition,
-			Event: state.Event{Kind: state.KindRetryNow, At: now}, Audit: &a}
-	}
-	return loaded, changes
+	return s.core.RetryNowBizID(ctx, bizID, who)
 }
 
 // Purge implements store.Store.
@@ -793,9 +572,9 @@ func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int, er
 	n := 0
 	err := s.write(ctx, "purge", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `DELETE FROM eventcenter_messages WHERE id IN (
-				SELECT id FROM eventcenter_messages WHERE status = 3 AND decided_at < ?1
+				SELECT id FROM eventcenter_messages WHERE `+sqlcore.PurgeRolledBack("?1")+`
 				UNION ALL
-				SELECT id FROM eventcenter_messages WHERE status = 2 AND send_status = 1 AND sent_at < ?1
+				SELECT id FROM eventcenter_messages WHERE `+sqlcore.PurgeSent("?1")+`
 				LIMIT ?2)
 			RETURNING biz_id, message_key`, before.UnixMicro(), limit)
 		if err != nil {

@@ -429,7 +429,7 @@ func testReplay(t *testing.T, newStore NewStore) {
 	changes := batch(b.now())
 	first := b.apply(t, changes...)
 	require.Len(t, first.Sendable, 1)
-	snapshot := func() []state.Message {
+	snapshot := func() []store.Summary {
 		p, err := b.s.List(t.Context(), store.Filter{Limit: 100})
 		require.NoError(t, err)
 		return p.Messages

@@ -1,0 +1,157 @@
+package sqlcore
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/internal/codec"
+)
+
+// RetryNowChunk is how many messages one RetryNowBizID transaction resets.
+const RetryNowChunk = 500
+
+// Tx is one transaction of a driver, as the core drives it.
+type Tx interface {
+	// Load reads and locks the rows of refs that exist.
+	Load(ctx context.Context, refs []store.MessageRef) (map[store.MessageRef]*state.Message, error)
+	// LoadRetryNow reads and locks, by id, up to limit rows of bizID with
+	// an id above after that store.RetryNowEligible names.
+	LoadRetryNow(ctx context.Context, bizID string, after int64, limit int) ([]state.Message, error)
+	// Write writes a prepared Fold result (loaded is what Load returned).
+	// It is the transaction's last statement: a driver may send its
+	// COMMIT with it.
+	Write(ctx context.Context, loaded map[store.MessageRef]*state.Message, f *store.Folded) error
+}
+
+// Driver runs transactions.
+type Driver interface {
+	// InTx runs fn in one transaction and commits it; an error from fn
+	// rolls it back.
+	InTx(ctx context.Context, fn func(tx Tx) error) error
+}
+
+// Core is the write sequence shared by the stores.
+type Core struct {
+	Driver Driver
+	// Now is the store's clock.
+	Now func() time.Time
+	// Log receives the retries.
+	Log *slog.Logger
+	// Tries is how often Apply tries a batch whose error Retryable accepts;
+	// at most 1 when Retryable is nil.
+	Tries int
+	// Retryable tells whether an Apply try may simply be run again.
+	Retryable func(error) bool
+	// Translate turns a driver error into one the callers may see; nil
+	// keeps it.
+	Translate func(error) error
+}
+
+func (c *Core) translate(err error) error {
+	if c.Translate == nil {
+		return err
+	}
+	return c.Translate(err)
+}
+
+// Apply implements store.Store.Apply: each try loads and locks the rows
+// the changes touch, folds the changes, leases and forwards what became
+// sendable (codec.Prepare) and writes the result, in one transaction.
+func (c *Core) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
+	if len(req.Changes) == 0 {
+		return store.ApplyResult{}, nil
+	}
+	refs := store.Refs(req.Changes)
+	for attempt := 1; ; attempt++ {
+		var res store.ApplyResult
+		err := c.Driver.InTx(ctx, func(tx Tx) error {
+			loaded, err := tx.Load(ctx, refs)
+			if err != nil {
+				return fmt.Errorf("load messages: %w", err)
+			}
+			f := store.Fold(loaded, req.Changes)
+			codec.Prepare(ctx, &f, c.Now(), req)
+			if err := tx.Write(ctx, loaded, &f); err != nil {
+				return err
+			}
+			res = codec.Result(&f)
+			return nil
+		})
+		if err == nil {
+			return res, nil
+		}
+		if c.Retryable == nil {
+			return store.ApplyResult{}, fmt.Errorf("apply: %w", c.translate(err))
+		}
+		if !c.Retryable(err) || attempt >= c.Tries || ctx.Err() != nil {
+			return store.ApplyResult{}, fmt.Errorf("apply (try %d): %w", attempt, c.translate(err))
+		}
+		c.Log.Debug("retrying store apply", "try", attempt, "err", err)
+	}
+}
+
+// RetryNowBizID implements store.Store.RetryNowBizID: the eligible rows of
+// bizID, RetryNowChunk at a time in id order, each chunk folded through a
+// state.KindRetryNow with an audit record and written in one transaction.
+func (c *Core) RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error) {
+	total := 0
+	var lastID int64
+	for {
+		n, done := 0, 0
+		err := c.Driver.InTx(ctx, func(tx Tx) error {
+			ms, err := tx.LoadRetryNow(ctx, bizID, lastID, RetryNowChunk)
+			if err != nil {
+				return err
+			}
+			n = len(ms)
+			if n == 0 {
+				return nil
+			}
+			lastID = ms[n-1].ID
+			now := codec.Time(c.Now())
+			loaded, changes := retryNowChanges(ms, now, who)
+			f := store.Fold(loaded, changes)
+			codec.Prepare(ctx, &f, now, store.ApplyRequest{})
+			if err := tx.Write(ctx, loaded, &f); err != nil {
+				return err
+			}
+			done = len(f.Updates)
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("retry now %s: %w", bizID, c.translate(err))
+		}
+		total += done
+		if n < RetryNowChunk {
+			return total, nil
+		}
+	}
+}
+
+// retryNowChanges returns ms keyed for store.Fold and one retry-now change
+// each, audited as who.
+func retryNowChanges(ms []state.Message, now time.Time, who store.Actor) (map[store.MessageRef]*state.Message, []store.Change) {
+	loaded := make(map[store.MessageRef]*state.Message, len(ms))
+	changes := make([]store.Change, len(ms))
+	for i := range ms {
+		m := &ms[i]
+		loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}] = m
+		a := who
+		changes[i] = store.Change{BizID: m.BizID, Key: m.Key, Partition: m.Partition,
+			Event: state.Event{Kind: state.KindRetryNow, At: now}, Audit: &a}
+	}
+	return loaded, changes
+}
+
+// Keyed returns ms keyed by reference, as Tx.Load returns them.
+func Keyed(ms []state.Message) map[store.MessageRef]*state.Message {
+	loaded := make(map[store.MessageRef]*state.Message, len(ms))
+	for i := range ms {
+		loaded[store.MessageRef{BizID: ms[i].BizID, Key: ms[i].Key}] = &ms[i]
+	}
+	return loaded
+}

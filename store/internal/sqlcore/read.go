@@ -1,0 +1,381 @@
+package sqlcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/internal/codec"
+)
+
+// Row is one result row (pgx.Row, pgx.Rows, *sql.Row, *sql.Rows).
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// Rows is a result set; the reader closes it.
+type Rows interface {
+	Row
+	Next() bool
+	Err() error
+	Close()
+}
+
+// DB runs a driver's queries (a pool, a connection or a transaction).
+type DB interface {
+	Query(ctx context.Context, q string, args ...any) (Rows, error)
+	QueryRow(ctx context.Context, q string, args ...any) Row
+}
+
+// Dialect is what the read side needs of a driver: its SQL fragments and
+// how it reads a nullable time column (into a T).
+type Dialect[T any] struct {
+	// Param returns the n-th (from 1) statement parameter: "$1" or "?".
+	Param func(n int) string
+	// Columns are the message columns (codec.Columns, quoted as the
+	// dialect needs).
+	Columns string
+	// PayloadSize is the expression of the payload's size in bytes (0 when
+	// there is none): what List selects instead of payload and headers.
+	PayloadSize string
+	// HasBody is the true test of has_body.
+	HasBody string
+	// ListOrphan selects orphan COMMITs in List.
+	ListOrphan string
+	// KeyContains is the test that a parameter (%s) is a substring of
+	// message_key (no LIKE: "%" and "_" are plain characters).
+	KeyContains string
+	// KeyArg converts a key substring to a parameter; nil keeps it.
+	KeyArg func(string) any
+	// TimeArg converts a time to a parameter.
+	TimeArg func(time.Time) any
+	// Time reads a scanned time column (zero for NULL).
+	Time func(*T) time.Time
+	// ForUpdate locks the rows a read selects in a transaction ("" where
+	// the transaction locks the database).
+	ForUpdate string
+	// OldestPreparedSQL selects the bizID and oldest creation time of the
+	// PREPARED rows per bizID; OrphanCommitsSQL the bizID, count and
+	// oldest creation time of the orphan COMMITs per bizID.
+	OldestPreparedSQL, OrphanCommitsSQL string
+	// NoRows is the driver's "no rows" error.
+	NoRows error
+	// Translate turns a driver error into one the callers may see; nil
+	// keeps it.
+	Translate func(error) error
+}
+
+func (d *Dialect[T]) translate(err error) error {
+	if d.Translate == nil || err == nil {
+		return err
+	}
+	return d.Translate(err)
+}
+
+// ListColumns are the columns List selects: Columns with the payload and
+// headers replaced by the payload's size.
+func (d *Dialect[T]) ListColumns() string {
+	return strings.Replace(d.Columns, "payload, headers", d.PayloadSize, 1)
+}
+
+// ScanMessage reads a row of Columns.
+func (d *Dialect[T]) ScanMessage(r Row) (state.Message, error) {
+	s, err := d.scan(r, true)
+	return s.Message, err
+}
+
+// ScanSummary reads a row of ListColumns.
+func (d *Dialect[T]) ScanSummary(r Row) (store.Summary, error) { return d.scan(r, false) }
+
+func (d *Dialect[T]) scan(r Row, full bool) (store.Summary, error) {
+	var s store.Summary
+	m := &s.Message
+	var headers, lastErr []byte
+	var st, sst int16
+	var va, sa, conf int32
+	var vna, sna, ca, ua, da, sat T
+	dest := make([]any, 0, 26)
+	dest = append(dest, &m.ID, &m.BizID, &m.Key, &m.Partition, &st, &m.HasBody)
+	if full {
+		dest = append(dest, &m.Payload, &headers)
+	} else {
+		dest = append(dest, &s.PayloadSize)
+	}
+	dest = append(dest, &m.Target, &m.Topic, &m.ForwardKey, &m.Tag, &m.Verify, &va, &vna,
+		&sst, &sa, &sna, &m.SendRef, &m.LeaseToken, &lastErr, &conf,
+		&ca, &ua, &da, &sat)
+	if err := r.Scan(dest...); err != nil {
+		return s, err
+	}
+	m.LastError = string(lastErr)
+	m.Status, m.SendStatus = state.Status(st), state.SendStatus(sst)
+	m.VerifyAttempts, m.SendAttempts, m.Conflicts = int(va), int(sa), int(conf)
+	m.VerifyNextAt, m.SendNextAt = d.Time(&vna), d.Time(&sna)
+	m.CreatedAt, m.UpdatedAt, m.DecidedAt, m.SentAt = d.Time(&ca), d.Time(&ua), d.Time(&da), d.Time(&sat)
+	var err error
+	if m.Headers, err = codec.DecodeHeaders(headers); err != nil {
+		return s, fmt.Errorf("message %d: %w", m.ID, err)
+	}
+	return s, nil
+}
+
+// Collect reads every row of rows with scan and closes rows.
+func Collect[R any](rows Rows, scan func(Row) (R, error)) ([]R, error) {
+	defer rows.Close()
+	var out []R
+	for rows.Next() {
+		x, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, rows.Err()
+}
+
+// Messages runs q and reads its rows of Columns.
+func (d *Dialect[T]) Messages(ctx context.Context, db DB, q string, args ...any) ([]state.Message, error) {
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return Collect(rows, d.ScanMessage)
+}
+
+// Load reads (and locks, with ForUpdate) the rows a query selects, keyed
+// as Tx.Load returns them.
+func (d *Dialect[T]) Load(ctx context.Context, db DB, q string, args ...any) (map[store.MessageRef]*state.Message, error) {
+	ms, err := d.Messages(ctx, db, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return Keyed(ms), nil
+}
+
+// LoadRetryNow implements Tx.LoadRetryNow on a transaction's db.
+func (d *Dialect[T]) LoadRetryNow(ctx context.Context, db DB, bizID string, after int64, limit int) ([]state.Message, error) {
+	q := `SELECT ` + d.Columns + ` FROM eventcenter_messages
+	WHERE biz_id = ` + d.Param(1) + ` AND id > ` + d.Param(2) + ` AND ` + RetryNowWhere(d.HasBody) + `
+	ORDER BY id LIMIT ` + d.Param(3) + d.ForUpdate
+	return d.Messages(ctx, db, q, bizID, after, limit)
+}
+
+// Get implements store.Store.Get.
+func (d *Dialect[T]) Get(ctx context.Context, db DB, bizID, key string) (state.Message, error) {
+	m, err := d.ScanMessage(db.QueryRow(ctx, `SELECT `+d.Columns+` FROM eventcenter_messages
+		WHERE biz_id = `+d.Param(1)+` AND message_key = `+d.Param(2), bizID, key))
+	if errors.Is(err, d.NoRows) {
+		return state.Message{}, fmt.Errorf("get %s:%s: %w", bizID, key, store.ErrNotFound)
+	}
+	if err != nil {
+		return state.Message{}, fmt.Errorf("get %s:%s: %w", bizID, key, d.translate(err))
+	}
+	return m, nil
+}
+
+// where collects the conditions and parameters of a statement.
+type where[T any] struct {
+	d     *Dialect[T]
+	conds []string
+	args  []any
+}
+
+// add adds cond, whose %s is the next parameter, with its value a.
+func (w *where[T]) add(cond string, a any) {
+	w.args = append(w.args, a)
+	w.conds = append(w.conds, fmt.Sprintf(cond, w.d.Param(len(w.args))))
+}
+
+// next returns the next parameter, with its value a.
+func (w *where[T]) next(a any) string {
+	w.args = append(w.args, a)
+	return w.d.Param(len(w.args))
+}
+
+func (w *where[T]) String() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
+// List implements store.Store.List: it never reads payloads or headers.
+func (d *Dialect[T]) List(ctx context.Context, db DB, f store.Filter) (store.Page, error) {
+	after, err := codec.DecodeCursor(f.Cursor)
+	if err != nil {
+		return store.Page{}, fmt.Errorf("list: %w", err)
+	}
+	limit := codec.Limit(f.Limit, 100, 1000)
+	w := &where[T]{d: d}
+	if after > 0 {
+		w.add("id < %s", after)
+	}
+	if f.BizID != "" {
+		w.add("biz_id = %s", f.BizID)
+	}
+	if f.Status != state.None {
+		w.add("status = %s", int16(f.Status))
+	}
+	if f.SendStatus != nil {
+		w.add("send_status = %s", int16(*f.SendStatus))
+	}
+	if f.KeyContains != "" {
+		var a any = f.KeyContains
+		if d.KeyArg != nil {
+			a = d.KeyArg(f.KeyContains)
+		}
+		w.add(d.KeyContains, a)
+	}
+	if !f.CreatedBefore.IsZero() {
+		w.add("created_at < %s", d.TimeArg(f.CreatedBefore))
+	}
+	if f.Orphan {
+		w.conds = append(w.conds, d.ListOrphan)
+	}
+	q := `SELECT ` + d.ListColumns() + ` FROM eventcenter_messages` + w.String()
+	q += " ORDER BY id DESC LIMIT " + w.next(limit+1)
+	rows, err := db.Query(ctx, q, w.args...)
+	if err != nil {
+		return store.Page{}, fmt.Errorf("list: %w", d.translate(err))
+	}
+	ms, err := Collect(rows, d.ScanSummary)
+	if err != nil {
+		return store.Page{}, fmt.Errorf("list: %w", d.translate(err))
+	}
+	var p store.Page
+	if len(ms) > limit {
+		ms = ms[:limit]
+		p.Next = codec.EncodeCursor(ms[limit-1].ID)
+	}
+	p.Messages = ms
+	return p, nil
+}
+
+// Counts implements store.Store.Counts.
+func (d *Dialect[T]) Counts(ctx context.Context, db DB) ([]store.Count, error) {
+	cs, err := query(ctx, db, `SELECT biz_id, status, send_status, count(*) FROM eventcenter_messages
+		GROUP BY biz_id, status, send_status ORDER BY biz_id, status, send_status`, nil, func(r Row) (store.Count, error) {
+		var c store.Count
+		var st, sst int16
+		err := r.Scan(&c.BizID, &st, &sst, &c.N)
+		c.Status, c.SendStatus = state.Status(st), state.SendStatus(sst)
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("counts: %w", d.translate(err))
+	}
+	return cs, nil
+}
+
+func query[R any](ctx context.Context, db DB, q string, args []any, scan func(Row) (R, error)) ([]R, error) {
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return Collect(rows, scan)
+}
+
+// perBiz is a per-bizID statistic.
+type perBiz struct {
+	biz string
+	n   int64
+	at  time.Time
+}
+
+// perBiz runs q, which selects a bizID, a count when counted, and a time.
+func (d *Dialect[T]) perBiz(ctx context.Context, db DB, q string, counted bool) ([]perBiz, error) {
+	return query(ctx, db, q, nil, func(r Row) (perBiz, error) {
+		var p perBiz
+		var at T
+		dest := []any{&p.biz, &at}
+		if counted {
+			dest = []any{&p.biz, &p.n, &at}
+		}
+		err := r.Scan(dest...)
+		p.at = d.Time(&at)
+		return p, err
+	})
+}
+
+// OldestPrepared implements store.Store.OldestPrepared.
+func (d *Dialect[T]) OldestPrepared(ctx context.Context, db DB) (map[string]time.Time, error) {
+	ps, err := d.perBiz(ctx, db, d.OldestPreparedSQL, false)
+	if err != nil {
+		return nil, fmt.Errorf("oldest prepared: %w", d.translate(err))
+	}
+	out := make(map[string]time.Time, len(ps))
+	for _, p := range ps {
+		out[p.biz] = p.at
+	}
+	return out, nil
+}
+
+// OrphanCommits implements store.Store.OrphanCommits.
+func (d *Dialect[T]) OrphanCommits(ctx context.Context, db DB) (map[string]store.OrphanStat, error) {
+	ps, err := d.perBiz(ctx, db, d.OrphanCommitsSQL, true)
+	if err != nil {
+		return nil, fmt.Errorf("orphan commits: %w", d.translate(err))
+	}
+	out := make(map[string]store.OrphanStat, len(ps))
+	for _, p := range ps {
+		out[p.biz] = store.OrphanStat{N: p.n, Oldest: p.at}
+	}
+	return out, nil
+}
+
+const auditColumns = `biz_id, message_key, action, who, reason, at, status_before, status_after`
+
+func (d *Dialect[T]) scanAudit(withID bool) func(Row) (store.AuditEntry, error) {
+	return func(r Row) (store.AuditEntry, error) {
+		var a store.AuditEntry
+		var at T
+		dest := []any{&a.BizID, &a.Key, &a.Action, &a.Who, &a.Reason, &at, &a.Before, &a.After}
+		if withID {
+			dest = append([]any{&a.ID}, dest...)
+		}
+		err := r.Scan(dest...)
+		a.At = d.Time(&at)
+		return a, err
+	}
+}
+
+// Audit implements store.Store.Audit.
+func (d *Dialect[T]) Audit(ctx context.Context, db DB, bizID, key string) ([]store.AuditEntry, error) {
+	out, err := query(ctx, db, `SELECT `+auditColumns+` FROM eventcenter_audit
+		WHERE biz_id = `+d.Param(1)+` AND message_key = `+d.Param(2)+` ORDER BY id`, []any{bizID, key}, d.scanAudit(false))
+	if err != nil {
+		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, d.translate(err))
+	}
+	return out, nil
+}
+
+// AuditLog implements store.Store.AuditLog.
+func (d *Dialect[T]) AuditLog(ctx context.Context, db DB, q store.AuditQuery) ([]store.AuditEntry, error) {
+	if q.Limit <= 0 {
+		return nil, errors.New("audit log: limit must be positive")
+	}
+	w := &where[T]{d: d}
+	if q.BizID != "" {
+		w.add("biz_id = %s", q.BizID)
+	}
+	if q.BeforeID > 0 {
+		w.add("id < %s", q.BeforeID)
+	}
+	if !q.Since.IsZero() {
+		w.add("at >= %s", d.TimeArg(q.Since))
+	}
+	s := `SELECT id, ` + auditColumns + ` FROM eventcenter_audit` + w.String()
+	s += ` ORDER BY id DESC LIMIT ` + w.next(q.Limit)
+	out, err := query(ctx, db, s, w.args, d.scanAudit(true))
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", d.translate(err))
+	}
+	return out, nil
+}
+
+// PendingSend is PendingSend with the dialect's HasBody.
+func (d *Dialect[T]) PendingSend() string { return PendingSend(d.HasBody) }
