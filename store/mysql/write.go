@@ -3,12 +3,12 @@ package mysql
 import (
 	"cmp"
 	"context"
-	"maps"
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
