@@ -56,7 +56,7 @@ func New(now func() time.Time) *Store {
 		now = time.Now
 	}
 	s := &Store{now: now, rows: map[store.MessageRef]*state.Message{}, byID: map[int64]store.MessageRef{}}
-	s.core = sqlcore.Core{Driver: txRunner{s}, Now: now}
+	s.core, _ = sqlcore.NewCore("memstore", txRunner{s}, now, nil, 1, nil, nil) // cannot fail
 	return s
 }
 

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
@@ -39,22 +40,18 @@ const (
 // out of tries.
 var ErrRetryable = errors.New("retryable database conflict")
 
-// errInsertRace: another transaction inserted one of our new keys.
-var errInsertRace = errors.New("concurrent insert of the same message")
-
+// retryable: a concurrent insert of the same message, or a deadlock, lock
+// wait timeout, duplicate key or serialization failure.
 func retryable(err error) bool {
-	if errors.Is(err, errInsertRace) {
-		return true
-	}
 	var myErr *gomysql.MySQLError
-	if errors.As(err, &myErr) {
-		switch myErr.Number {
-		case errLockDeadlock, errLockWaitTimeout, errDupEntry:
-			return true
-		}
-		return string(myErr.SQLState[:]) == "40001" // serialization failure
+	switch {
+	case errors.Is(err, sqlcore.ErrInsertRace):
+		return true
+	case !errors.As(err, &myErr):
+		return false
 	}
-	return false
+	return slices.Contains([]uint16{errLockDeadlock, errLockWaitTimeout, errDupEntry}, myErr.Number) ||
+		string(myErr.SQLState[:]) == "40001"
 }
 
 // translate turns an error from the driver into one that wraps no driver
@@ -81,5 +78,5 @@ func translate(err error) error {
 	if retryable(err) {
 		errs = append(errs, ErrRetryable)
 	}
-	return sqlcore.Translated(err, errs, ErrOldServer, errInsertRace)
+	return sqlcore.Translated(err, errs, ErrOldServer, sqlcore.ErrInsertRace)
 }

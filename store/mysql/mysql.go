@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/store/internal/codec"
 	"github.com/eventcenter/eventcenter/store/internal/sqlcore"
@@ -35,26 +34,25 @@ type Options struct {
 	CloseDB bool
 }
 
-func (o *Options) validate() error {
-	if o.ApplyTries < 0 {
-		return errors.New("mysql options: ApplyTries must not be negative")
-	}
-	return nil
-}
-
 // Store is the MySQL / MariaDB store.Store. Create it with New.
 type Store struct {
-	db      *sql.DB
-	now     func() time.Time
-	log     *slog.Logger
-	tries   int
+	core  // Apply, RetryNowBizID
+	reads // Get, List, Counts, OldestPrepared, OrphanCommits, Audit, AuditLog
+	db    *sql.DB
+	now   func() time.Time
+	log   *slog.Logger
+	tries int
+	// closeDB: Close closes db.
 	closeDB bool
-	core    sqlcore.Core
-	rdb     sqlcore.DB
 	// beforeWrite, set by tests, runs in Apply between the row lookup and
 	// the inserts.
 	beforeWrite func()
 }
+
+type (
+	core  = sqlcore.Core
+	reads = sqlcore.Reads[sql.NullTime]
+)
 
 var _ store.Store = (*Store)(nil)
 
@@ -64,10 +62,12 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("mysql store: nil db")
 	}
-	if err := opts.validate(); err != nil {
+	s := &Store{reads: sqlcore.NewReads(dialect, sqlcore.SQLDB(db)), db: db, now: opts.Now, log: opts.Logger,
+		tries: opts.ApplyTries, closeDB: opts.CloseDB}
+	var err error
+	if s.core, err = sqlcore.NewCore("mysql", txRunner{s}, opts.Now, opts.Logger, opts.ApplyTries, retryable, translate); err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, now: opts.Now, log: opts.Logger, tries: opts.ApplyTries, closeDB: opts.CloseDB}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -77,9 +77,6 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	if s.tries == 0 {
 		s.tries = 5
 	}
-	s.rdb = sqlcore.SQLDB(db)
-	s.core = sqlcore.Core{Driver: txRunner{s}, Now: s.now, Log: s.log, Tries: s.tries,
-		Retryable: retryable, Translate: translate}
 	return s, nil
 }
 
@@ -240,20 +237,6 @@ var dialect = &sqlcore.Dialect[sql.NullTime]{
 	Translate:         translate,
 }
 
-// placeholders returns "(?, ?), (?, ?)" for rows rows of cols placeholders.
-func placeholders(rows, cols int) string {
-	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
-	var b strings.Builder
-	b.Grow(rows * (len(row) + 2))
-	for i := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(row)
-	}
-	return b.String()
-}
-
 // byKeys returns "(biz_id = ? AND message_key IN (?, ...)) OR ..." for refs,
 // one group per bizID (a range on the unique key for each), and its args.
 func byKeys(refs []store.MessageRef) (string, []any) {
@@ -283,41 +266,18 @@ func byKeys(refs []store.MessageRef) (string, []any) {
 	return b.String(), args
 }
 
-// ---- reads ----
-
-// Get implements store.Store.
-func (s *Store) Get(ctx context.Context, bizID, key string) (state.Message, error) {
-	return dialect.Get(ctx, s.rdb, bizID, key)
-}
-
-// List implements store.Store.
-func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
-	return dialect.List(ctx, s.rdb, f)
-}
-
-// Counts implements store.Store.
-func (s *Store) Counts(ctx context.Context) ([]store.Count, error) { return dialect.Counts(ctx, s.rdb) }
+// ---- reads (sqlcore.Reads) ----
 
 // oldestPreparedSQL reads the index of PREPARED rows (prepared_biz is the
 // bizID of PREPARED rows, NULL for the others).
 const oldestPreparedSQL = `SELECT prepared_biz, MIN(created_at) FROM eventcenter_messages
 	WHERE prepared_biz IS NOT NULL GROUP BY prepared_biz`
 
-// OldestPrepared implements store.Store.
-func (s *Store) OldestPrepared(ctx context.Context) (map[string]time.Time, error) {
-	return dialect.OldestPrepared(ctx, s.rdb)
-}
-
 // orphanCommitsSQL reads the index of orphan COMMITs (orphan_biz is the
 // bizID of COMMITTED rows without a body, NULL for the others): a handful
 // of index entries, not the table.
 const orphanCommitsSQL = `SELECT orphan_biz, COUNT(*), MIN(created_at) FROM eventcenter_messages
 	WHERE orphan_biz IS NOT NULL GROUP BY orphan_biz`
-
-// OrphanCommits implements store.Store.
-func (s *Store) OrphanCommits(ctx context.Context) (map[string]store.OrphanStat, error) {
-	return dialect.OrphanCommits(ctx, s.rdb)
-}
 
 // AddAudit implements store.Store.
 func (s *Store) AddAudit(ctx context.Context, e store.AuditEntry) error {
@@ -334,12 +294,7 @@ func insertAudit(as []store.AuditEntry) (string, []any) {
 		args = append(args, a.BizID, a.Key, a.Action, a.Who, a.Reason, dt(a.At), a.Before, a.After)
 	}
 	return `INSERT INTO eventcenter_audit (biz_id, message_key, action, who, reason, at, status_before, status_after)
-		VALUES ` + placeholders(len(as), 8), args
-}
-
-// AuditLog implements store.Store.
-func (s *Store) AuditLog(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
-	return dialect.AuditLog(ctx, s.rdb, q)
+		VALUES ` + sqlcore.Values(len(as), 8), args
 }
 
 // PurgeAudit implements store.Store.
@@ -356,9 +311,4 @@ func (s *Store) PurgeAudit(ctx context.Context, before time.Time, limit int) (in
 		return 0, fmt.Errorf("purge audit: %w", translate(err))
 	}
 	return int(n), nil
-}
-
-// Audit implements store.Store.
-func (s *Store) Audit(ctx context.Context, bizID, key string) ([]store.AuditEntry, error) {
-	return dialect.Audit(ctx, s.rdb, bizID, key)
 }

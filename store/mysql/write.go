@@ -23,26 +23,10 @@ import (
 
 // inTx runs fn in a transaction and commits it.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return sqlcore.InTx(ctx, s.db, fn)
 }
 
 // ---- Apply ----
-
-// Apply implements store.Store.
-func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
-	return s.core.Apply(ctx, req)
-}
 
 // txRunner runs the core's transactions.
 type txRunner struct{ s *Store }
@@ -138,7 +122,7 @@ const updateBodySQL = `UPDATE eventcenter_messages SET has_body = TRUE, payload 
 	forward_key = ?, tag = ?, verify = ? WHERE id = ?`
 
 // writeFolded writes a Fold result: multi-row INSERTs (a duplicate key is
-// a concurrent insert: errInsertRace), then the new rows' ids, multi-row
+// a concurrent insert: sqlcore.ErrInsertRace), then the new rows' ids, multi-row
 // UPDATEs, the bodies that arrived after their decision, and the audit
 // rows.
 func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
@@ -148,10 +132,10 @@ func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*s
 			args = insertArgs(args, m)
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO eventcenter_messages (`+insertColumns+`) VALUES `+
-			placeholders(len(ms), nInsertColumns), args...)
+			sqlcore.Values(len(ms), nInsertColumns), args...)
 		var myErr *gomysql.MySQLError
 		if errors.As(err, &myErr) && myErr.Number == errDupEntry {
-			return fmt.Errorf("insert messages: %w (%w)", errInsertRace, err)
+			return fmt.Errorf("insert messages: %w (%w)", sqlcore.ErrInsertRace, err)
 		}
 		if err != nil {
 			return fmt.Errorf("insert messages: %w", err)
@@ -446,7 +430,7 @@ func (s *Store) claimOnce(ctx context.Context, c store.Claim, q string, checkbac
 		if checkback {
 			set = "verify_next_at = ?, lease_token = ?, verify_attempts = verify_attempts + 1"
 		}
-		in := strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")
+		in := sqlcore.List(len(ids))
 		_, err := tx.ExecContext(ctx, `UPDATE eventcenter_messages SET `+set+` WHERE id IN (`+in+`)`,
 			append([]any{until, token}, ids...)...)
 		return err
@@ -489,7 +473,7 @@ func markSentSQL(sent []store.Sent, now time.Time) (string, []any) {
 			args = append(args, x.ID)
 		}
 		return `UPDATE eventcenter_messages AS m SET ` + sqlcore.MarkSentSet(mcol, "?", "?") + `
-			WHERE m.id IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(sent)), ", ") + `)` + cond, args
+			WHERE m.id IN (` + sqlcore.List(len(sent)) + `)` + cond, args
 	}
 	rows := make([]map[string]any, len(sent))
 	for i, x := range sent {
@@ -504,11 +488,6 @@ func markSentSQL(sent []store.Sent, now time.Time) (string, []any) {
 func mcol(c string) string { return "m." + c }
 
 // ---- operator bulk actions and retention ----
-
-// RetryNowBizID implements store.Store.
-func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error) {
-	return s.core.RetryNowBizID(ctx, bizID, who)
-}
 
 // purgeSQL reads the purge index (purge_at: the decision time of a rolled
 // back row, the send time of a sent one, NULL for the others) in order and
@@ -549,7 +528,7 @@ func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int, er
 		n = len(ids)
 		for lo := 0; lo < len(ids); lo += maxRows {
 			hi := min(lo+maxRows, len(ids))
-			in := strings.TrimSuffix(strings.Repeat("?, ", hi-lo), ", ")
+			in := sqlcore.List(hi - lo)
 			if _, err := tx.ExecContext(ctx, `DELETE FROM eventcenter_messages WHERE id IN (`+in+`)`, ids[lo:hi]...); err != nil {
 				return err
 			}

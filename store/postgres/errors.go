@@ -33,5 +33,5 @@ func translate(err error) error {
 	if errors.As(err, &pgErr) {
 		errs = append(errs, &Error{Code: pgErr.Code, Message: pgErr.Message})
 	}
-	return sqlcore.Translated(err, errs, errInsertRace)
+	return sqlcore.Translated(err, errs, sqlcore.ErrInsertRace)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -39,22 +40,19 @@ type Options struct {
 	ApplyTries int
 }
 
-func (o *Options) validate() error {
-	if o.ApplyTries < 0 {
-		return errors.New("postgres options: ApplyTries must not be negative")
-	}
-	return nil
-}
-
 // Store is the PostgreSQL store.Store. Create it with New.
 type Store struct {
+	core  // Apply, RetryNowBizID
+	reads // Get, List, Counts, OldestPrepared, OrphanCommits, Audit, AuditLog
 	pool  *pgxpool.Pool
 	now   func() time.Time
 	log   *slog.Logger
-	tries int
-	core  sqlcore.Core
-	db    sqlcore.DB
 }
+
+type (
+	core  = sqlcore.Core
+	reads = sqlcore.Reads[pgtype.Timestamptz]
+)
 
 var _ store.Store = (*Store)(nil)
 
@@ -64,22 +62,17 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("postgres store: nil pool")
 	}
-	if err := opts.validate(); err != nil {
+	c, err := sqlcore.NewCore("postgres", txRunner{pool}, opts.Now, opts.Logger, opts.ApplyTries, retryable, translate)
+	if err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, now: opts.Now, log: opts.Logger, tries: opts.ApplyTries}
+	s := &Store{core: c, reads: sqlcore.NewReads(dialect, pgDB{pool}), pool: pool, now: opts.Now, log: opts.Logger}
 	if s.now == nil {
 		s.now = time.Now
 	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	if s.tries == 0 {
-		s.tries = 5
-	}
-	s.db = pgDB{pool}
-	s.core = sqlcore.Core{Driver: txRunner{pool}, Now: s.now, Log: s.log, Tries: s.tries,
-		Retryable: retryable, Translate: translate}
 	return s, nil
 }
 
@@ -216,26 +209,10 @@ func (d pgDB) QueryRow(ctx context.Context, q string, args ...any) sqlcore.Row {
 
 // ---- Apply ----
 
-// errInsertRace: another transaction inserted one of our new keys.
-var errInsertRace = errors.New("concurrent insert of the same message")
-
+// retryable: a serialization failure, a deadlock or a unique violation.
 func retryable(err error) bool {
-	if errors.Is(err, errInsertRace) {
-		return true
-	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case "40001", "40P01", "23505": // serialization failure, deadlock, unique violation
-			return true
-		}
-	}
-	return false
-}
-
-// Apply implements store.Store.
-func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
-	return s.core.Apply(ctx, req)
+	return errors.As(err, &pgErr) && slices.Contains([]string{"40001", "40P01", "23505"}, pgErr.Code)
 }
 
 // txRunner runs the core's transactions, each on one connection in as few
@@ -377,7 +354,7 @@ func auditArgs(as []store.AuditEntry) []any {
 
 // queueWrites queues the statements writing a Fold result: the inserts
 // (readWrites reports a concurrent insert of the same key as
-// errInsertRace), the updates and the audit rows.
+// sqlcore.ErrInsertRace), the updates and the audit rows.
 func queueWrites(b *pgx.Batch, loaded map[store.MessageRef]*state.Message, f *store.Folded) {
 	if len(f.Inserts) > 0 {
 		q, args := insertStmt(f.Inserts)
@@ -416,7 +393,7 @@ func readWrites(br pgx.BatchResults, f *store.Folded) error {
 			return fmt.Errorf("insert messages: %w", err)
 		}
 		if n < len(f.Inserts) {
-			return fmt.Errorf("insert messages: %d of %d keys exist: %w", len(f.Inserts)-n, len(f.Inserts), errInsertRace)
+			return fmt.Errorf("insert messages: %d of %d keys exist: %w", len(f.Inserts)-n, len(f.Inserts), sqlcore.ErrInsertRace)
 		}
 	}
 	if len(f.Updates) > 0 {
@@ -589,35 +566,13 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// ---- reads ----
+// ---- reads (the others are sqlcore.Reads) ----
 
-// Get implements store.Store.
-func (s *Store) Get(ctx context.Context, bizID, key string) (state.Message, error) {
-	return dialect.Get(ctx, s.db, bizID, key)
-}
-
-// List implements store.Store.
-func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
-	return dialect.List(ctx, s.db, f)
-}
-
-// Counts implements store.Store.
-func (s *Store) Counts(ctx context.Context) ([]store.Count, error) { return dialect.Counts(ctx, s.db) }
-
-// OldestPrepared implements store.Store.
-func (s *Store) OldestPrepared(ctx context.Context) (map[string]time.Time, error) {
-	return dialect.OldestPrepared(ctx, s.db)
-}
-
+// orphanCommitsSQL is OrphanCommits' statement. The partial index
+// eventcenter_messages_orphan_commits holds only orphan rows, so it reads a
+// handful of index entries, not the table.
 var orphanCommitsSQL = `SELECT biz_id, count(*), min(created_at) FROM eventcenter_messages
 	WHERE ` + sqlcore.IsOrphan("NOT has_body") + ` GROUP BY biz_id`
-
-// OrphanCommits implements store.Store. The partial index
-// eventcenter_messages_orphan_commits holds only orphan rows, so this reads
-// a handful of index entries, not the table.
-func (s *Store) OrphanCommits(ctx context.Context) (map[string]store.OrphanStat, error) {
-	return dialect.OrphanCommits(ctx, s.db)
-}
 
 // AddAudit implements store.Store.
 func (s *Store) AddAudit(ctx context.Context, e store.AuditEntry) error {
@@ -625,16 +580,6 @@ func (s *Store) AddAudit(ctx context.Context, e store.AuditEntry) error {
 		return fmt.Errorf("add audit for %s:%s: %w", e.BizID, e.Key, translate(err))
 	}
 	return nil
-}
-
-// Audit implements store.Store.
-func (s *Store) Audit(ctx context.Context, bizID, key string) ([]store.AuditEntry, error) {
-	return dialect.Audit(ctx, s.db, bizID, key)
-}
-
-// AuditLog implements store.Store.
-func (s *Store) AuditLog(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
-	return dialect.AuditLog(ctx, s.db, q)
 }
 
 // PurgeAudit implements store.Store.
@@ -652,11 +597,6 @@ func (s *Store) PurgeAudit(ctx context.Context, before time.Time, limit int) (in
 }
 
 // ---- operator bulk actions and retention ----
-
-// RetryNowBizID implements store.Store.
-func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error) {
-	return s.core.RetryNowBizID(ctx, bizID, who)
-}
 
 var purgeSQL = `WITH gone AS (
 		DELETE FROM eventcenter_messages WHERE id IN (

@@ -7,6 +7,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store/internal/codec"
+	"github.com/eventcenter/eventcenter/store/internal/sqlcore"
 )
 
 // Multi-row writes bind one value per row for the columns that vary in the
@@ -149,7 +150,7 @@ func insertSQL(cols []col, lo, hi int, args []any) (string, []any) {
 		}
 	}
 	return `INSERT INTO eventcenter_messages (` + strings.Join(names, ", ") + `) SELECT ` + strings.Join(exprs, ", ") +
-		` FROM (VALUES ` + values(hi-lo, len(vary)) + `) RETURNING id, biz_id, message_key`, args
+		` FROM (VALUES ` + sqlcore.Values(hi-lo, len(vary)) + `) RETURNING id, biz_id, message_key`, args
 }
 
 // updateSQL returns "WITH u(...) AS (VALUES ...) UPDATE ... SET" for rows lo
@@ -173,7 +174,7 @@ func updateSQL(cols []col, lo, hi int, args []any) (string, []any) {
 		set = append(set, c.name+" = ?")
 		args = append(args, c.vals[0])
 	}
-	return `WITH u(` + strings.Join(names, ", ") + `) AS (VALUES ` + values(hi-lo, len(vary)) + `)
+	return `WITH u(` + strings.Join(names, ", ") + `) AS (VALUES ` + sqlcore.Values(hi-lo, len(vary)) + `)
 		UPDATE eventcenter_messages SET ` + strings.Join(set, ", ") + ` FROM u WHERE eventcenter_messages.id = u.id`, args
 }
 

@@ -54,12 +54,17 @@ func (o *Options) validate() error {
 
 // Store is the SQLite store.Store. Create it with Open.
 type Store struct {
-	w, r *sql.DB
-	rdb  sqlcore.DB
-	now  func() time.Time
-	log  *slog.Logger
-	core sqlcore.Core
+	core  // Apply, RetryNowBizID
+	reads // Get, List, Counts, OldestPrepared, OrphanCommits, Audit, AuditLog
+	w, r  *sql.DB
+	now   func() time.Time
+	log   *slog.Logger
 }
+
+type (
+	core  = sqlcore.Core
+	reads = sqlcore.Reads[sql.NullInt64]
+)
 
 var _ store.Store = (*Store)(nil)
 
@@ -85,7 +90,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.core = sqlcore.Core{Driver: txRunner{s}, Now: s.now}
+	s.core, _ = sqlcore.NewCore("sqlite", txRunner{s}, s.now, s.log, 1, nil, nil) // cannot fail
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -125,7 +130,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = s.w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	s.rdb = sqlcore.SQLDB(s.r)
+	s.reads = sqlcore.NewReads(dialect, sqlcore.SQLDB(s.r))
 	s.r.SetMaxOpenConns(opts.ReadConns)
 	s.r.SetMaxIdleConns(opts.ReadConns)
 	if err := s.r.PingContext(ctx); err != nil {
@@ -197,18 +202,7 @@ func (s *Store) write(ctx context.Context, what string, fn func(tx *sql.Tx) erro
 
 // inTx runs fn in a BEGIN IMMEDIATE transaction on the write connection.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return sqlcore.InTx(ctx, s.w, fn)
 }
 
 // ---- row mapping ----
@@ -244,11 +238,6 @@ var dialect = &sqlcore.Dialect[sql.NullInt64]{
 
 // ---- Apply ----
 
-// Apply implements store.Store.
-func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
-	return s.core.Apply(ctx, req)
-}
-
 // txRunner runs the core's transactions on the write connection.
 type txRunner struct{ s *Store }
 
@@ -268,7 +257,7 @@ func (t liteTx) Load(ctx context.Context, refs []store.MessageRef) (map[store.Me
 		for _, r := range refs[lo:hi] {
 			args = append(args, r.BizID, r.Key)
 		}
-		ms, err := dialect.Load(ctx, sqlcore.SQLDB(t.tx), `WITH r(b, k) AS (VALUES `+values(hi-lo, 2)+`)
+		ms, err := dialect.Load(ctx, sqlcore.SQLDB(t.tx), `WITH r(b, k) AS (VALUES `+sqlcore.Values(hi-lo, 2)+`)
 			SELECT `+prefixed("m.", codec.Columns)+` FROM r CROSS JOIN eventcenter_messages AS m
 			ON m.biz_id = r.b AND m.message_key = r.k`, args...)
 		maps.Copy(loaded, ms)
@@ -342,7 +331,7 @@ func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*s
 			args = append(args, a.BizID, a.Key, a.Action, a.Who, a.Reason, micro(a.At), a.Before, a.After)
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO eventcenter_audit (biz_id, message_key, action, who, reason, at,
-			status_before, status_after) VALUES `+values(hi-lo, 8), args...)
+			status_before, status_after) VALUES `+sqlcore.Values(hi-lo, 8), args...)
 		return err
 	})
 	if err != nil {
@@ -385,20 +374,6 @@ func chunks(n, cols int, fn func(lo, hi int) error) error {
 		}
 	}
 	return nil
-}
-
-// values returns "(?, ?), (?, ?)" for rows rows of cols placeholders.
-func values(rows, cols int) string {
-	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
-	var b strings.Builder
-	b.Grow(rows * (len(row) + 2))
-	for i := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(row)
-	}
-	return b.String()
 }
 
 // prefixed qualifies each column of a comma-separated list.
@@ -474,7 +449,7 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 				args = append(args, x.ID, x.Ref)
 			}
 			args = append(args, now, now)
-			_, err := tx.ExecContext(ctx, `WITH u(id, ref) AS (VALUES `+values(hi-lo, 2)+`)
+			_, err := tx.ExecContext(ctx, `WITH u(id, ref) AS (VALUES `+sqlcore.Values(hi-lo, 2)+`)
 				UPDATE eventcenter_messages SET `+sqlcore.MarkSentSet(sqlcore.Plain, "?", "u.ref")+`
 				FROM u WHERE eventcenter_messages.id = u.id AND `+dialect.PendingSend(), args...)
 			return err
@@ -482,37 +457,13 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 	})
 }
 
-// ---- reads ----
-
-// Get implements store.Store.
-func (s *Store) Get(ctx context.Context, bizID, key string) (state.Message, error) {
-	return dialect.Get(ctx, s.rdb, bizID, key)
-}
-
-// List implements store.Store.
-func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
-	return dialect.List(ctx, s.rdb, f)
-}
-
-// Counts implements store.Store.
-func (s *Store) Counts(ctx context.Context) ([]store.Count, error) { return dialect.Counts(ctx, s.rdb) }
-
-// OldestPrepared implements store.Store.
-func (s *Store) OldestPrepared(ctx context.Context) (map[string]time.Time, error) {
-	return dialect.OldestPrepared(ctx, s.rdb)
-}
+// ---- reads (the others are sqlcore.Reads) ----
 
 // orphanCommitsSQL names the partial index: without statistics SQLite
 // would rather walk the bizID index (the whole table) to group by bizID.
 var orphanCommitsSQL = `SELECT biz_id, count(*), min(created_at)
 	FROM eventcenter_messages INDEXED BY eventcenter_messages_orphan_commits
 	WHERE ` + sqlcore.IsOrphan("has_body = 0") + ` GROUP BY biz_id`
-
-// OrphanCommits implements store.Store (the partial index
-// eventcenter_messages_orphan_commits holds only orphan rows).
-func (s *Store) OrphanCommits(ctx context.Context) (map[string]store.OrphanStat, error) {
-	return dialect.OrphanCommits(ctx, s.rdb)
-}
 
 // AddAudit implements store.Store.
 func (s *Store) AddAudit(ctx context.Context, e store.AuditEntry) error {
@@ -523,16 +474,6 @@ func (s *Store) AddAudit(ctx context.Context, e store.AuditEntry) error {
 		return fmt.Errorf("add audit for %s:%s: %w", e.BizID, e.Key, err)
 	}
 	return nil
-}
-
-// Audit implements store.Store.
-func (s *Store) Audit(ctx context.Context, bizID, key string) ([]store.AuditEntry, error) {
-	return dialect.Audit(ctx, s.rdb, bizID, key)
-}
-
-// AuditLog implements store.Store.
-func (s *Store) AuditLog(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry, error) {
-	return dialect.AuditLog(ctx, s.rdb, q)
 }
 
 // PurgeAudit implements store.Store.
@@ -558,11 +499,6 @@ func (s *Store) PurgeAudit(ctx context.Context, before time.Time, limit int) (in
 }
 
 // ---- operator bulk actions and retention ----
-
-// RetryNowBizID implements store.Store.
-func (s *Store) RetryNowBizID(ctx context.Context, bizID string, who store.Actor) (int, error) {
-	return s.core.RetryNowBizID(ctx, bizID, who)
-}
 
 // Purge implements store.Store.
 func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int, error) {

@@ -1,25 +1,6 @@
 package codec
 
-import (
-	"database/sql"
-
-	"github.com/eventcenter/eventcenter/state"
-)
-
-// ScanAll reads every row of rows with scan (a driver's column mapping)
-// and closes rows; the database/sql drivers (mysql, sqlite) share it.
-func ScanAll(rows *sql.Rows, scan func(*sql.Rows) (state.Message, error)) ([]state.Message, error) {
-	defer rows.Close()
-	var ms []state.Message
-	for rows.Next() {
-		m, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, m)
-	}
-	return ms, rows.Err()
-}
+import "github.com/eventcenter/eventcenter/state"
 
 // PayloadArg is a message's payload as a statement argument: NULL when the
 // message has none.

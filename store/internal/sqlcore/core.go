@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -34,28 +35,58 @@ type Driver interface {
 	InTx(ctx context.Context, fn func(tx Tx) error) error
 }
 
-// Core is the write sequence shared by the stores.
+// Core is the write sequence shared by the stores: its Apply and
+// RetryNowBizID implement store.Store's. Create it with NewCore.
 type Core struct {
-	Driver Driver
-	// Now is the store's clock.
-	Now func() time.Time
-	// Log receives the retries.
-	Log *slog.Logger
-	// Tries is how often Apply tries a batch whose error Retryable accepts;
-	// at most 1 when Retryable is nil.
-	Tries int
-	// Retryable tells whether an Apply try may simply be run again.
-	Retryable func(error) bool
-	// Translate turns a driver error into one the callers may see; nil
-	// keeps it.
-	Translate func(error) error
+	driver Driver
+	now    func() time.Time
+	log    *slog.Logger
+	// tries is how often Apply tries a batch whose error retry accepts
+	// (once when retryable is nil).
+	tries     int
+	retryable func(error) bool
+	translate func(error) error
 }
 
-func (c *Core) translate(err error) error {
-	if c.Translate == nil {
+// ErrInsertRace: another transaction inserted one of a batch's new keys
+// (the try is rolled back and run again).
+var ErrInsertRace = errors.New("concurrent insert of the same message")
+
+// NewCore returns the core of a store whose transactions d runs: now is
+// its clock (nil: time.Now), log receives the retries (nil:
+// slog.Default()), tries is how often Apply tries a batch whose error
+// retryable accepts (0: five; must not be negative, driver names the
+// options in the error), retryable nil means never, and translate turns a
+// driver error into one callers may see (nil keeps it).
+func NewCore(driver string, d Driver, now func() time.Time, log *slog.Logger, tries int,
+	retryable func(error) bool, translate func(error) error) (Core, error) {
+	if tries < 0 {
+		return Core{}, fmt.Errorf("%s options: ApplyTries must not be negative", driver)
+	}
+	c := Core{driver: d, now: now, log: log, tries: tries, retryable: retryable, translate: translate}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.tries == 0 {
+		c.tries = 5
+	}
+	return c, nil
+}
+
+// retry tells whether an Apply try may simply be run again: a concurrent
+// insert of the same key, or what retryable accepts.
+func (c *Core) retry(err error) bool {
+	return errors.Is(err, ErrInsertRace) || c.retryable(err)
+}
+
+func (c *Core) translateErr(err error) error {
+	if c.translate == nil {
 		return err
 	}
-	return c.Translate(err)
+	return c.translate(err)
 }
 
 // Apply implements store.Store.Apply: each try loads and locks the rows
@@ -68,13 +99,13 @@ func (c *Core) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyRe
 	refs := store.Refs(req.Changes)
 	for attempt := 1; ; attempt++ {
 		var res store.ApplyResult
-		err := c.Driver.InTx(ctx, func(tx Tx) error {
+		err := c.driver.InTx(ctx, func(tx Tx) error {
 			loaded, err := tx.Load(ctx, refs)
 			if err != nil {
 				return fmt.Errorf("load messages: %w", err)
 			}
 			f := store.Fold(loaded, req.Changes)
-			codec.Prepare(ctx, &f, c.Now(), req)
+			codec.Prepare(ctx, &f, c.now(), req)
 			if err := tx.Write(ctx, loaded, &f); err != nil {
 				return err
 			}
@@ -84,13 +115,13 @@ func (c *Core) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyRe
 		if err == nil {
 			return res, nil
 		}
-		if c.Retryable == nil {
-			return store.ApplyResult{}, fmt.Errorf("apply: %w", c.translate(err))
+		if c.retryable == nil {
+			return store.ApplyResult{}, fmt.Errorf("apply: %w", c.translateErr(err))
 		}
-		if !c.Retryable(err) || attempt >= c.Tries || ctx.Err() != nil {
-			return store.ApplyResult{}, fmt.Errorf("apply (try %d): %w", attempt, c.translate(err))
+		if !c.retry(err) || attempt >= c.tries || ctx.Err() != nil {
+			return store.ApplyResult{}, fmt.Errorf("apply (try %d): %w", attempt, c.translateErr(err))
 		}
-		c.Log.Debug("retrying store apply", "try", attempt, "err", err)
+		c.log.Debug("retrying store apply", "try", attempt, "err", err)
 	}
 }
 
@@ -102,7 +133,7 @@ func (c *Core) RetryNowBizID(ctx context.Context, bizID string, who store.Actor)
 	var lastID int64
 	for {
 		n, done := 0, 0
-		err := c.Driver.InTx(ctx, func(tx Tx) error {
+		err := c.driver.InTx(ctx, func(tx Tx) error {
 			ms, err := tx.LoadRetryNow(ctx, bizID, lastID, RetryNowChunk)
 			if err != nil {
 				return err
@@ -112,7 +143,7 @@ func (c *Core) RetryNowBizID(ctx context.Context, bizID string, who store.Actor)
 				return nil
 			}
 			lastID = ms[n-1].ID
-			now := codec.Time(c.Now())
+			now := codec.Time(c.now())
 			loaded, changes := retryNowChanges(ms, now, who)
 			f := store.Fold(loaded, changes)
 			codec.Prepare(ctx, &f, now, store.ApplyRequest{})
@@ -123,7 +154,7 @@ func (c *Core) RetryNowBizID(ctx context.Context, bizID string, who store.Actor)
 			return nil
 		})
 		if err != nil {
-			return total, fmt.Errorf("retry now %s: %w", bizID, c.translate(err))
+			return total, fmt.Errorf("retry now %s: %w", bizID, c.translateErr(err))
 		}
 		total += done
 		if n < RetryNowChunk {

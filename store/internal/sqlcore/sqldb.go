@@ -3,6 +3,8 @@ package sqlcore
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"strings"
 )
 
 // Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common.
@@ -36,3 +38,37 @@ func (r sqlRows) Close() { _ = r.Rows.Close() }
 
 // QuestionParam is the "?" parameter of the database/sql drivers.
 func QuestionParam(int) string { return "?" }
+
+// InTx runs fn in a transaction of db and commits it; an error from fn
+// rolls it back.
+func InTx(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Values returns "(?, ?), (?, ?)" for rows rows of cols placeholders.
+func Values(rows, cols int) string {
+	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
+	var b strings.Builder
+	b.Grow(rows * (len(row) + 2))
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+	}
+	return b.String()
+}
+
+// List returns "?, ?, ?" for n parameters.
+func List(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
