@@ -205,12 +205,12 @@ func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Mes
 // must be held.
 func (s *Store) claim(c store.Claim, due func(*state.Message) time.Time, ok func(*state.Message) bool,
 	lease func(*state.Message, time.Time)) ([]state.Message, error) {
-	if err := codec.CheckClaim(c); err != nil {
-		return nil, err
-	}
-	if len(c.Partitions) == 0 {
-		return nil, nil
-	}
+	return sqlcore.Claim(c, func() ([]state.Message, error) { return s.claimDue(c, due, ok, lease), nil })
+}
+
+// claimDue is claim for a checked claim.
+func (s *Store) claimDue(c store.Claim, due func(*state.Message) time.Time, ok func(*state.Message) bool,
+	lease func(*state.Message, time.Time)) []state.Message {
 	now := codec.Time(s.now())
 	order := func(a, b *state.Message) int {
 		return cmp.Or(due(a).Compare(due(b)), cmp.Compare(a.ID, b.ID))
@@ -238,7 +238,7 @@ func (s *Store) claim(c store.Claim, due func(*state.Message) time.Time, ok func
 		m.LeaseToken = token
 		out[i] = *clone(m)
 	}
-	return out, nil
+	return out
 }
 
 // MarkSent implements store.Store.

@@ -3,7 +3,6 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,13 +15,10 @@ import (
 	"github.com/eventcenter/eventcenter/store/migrate"
 )
 
-//go:embed migrations/*.sql
-var migrationFS embed.FS
-
-func migrations() ([]migrate.Migration, error) { return migrate.Load(migrationFS, "migrations") }
-
 // Options configures the store. The zero value is usable.
 type Options struct {
+	// CloseDB makes Close close the *sql.DB given to New.
+	CloseDB bool
 	// Now is the clock for leases and operator actions; nil means time.Now.
 	Now func() time.Time
 	// Logger; nil means slog.Default().
@@ -30,14 +26,13 @@ type Options struct {
 	// ApplyTries is how often Apply tries a batch that hits a concurrent
 	// insert of the same key, a deadlock or a lock wait timeout; 0 means 5.
 	ApplyTries int
-	// CloseDB makes Close close the *sql.DB given to New.
-	CloseDB bool
 }
 
 // Store is the MySQL / MariaDB store.Store. Create it with New.
 type Store struct {
-	core  // Apply, RetryNowBizID
-	reads // Get, List, Counts, OldestPrepared, OrphanCommits, Audit, AuditLog
+	// shared: Apply, RetryNowBizID, Get, List, Counts, OldestPrepared,
+	// OrphanCommits, Audit, AuditLog.
+	shared
 	db    *sql.DB
 	now   func() time.Time
 	log   *slog.Logger
@@ -49,10 +44,7 @@ type Store struct {
 	beforeWrite func()
 }
 
-type (
-	core  = sqlcore.Core
-	reads = sqlcore.Reads[sql.NullTime]
-)
+type shared = sqlcore.Store[sql.NullTime]
 
 var _ store.Store = (*Store)(nil)
 
@@ -62,21 +54,13 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("mysql store: nil db")
 	}
-	s := &Store{reads: sqlcore.NewReads(dialect, sqlcore.SQLDB(db)), db: db, now: opts.Now, log: opts.Logger,
-		tries: opts.ApplyTries, closeDB: opts.CloseDB}
-	var err error
-	if s.core, err = sqlcore.NewCore("mysql", txRunner{s}, opts.Now, opts.Logger, opts.ApplyTries, retryable, translate); err != nil {
+	s := &Store{db: db, now: sqlcore.Clock(opts.Now), log: sqlcore.Logger(opts.Logger),
+		tries: sqlcore.Tries(opts.ApplyTries), closeDB: opts.CloseDB}
+	c, err := sqlcore.NewCore("mysql", txRunner{s}, opts.Now, opts.Logger, opts.ApplyTries, retryable, translate)
+	if err != nil {
 		return nil, err
 	}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	if s.log == nil {
-		s.log = slog.Default()
-	}
-	if s.tries == 0 {
-		s.tries = 5
-	}
+	s.shared = shared{Core: c, Reads: sqlcore.NewReads(dialect, sqlcore.SQLDB(db))}
 	return s, nil
 }
 

@@ -182,30 +182,16 @@ func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*s
 // the ids of a multi-row INSERT are consecutive only in some lock modes).
 func readIDs(ctx context.Context, tx *sql.Tx, ms []*state.Message) error {
 	refs := make([]store.MessageRef, len(ms))
-	byRef := make(map[store.MessageRef]*state.Message, len(ms))
 	for i, m := range ms {
 		refs[i] = store.MessageRef{BizID: m.BizID, Key: m.Key}
-		byRef[refs[i]] = m
 	}
 	where, args := byKeys(refs)
-	rows, err := tx.QueryContext(ctx, `SELECT id, biz_id, message_key FROM eventcenter_messages WHERE `+where, args...)
+	rows, err := sqlcore.SQLDB(tx).Query(ctx, `SELECT id, biz_id, message_key FROM eventcenter_messages WHERE `+where, args...)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		var id int64
-		var r store.MessageRef
-		if err := rows.Scan(&id, &r.BizID, &r.Key); err != nil {
-			return err
-		}
-		if m := byRef[r]; m != nil {
-			m.ID = id
-			n++
-		}
-	}
-	if err := rows.Err(); err != nil {
+	n, err := sqlcore.SetIDs(rows, sqlcore.ByRef(ms))
+	if err != nil {
 		return err
 	}
 	if n != len(ms) {
@@ -364,12 +350,10 @@ func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Mes
 }
 
 func (s *Store) claim(ctx context.Context, what string, c store.Claim, q string, checkback bool) ([]state.Message, error) {
-	if err := codec.CheckClaim(c); err != nil {
-		return nil, err
-	}
-	if len(c.Partitions) == 0 {
-		return nil, nil
-	}
+	return sqlcore.Claim(c, func() ([]state.Message, error) { return s.claimRetry(ctx, what, c, q, checkback) })
+}
+
+func (s *Store) claimRetry(ctx context.Context, what string, c store.Claim, q string, checkback bool) ([]state.Message, error) {
 	// Two claimers can still deadlock on the secondary index entries their
 	// updates move (InnoDB 1213), although SKIP LOCKED keeps them off each
 	// other's rows; the claim is rolled back whole, so it is tried again
@@ -390,7 +374,7 @@ func (s *Store) claimOnce(ctx context.Context, c store.Claim, q string, checkbac
 	now := codec.Time(s.now())
 	until, token := now.Add(c.Lease), codec.LeaseToken()
 	var ms []state.Message
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	if err := s.inTx(ctx, func(tx *sql.Tx) error {
 		ms = ms[:0]
 		for _, p := range c.Partitions {
 			got, err := dialect.Messages(ctx, sqlcore.SQLDB(tx), q, p, now, c.Limit)
@@ -434,8 +418,7 @@ func (s *Store) claimOnce(ctx context.Context, c store.Claim, q string, checkbac
 		_, err := tx.ExecContext(ctx, `UPDATE eventcenter_messages SET `+set+` WHERE id IN (`+in+`)`,
 			append([]any{until, token}, ids...)...)
 		return err
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, err
 	}
 	return ms, nil
@@ -502,26 +485,12 @@ func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int, er
 	}
 	n := 0
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, purgeSQL, codec.Time(before), limit)
-		if err != nil {
-			return err
-		}
-		var ids []any
-		var gone []store.MessageRef
-		for rows.Next() {
+		ids, err := sqlcore.Select(ctx, sqlcore.SQLDB(tx), purgeSQL, []any{codec.Time(before), limit}, func(r sqlcore.Row) (any, error) {
 			var id int64
-			var r store.MessageRef
-			if err := rows.Scan(&id, &r.BizID, &r.Key); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-			gone = append(gone, r)
-		}
-		err = rows.Err()
-		if cerr := rows.Close(); err == nil {
-			err = cerr
-		}
+			var gone store.MessageRef
+			err := r.Scan(&id, &gone.BizID, &gone.Key)
+			return id, err
+		})
 		if err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,11 +22,6 @@ import (
 	"github.com/eventcenter/eventcenter/store/migrate"
 )
 
-//go:embed migrations/*.sql
-var migrationFS embed.FS
-
-func migrations() ([]migrate.Migration, error) { return migrate.Load(migrationFS, "migrations") }
-
 // Options configures the store. The zero value is usable.
 type Options struct {
 	// Now is the clock for leases and operator actions; nil means time.Now.
@@ -42,17 +36,15 @@ type Options struct {
 
 // Store is the PostgreSQL store.Store. Create it with New.
 type Store struct {
-	core  // Apply, RetryNowBizID
-	reads // Get, List, Counts, OldestPrepared, OrphanCommits, Audit, AuditLog
-	pool  *pgxpool.Pool
-	now   func() time.Time
-	log   *slog.Logger
+	// shared: Apply, RetryNowBizID, Get, List, Counts, OldestPrepared,
+	// OrphanCommits, Audit, AuditLog.
+	shared
+	pool *pgxpool.Pool
+	now  func() time.Time
+	log  *slog.Logger
 }
 
-type (
-	core  = sqlcore.Core
-	reads = sqlcore.Reads[pgtype.Timestamptz]
-)
+type shared = sqlcore.Store[pgtype.Timestamptz]
 
 var _ store.Store = (*Store)(nil)
 
@@ -66,14 +58,8 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{core: c, reads: sqlcore.NewReads(dialect, pgDB{pool}), pool: pool, now: opts.Now, log: opts.Logger}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	if s.log == nil {
-		s.log = slog.Default()
-	}
-	return s, nil
+	return &Store{shared: shared{Core: c, Reads: sqlcore.NewReads(dialect, pgDB{pool})}, pool: pool,
+		now: sqlcore.Clock(opts.Now), log: sqlcore.Logger(opts.Logger)}, nil
 }
 
 // Close does nothing: the pool belongs to the caller.
@@ -371,24 +357,11 @@ func queueWrites(b *pgx.Batch, loaded map[store.MessageRef]*state.Message, f *st
 
 func readWrites(br pgx.BatchResults, f *store.Folded) error {
 	if len(f.Inserts) > 0 {
-		byRef := make(map[store.MessageRef]*state.Message, len(f.Inserts))
-		for _, m := range f.Inserts {
-			byRef[store.MessageRef{BizID: m.BizID, Key: m.Key}] = m
-		}
 		rows, err := br.Query()
 		if err != nil {
 			return fmt.Errorf("insert messages: %w", err)
 		}
-		n := 0
-		var id int64
-		var r store.MessageRef
-		_, err = pgx.ForEachRow(rows, []any{&id, &r.BizID, &r.Key}, func() error {
-			if m := byRef[r]; m != nil {
-				m.ID = id
-				n++
-			}
-			return nil
-		})
+		n, err := sqlcore.SetIDs(rows, sqlcore.ByRef(f.Inserts))
 		if err != nil {
 			return fmt.Errorf("insert messages: %w", err)
 		}
@@ -485,22 +458,14 @@ func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Mes
 }
 
 func (s *Store) claim(ctx context.Context, what string, c store.Claim, q string) ([]state.Message, error) {
-	if err := codec.CheckClaim(c); err != nil {
-		return nil, err
-	}
-	if len(c.Partitions) == 0 {
-		return nil, nil
-	}
-	now := codec.Time(s.now())
-	rows, err := s.pool.Query(ctx, q, now.Add(c.Lease), codec.LeaseToken(), c.Partitions, now, c.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, translate(err))
-	}
-	ms, err := sqlcore.Collect(rows, dialect.ScanMessage)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, translate(err))
-	}
-	return ms, nil
+	return sqlcore.Claim(c, func() ([]state.Message, error) {
+		now := codec.Time(s.now())
+		ms, err := dialect.Messages(ctx, pgDB{s.pool}, q, now.Add(c.Lease), codec.LeaseToken(), c.Partitions, now, c.Limit)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, translate(err))
+		}
+		return ms, nil
+	})
 }
 
 // markSentSQL looks the rows up by id and nothing else: no join, so no

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,8 +21,19 @@ import (
 	"github.com/eventcenter/eventcenter/store/migrate"
 )
 
-//go:embed migrations/*.sql
-var migrationFS embed.FS
+// Store is the SQLite store.Store. Create it with Open.
+type Store struct {
+	// shared: Apply, RetryNowBizID, Get, List, Counts, OldestPrepared,
+	// OrphanCommits, Audit, AuditLog.
+	shared
+	w, r *sql.DB
+	now  func() time.Time
+	log  *slog.Logger
+}
+
+type shared = sqlcore.Store[sql.NullInt64]
+
+var _ store.Store = (*Store)(nil)
 
 // Options configures the store. The zero value is usable.
 type Options struct {
@@ -52,22 +62,6 @@ func (o *Options) validate() error {
 	return nil
 }
 
-// Store is the SQLite store.Store. Create it with Open.
-type Store struct {
-	core  // Apply, RetryNowBizID
-	reads // Get, List, Counts, OldestPrepared, OrphanCommits, Audit, AuditLog
-	w, r  *sql.DB
-	now   func() time.Time
-	log   *slog.Logger
-}
-
-type (
-	core  = sqlcore.Core
-	reads = sqlcore.Reads[sql.NullInt64]
-)
-
-var _ store.Store = (*Store)(nil)
-
 // Open opens or creates the database file at path (created 0600, in a
 // directory that must exist), applies the embedded migrations (or, with
 // Options.CheckOnly, checks that they were applied), and returns the store. path is a file name (":memory:" is not
@@ -86,14 +80,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.ReadConns == 0 {
 		opts.ReadConns = 4
 	}
-	s := &Store{now: opts.Now, log: opts.Logger}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	s.core, _ = sqlcore.NewCore("sqlite", txRunner{s}, s.now, s.log, 1, nil, nil) // cannot fail
-	if s.log == nil {
-		s.log = slog.Default()
-	}
+	s := &Store{now: sqlcore.Clock(opts.Now), log: sqlcore.Logger(opts.Logger)}
+	s.Core, _ = sqlcore.NewCore("sqlite", txRunner{s}, s.now, s.log, 1, nil, nil) // cannot fail
 	if err := prepareFile(path, opts.CheckOnly); err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
@@ -130,7 +118,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = s.w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	s.reads = sqlcore.NewReads(dialect, sqlcore.SQLDB(s.r))
+	s.Reads = sqlcore.NewReads(dialect, sqlcore.SQLDB(s.r))
 	s.r.SetMaxOpenConns(opts.ReadConns)
 	s.r.SetMaxIdleConns(opts.ReadConns)
 	if err := s.r.PingContext(ctx); err != nil {
@@ -158,7 +146,7 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) migrate(ctx context.Context) error {
-	ms, err := migrate.Load(migrationFS, "migrations")
+	ms, err := migrations()
 	if err != nil {
 		return err
 	}
@@ -285,10 +273,7 @@ const updateBodySQL = `UPDATE eventcenter_messages SET has_body = 1, payload = ?
 func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
 	if len(f.Inserts) > 0 {
 		cols := insertCols(f.Inserts)
-		byRef := make(map[store.MessageRef]*state.Message, len(f.Inserts))
-		for _, m := range f.Inserts {
-			byRef[store.MessageRef{BizID: m.BizID, Key: m.Key}] = m
-		}
+		byRef := sqlcore.ByRef(f.Inserts)
 		per := rowsPer(cols, "message_key")
 		for lo := 0; lo < len(f.Inserts); lo += per {
 			hi := min(lo+per, len(f.Inserts))
@@ -341,22 +326,12 @@ func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*s
 }
 
 func insertChunk(ctx context.Context, tx *sql.Tx, q string, args []any, byRef map[store.MessageRef]*state.Message) error {
-	rows, err := tx.QueryContext(ctx, q, args...)
+	rows, err := sqlcore.SQLDB(tx).Query(ctx, q, args...)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var r store.MessageRef
-		if err := rows.Scan(&id, &r.BizID, &r.Key); err != nil {
-			return err
-		}
-		if m := byRef[r]; m != nil {
-			m.ID = id
-		}
-	}
-	return rows.Err()
+	_, err = sqlcore.SetIDs(rows, byRef)
+	return err
 }
 
 // maxParams bounds the parameters of one statement. SQLite allows 32766,
@@ -416,24 +391,17 @@ func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Mes
 }
 
 func (s *Store) claim(ctx context.Context, what string, c store.Claim, q string) ([]state.Message, error) {
-	if err := codec.CheckClaim(c); err != nil {
-		return nil, err
-	}
-	if len(c.Partitions) == 0 {
-		return nil, nil
-	}
-	now := codec.Time(s.now())
-	var ms []state.Message
-	err := s.write(ctx, what, func(tx *sql.Tx) error {
-		var err error
-		ms, err = dialect.Messages(ctx, sqlcore.SQLDB(tx), q, now.Add(c.Lease).UnixMicro(), codec.LeaseToken(),
-			partitionsJSON(c.Partitions), now.UnixMicro(), c.Limit)
-		return err
+	return sqlcore.Claim(c, func() ([]state.Message, error) {
+		now := codec.Time(s.now())
+		var ms []state.Message
+		err := s.write(ctx, what, func(tx *sql.Tx) error {
+			var err error
+			ms, err = dialect.Messages(ctx, sqlcore.SQLDB(tx), q, now.Add(c.Lease).UnixMicro(), codec.LeaseToken(),
+				partitionsJSON(c.Partitions), now.UnixMicro(), c.Limit)
+			return err
+		})
+		return ms, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return ms, nil
 }
 
 // MarkSent implements store.Store.
@@ -507,33 +475,18 @@ func (s *Store) Purge(ctx context.Context, before time.Time, limit int) (int, er
 	}
 	n := 0
 	err := s.write(ctx, "purge", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `DELETE FROM eventcenter_messages WHERE id IN (
+		gone, err := sqlcore.Select(ctx, sqlcore.SQLDB(tx), `DELETE FROM eventcenter_messages WHERE id IN (
 				SELECT id FROM eventcenter_messages WHERE `+sqlcore.PurgeRolledBack("?1")+`
 				UNION ALL
 				SELECT id FROM eventcenter_messages WHERE `+sqlcore.PurgeSent("?1")+`
 				LIMIT ?2)
-			RETURNING biz_id, message_key`, before.UnixMicro(), limit)
-		if err != nil {
-			return err
-		}
-		var gone []store.MessageRef
-		for rows.Next() {
-			var r store.MessageRef
-			if err := rows.Scan(&r.BizID, &r.Key); err != nil {
-				rows.Close()
-				return err
-			}
-			gone = append(gone, r)
-		}
-		err = rows.Err()
-		if cerr := rows.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
+			RETURNING biz_id, message_key`, []any{before.UnixMicro(), limit}, func(r sqlcore.Row) (store.MessageRef, error) {
+			var gone store.MessageRef
+			err := r.Scan(&gone.BizID, &gone.Key)
+			return gone, err
+		})
 		n = len(gone)
-		return nil
+		return err
 	})
 	if err != nil {
 		return 0, err

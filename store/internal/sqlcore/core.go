@@ -63,17 +63,39 @@ func NewCore(driver string, d Driver, now func() time.Time, log *slog.Logger, tr
 	if tries < 0 {
 		return Core{}, fmt.Errorf("%s options: ApplyTries must not be negative", driver)
 	}
-	c := Core{driver: d, now: now, log: log, tries: tries, retryable: retryable, translate: translate}
-	if c.now == nil {
-		c.now = time.Now
+	return Core{driver: d, now: Clock(now), log: Logger(log), tries: Tries(tries),
+		retryable: retryable, translate: translate}, nil
+}
+
+// Clock returns now, or time.Now when it is nil.
+func Clock(now func() time.Time) func() time.Time {
+	if now == nil {
+		return time.Now
 	}
-	if c.log == nil {
-		c.log = slog.Default()
+	return now
+}
+
+// Logger returns log, or slog.Default() when it is nil.
+func Logger(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.Default()
 	}
-	if c.tries == 0 {
-		c.tries = 5
+	return log
+}
+
+// Tries returns tries, or 5 when it is 0.
+func Tries(tries int) int {
+	if tries == 0 {
+		return 5
 	}
-	return c, nil
+	return tries
+}
+
+// Store is what a driver's store embeds: the shared Apply and
+// RetryNowBizID (Core) and reads (Reads).
+type Store[T any] struct {
+	Core
+	Reads[T]
 }
 
 // retry tells whether an Apply try may simply be run again: a concurrent

@@ -257,7 +257,7 @@ func (d *Dialect[T]) List(ctx context.Context, db DB, f store.Filter) (store.Pag
 
 // Counts implements store.Store.Counts.
 func (d *Dialect[T]) Counts(ctx context.Context, db DB) ([]store.Count, error) {
-	cs, err := query(ctx, db, `SELECT biz_id, status, send_status, count(*) FROM eventcenter_messages
+	cs, err := Select(ctx, db, `SELECT biz_id, status, send_status, count(*) FROM eventcenter_messages
 		GROUP BY biz_id, status, send_status ORDER BY biz_id, status, send_status`, nil, func(r Row) (store.Count, error) {
 		var c store.Count
 		var st, sst int16
@@ -271,7 +271,8 @@ func (d *Dialect[T]) Counts(ctx context.Context, db DB) ([]store.Count, error) {
 	return cs, nil
 }
 
-func query[R any](ctx context.Context, db DB, q string, args []any, scan func(Row) (R, error)) ([]R, error) {
+// Select runs q and reads its rows with scan.
+func Select[R any](ctx context.Context, db DB, q string, args []any, scan func(Row) (R, error)) ([]R, error) {
 	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -288,7 +289,7 @@ type perBiz struct {
 
 // perBiz runs q, which selects a bizID, a count when counted, and a time.
 func (d *Dialect[T]) perBiz(ctx context.Context, db DB, q string, counted bool) ([]perBiz, error) {
-	return query(ctx, db, q, nil, func(r Row) (perBiz, error) {
+	return Select(ctx, db, q, nil, func(r Row) (perBiz, error) {
 		var p perBiz
 		var at T
 		dest := []any{&p.biz, &at}
@@ -345,7 +346,7 @@ func (d *Dialect[T]) scanAudit(withID bool) func(Row) (store.AuditEntry, error) 
 
 // Audit implements store.Store.Audit.
 func (d *Dialect[T]) Audit(ctx context.Context, db DB, bizID, key string) ([]store.AuditEntry, error) {
-	out, err := query(ctx, db, `SELECT `+auditColumns+` FROM eventcenter_audit
+	out, err := Select(ctx, db, `SELECT `+auditColumns+` FROM eventcenter_audit
 		WHERE biz_id = `+d.Param(1)+` AND message_key = `+d.Param(2)+` ORDER BY id`, []any{bizID, key}, d.scanAudit(false))
 	if err != nil {
 		return nil, fmt.Errorf("audit %s:%s: %w", bizID, key, d.translate(err))
@@ -370,7 +371,7 @@ func (d *Dialect[T]) AuditLog(ctx context.Context, db DB, q store.AuditQuery) ([
 	}
 	s := `SELECT id, ` + auditColumns + ` FROM eventcenter_audit` + w.String()
 	s += ` ORDER BY id DESC LIMIT ` + w.next(q.Limit)
-	out, err := query(ctx, db, s, w.args, d.scanAudit(true))
+	out, err := Select(ctx, db, s, w.args, d.scanAudit(true))
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", d.translate(err))
 	}
@@ -379,3 +380,32 @@ func (d *Dialect[T]) AuditLog(ctx context.Context, db DB, q store.AuditQuery) ([
 
 // PendingSend is PendingSend with the dialect's HasBody.
 func (d *Dialect[T]) PendingSend() string { return PendingSend(d.HasBody) }
+
+// SetIDs reads rows of (id, biz_id, message_key), the rows a batch just
+// inserted, and sets the ID of the message of byRef each names; it closes
+// rows and returns how many messages it set.
+func SetIDs(rows Rows, byRef map[store.MessageRef]*state.Message) (int, error) {
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var id int64
+		var r store.MessageRef
+		if err := rows.Scan(&id, &r.BizID, &r.Key); err != nil {
+			return n, err
+		}
+		if m := byRef[r]; m != nil {
+			m.ID = id
+			n++
+		}
+	}
+	return n, rows.Err()
+}
+
+// ByRef returns ms keyed by reference.
+func ByRef(ms []*state.Message) map[store.MessageRef]*state.Message {
+	byRef := make(map[store.MessageRef]*state.Message, len(ms))
+	for _, m := range ms {
+		byRef[store.MessageRef{BizID: m.BizID, Key: m.Key}] = m
+	}
+	return byRef
+}
