@@ -86,6 +86,8 @@ func Exercise(t *testing.T, newStore NewStore) {
 	t.Run("ListOrphans", func(t *testing.T) { t.Parallel(); testListOrphans(t, newStore) })
 	t.Run("AddAudit", func(t *testing.T) { t.Parallel(); testAddAudit(t, newStore) })
 	t.Run("AuditLog", func(t *testing.T) { t.Parallel(); testAuditLog(t, newStore) })
+	t.Run("ListWithoutBodies", func(t *testing.T) { t.Parallel(); testListWithoutBodies(t, newStore) })
+	t.Run("StaleLastError", func(t *testing.T) { t.Parallel(); testStaleLastError(t, newStore) })
 }
 
 // ---- the transition table of docs/state-machine.md ----
