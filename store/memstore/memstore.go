@@ -1,6 +1,6 @@
-// Package memstore is the one in-memory store.Store, for tests. It folds
-// changes through store.Fold and leases like the SQL drivers (it shares
-// their codec), and it passes the store/storetest conformance suite, so
+// Package memstore is the one in-memory store.Store, for tests. Its Apply
+// and RetryNowBizID are the SQL drivers' (store/internal/sqlcore) over a
+// map, so it folds and leases as they do, and it passes the store/storetest conformance suite, so
 // tests on it see the real state machine. Fault injection (FailApply,
 // FailClaimSends, FailClaimCheckbacks, FailMarkSent) and call counts (Calls)
 // are built in; tests that need more (a gate in Apply, a record of the
