@@ -1,7 +1,7 @@
 // Package memstore is the one in-memory store.Store, for tests. Its Apply
 // and RetryNowBizID are the SQL drivers' (store/internal/sqlcore) over a
-// map, so it folds and leases as they do, and it passes the store/storetest conformance suite, so
-// tests on it see the real state machine. Fault injection (FailApply,
+// map, so it folds and leases as they do; it passes the store/storetest
+// conformance suite, so tests on it see the real state machine. Fault injection (FailApply,
 // FailClaimSends, FailClaimCheckbacks, FailMarkSent) and call counts (Calls)
 // are built in; tests that need more (a gate in Apply, a record of the
 // requests) wrap it.
