@@ -66,7 +66,7 @@ type txRunner struct{ s *Store }
 func (r txRunner) InTx(_ context.Context, fn func(tx sqlcore.Tx) error) error {
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
-	return fn(memTx{r.s})
+	return fn(memTx(r))
 }
 
 // memTx is one transaction: s.mu is held.
