@@ -39,7 +39,7 @@ func PurgeRolledBack(before string) string {
 	return "status = " + RolledBack + " AND decided_at < " + before
 }
 
-// PurgeSent: see PurgeRolledBack.
+// PurgeSent is PurgeRolledBack for sent messages.
 func PurgeSent(before string) string {
 	return "status = " + Committed + " AND send_status = " + SendSent + " AND sent_at < " + before
 }

@@ -48,7 +48,7 @@ type Core struct {
 	translate func(error) error
 }
 
-// ErrInsertRace: another transaction inserted one of a batch's new keys
+// ErrInsertRace says another transaction inserted one of a batch's new keys
 // (the try is rolled back and run again).
 var ErrInsertRace = errors.New("concurrent insert of the same message")
 
