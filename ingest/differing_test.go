@@ -1,36 +1,17 @@
 package ingest
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/testsupport/logbuf"
 )
-
-// syncBuffer is a log destination safe for the ingester's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A duplicate PREPARE with a different body is ignored (the first body
 // stands), logged (at most one line per bizID per 10 s) and counted per
@@ -39,7 +20,7 @@ func TestDuplicatePrepareWithADifferentBody(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1)
 	st, fwd := newMemStore(), &handoffs{}
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	cfg := e.config()
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	in := e.start(cfg, st, fwd, NewOwnership())
@@ -65,7 +46,7 @@ func TestDuplicatePrepareWithADifferentBody(t *testing.T) {
 
 func TestDifferingRateLimitAndCap(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	var d differing
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -1,7 +1,6 @@
 package center
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,25 +20,8 @@ import (
 
 	"github.com/eventcenter/eventcenter/clientlib/kafkaauth"
 	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/testsupport/logbuf"
 )
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func writeSecret(t *testing.T, dir, name, v string) string {
 	t.Helper()
@@ -79,7 +60,7 @@ func TestCanarySecretsNeverShow(t *testing.T) {
 		kfake.EnableSASL(), kfake.Superuser("PLAIN", "center", canary+"-kafka"))
 	require.NoError(t, err)
 	t.Cleanup(cluster.Close)
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var seen []string
 

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/testsupport/logbuf"
 )
 
 var (
@@ -54,31 +55,14 @@ func binary(t *testing.T) string {
 // process is the center binary running as a subprocess.
 type process struct {
 	cmd    *exec.Cmd
-	output *syncBuffer
+	output *logbuf.Buffer
 	done   chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startBinary runs the binary with args; it is killed at cleanup.
 func startBinary(t *testing.T, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(binary(t), args...), output: &syncBuffer{}, done: make(chan struct{})}
+	p := &process{cmd: exec.Command(binary(t), args...), output: &logbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd.Stdout = p.output
 	p.cmd.Stderr = p.output
 	require.NoError(t, p.cmd.Start())
