@@ -9,15 +9,31 @@ import (
 	"strings"
 )
 
-// Table is the name of the table recording applied versions.
+// Table is the name of the table recording applied versions. A version is
+// recorded by number and name only, never by content: a file may be
+// rewritten (for example to build its index online) without touching the
+// databases that applied it before.
 const Table = "eventcenter_schema_migrations"
+
+// NoTransactionMarker, as the first line of a migration file, makes the
+// runner apply each statement of the file on its own, outside a
+// transaction: PostgreSQL's CREATE INDEX CONCURRENTLY needs it. Such a file
+// must be safe to run again after a failure half-way (IF NOT EXISTS; the
+// PostgreSQL runner drops an index an interrupted concurrent build left
+// invalid before it builds it again).
+const NoTransactionMarker = "-- eventcenter:no-transaction"
 
 // Migration is one schema step.
 type Migration struct {
 	Version int
 	Name    string
 	SQL     string
+	// NoTransaction is set by NoTransactionMarker.
+	NoTransaction bool
 }
+
+// Statements returns the step's statements (see Statements).
+func (m Migration) Statements() []string { return Statements(m.SQL) }
 
 // Load reads dir/*.sql from fsys, named NNNN_name.sql, sorted by version.
 // Versions must be positive, unique and contiguous from 1.
@@ -38,7 +54,13 @@ func Load(fsys fs.FS, dir string) ([]Migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load migrations: %w", err)
 		}
-		ms = append(ms, Migration{Version: v, Name: name, SQL: string(b)})
+		sql := string(b)
+		first, _, _ := strings.Cut(sql, "\n")
+		noTx := strings.TrimSpace(first) == NoTransactionMarker
+		if !noTx && strings.Contains(sql, NoTransactionMarker) {
+			return nil, fmt.Errorf("load migrations: %s: %q must be the first line", f, NoTransactionMarker)
+		}
+		ms = append(ms, Migration{Version: v, Name: name, SQL: sql, NoTransaction: noTx})
 	}
 	slices.SortFunc(ms, func(a, b Migration) int { return a.Version - b.Version })
 	for i, m := range ms {
@@ -55,4 +77,27 @@ func Latest(ms []Migration) int {
 		return 0
 	}
 	return ms[len(ms)-1].Version
+}
+
+// Statements splits a migration file into statements: they end with ";" at
+// the end of a line; lines starting with "--" are comments and dropped.
+// The trailing ";" is dropped too.
+func Statements(script string) []string {
+	var out []string
+	var b strings.Builder
+	for line := range strings.Lines(script) {
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, "--") {
+			continue
+		}
+		b.WriteString(line)
+		if strings.HasSuffix(t, ";") {
+			out = append(out, strings.TrimSuffix(strings.TrimSpace(b.String()), ";"))
+			b.Reset()
+		}
+	}
+	if s := strings.TrimSpace(b.String()); s != "" {
+		out = append(out, s)
+	}
+	return out
 }

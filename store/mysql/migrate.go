@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/eventcenter/eventcenter/store"
@@ -55,7 +54,7 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 		if m.Version <= cur {
 			continue
 		}
-		for _, stmt := range statements(m.SQL) {
+		for _, stmt := range m.Statements() {
 			if _, err := conn.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("migrate: migration %d %s: %w", m.Version, m.Name, translate(err))
 			}
@@ -67,27 +66,8 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// statements splits a migration file into statements: they end with ";"
-// at the end of a line; lines starting with "--" are comments.
-func statements(script string) []string {
-	var out []string
-	var b strings.Builder
-	for line := range strings.Lines(script) {
-		t := strings.TrimSpace(line)
-		if t == "" || strings.HasPrefix(t, "--") {
-			continue
-		}
-		b.WriteString(line)
-		if strings.HasSuffix(t, ";") {
-			out = append(out, strings.TrimSuffix(strings.TrimSpace(b.String()), ";"))
-			b.Reset()
-		}
-	}
-	if s := strings.TrimSpace(b.String()); s != "" {
-		out = append(out, s)
-	}
-	return out
-}
+// statements splits a migration file into statements (migrate.Statements).
+func statements(script string) []string { return migrate.Statements(script) }
 
 // CheckSchema checks the server version (an error wrapping ErrOldServer,
 // naming the version found) and returns an error wrapping
