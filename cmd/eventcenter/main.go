@@ -165,17 +165,30 @@ func newServe() *cobra.Command {
 
 func newMigrate() *cobra.Command {
 	var path string
+	var plan bool
 	cmd := &cobra.Command{
 		Use:   "migrate",
-		Short: "Apply the database migrations of this version",
-		Args:  cobra.NoArgs,
+		Short: "Apply the database migrations of this version (online: centers may keep running)",
+		Long: `Apply the database migrations of this version. Centers of this version and the
+previous one may keep running meanwhile: every statement waits at most a second
+for a lock and is tried again, and PostgreSQL indexes are built CONCURRENTLY
+(progress is printed). --plan prints the pending steps, what each locks and
+how long it is expected to take, and changes nothing.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(path)
 			if err != nil {
 				return err
 			}
+			if plan {
+				if err := center.MigratePlan(cmd.Context(), cfg.Store, cmd.OutOrStdout()); err != nil {
+					return fmt.Errorf("migrate --plan: %w", err)
+				}
+				return nil
+			}
 			log := newLogger(cfg.Log, cmd.ErrOrStderr())
-			if err := center.Migrate(cmd.Context(), cfg.Store, log); err != nil {
+			pr := newProgressPrinter(cmd.OutOrStdout())
+			if err := center.MigrateWithProgress(cmd.Context(), cfg.Store, log, pr.report); err != nil {
 				return fmt.Errorf("migrate: %w", err)
 			}
 			_, _ = fmt.Fprintf(cmd.OutOrStdout(), "migrated %s store\n", cfg.Store.Driver)
@@ -183,6 +196,7 @@ func newMigrate() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", "eventcenter.yaml", "configuration file (YAML)")
+	cmd.Flags().BoolVar(&plan, "plan", false, "print the pending steps, their locks and expected durations; change nothing")
 	return cmd
 }
 

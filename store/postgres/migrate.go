@@ -35,7 +35,7 @@ type MigrateOptions struct {
 	// Progress, when set, receives the progress of long statements
 	// (concurrent index builds, from pg_stat_progress_create_index) every
 	// ProgressInterval, and a last report with Done set.
-	Progress func(Progress)
+	Progress func(migrate.Progress)
 	// ProgressInterval; 0 means 1s.
 	ProgressInterval time.Duration
 	// Logger; nil means slog.Default().
@@ -61,25 +61,6 @@ func (o *MigrateOptions) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-}
-
-// Progress is one report on a long statement.
-type Progress struct {
-	Version int
-	Name    string
-	// Index is the index being built.
-	Index string
-	// Phase is pg_stat_progress_create_index's phase ("building index:
-	// scanning table", ...), or "" before the server reported one.
-	Phase string
-	// BlocksDone/BlocksTotal and TuplesDone/TuplesTotal are the phase's
-	// counters (0 when the phase does not count them).
-	BlocksDone, BlocksTotal int64
-	TuplesDone, TuplesTotal int64
-	// Elapsed since the statement started.
-	Elapsed time.Duration
-	// Done is set on the last report of a statement.
-	Done bool
 }
 
 // Migrate applies the embedded migrations not yet applied with the default
@@ -340,7 +321,7 @@ func watchProgress(ctx context.Context, pool *pgxpool.Pool, pid uint32, m migrat
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	last := Progress{Version: m.Version, Name: m.Name, Index: idx}
+	last := migrate.Progress{Version: m.Version, Name: m.Name, Index: idx}
 	wg.Go(func() {
 		t := time.NewTicker(opts.ProgressInterval)
 		defer t.Stop()
@@ -350,7 +331,7 @@ func watchProgress(ctx context.Context, pool *pgxpool.Pool, pid uint32, m migrat
 				return
 			case <-t.C:
 			}
-			p := Progress{Version: m.Version, Name: m.Name, Index: idx}
+			p := migrate.Progress{Version: m.Version, Name: m.Name, Index: idx}
 			err := pool.QueryRow(ctx, `SELECT phase, blocks_done, blocks_total, tuples_done, tuples_total
 				FROM pg_stat_progress_create_index WHERE pid = $1`, int32(pid)).
 				Scan(&p.Phase, &p.BlocksDone, &p.BlocksTotal, &p.TuplesDone, &p.TuplesTotal)

@@ -231,3 +231,47 @@ func TestMigrateLockTimeoutRetry(t *testing.T) {
 		})
 	}
 }
+
+// The plan lists the pending steps with their locks, the table's size and
+// an estimate; the estimate is within a factor of 5 of the build it
+// announces (the table in cache, as here).
+func TestPlan(t *testing.T) {
+	t.Parallel()
+	ms, err := postgres.Migrations()
+	require.NoError(t, err)
+	pool := pgtest.Pool(t)
+	cur, latest, steps, err := postgres.Plan(t.Context(), pool)
+	require.NoError(t, err)
+	require.Equal(t, 0, cur)
+	require.Equal(t, len(ms), latest)
+	require.Len(t, steps, len(ms))
+	require.Equal(t, "none (a new table)", steps[0].Statements[0].Lock)
+
+	require.NoError(t, postgres.MigrateSteps(t.Context(), pool, ms[:1], postgres.MigrateOptions{Logger: quiet}))
+	fillMessages(t, pool, 300_000)
+	cur, _, steps, err = postgres.Plan(t.Context(), pool)
+	require.NoError(t, err)
+	require.Equal(t, 1, cur)
+	require.Len(t, steps, len(ms)-1)
+	idx := steps[0].Statements[0]
+	require.Equal(t, 2, steps[0].Version)
+	require.True(t, steps[0].NoTransaction)
+	require.Equal(t, "eventcenter_messages", idx.Table)
+	require.False(t, idx.Blocks)
+	require.Contains(t, idx.Lock, "SHARE UPDATE EXCLUSIVE")
+	require.InDelta(t, 300_000, idx.Rows, 30_000)
+	require.Positive(t, idx.Bytes)
+
+	start := time.Now()
+	require.NoError(t, postgres.MigrateSteps(t.Context(), pool, ms[:2], postgres.MigrateOptions{Logger: quiet}))
+	took := time.Since(start)
+	t.Logf("0002 on %d rows, %d bytes: estimated %s, took %s", idx.Rows, idx.Bytes, idx.Estimate, took)
+	require.Greater(t, idx.Estimate, took/5)
+	require.Less(t, idx.Estimate, took*5)
+
+	require.NoError(t, postgres.MigrateSteps(t.Context(), pool, ms, postgres.MigrateOptions{Logger: quiet}))
+	cur, _, steps, err = postgres.Plan(t.Context(), pool)
+	require.NoError(t, err)
+	require.Equal(t, len(ms), cur)
+	require.Empty(t, steps)
+}
