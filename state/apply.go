@@ -22,6 +22,14 @@ func Apply(cur Message, ev Event) (Message, Outcome, error) {
 	if m.Status == None {
 		return applyToNone(m, ev)
 	}
+	if !m.Status.Known() || !m.SendStatus.Known() {
+		// Written by a newer version: never sent, failed or changed here.
+		if ev.Kind.IsOperator() {
+			return cur, Outcome{}, fmt.Errorf("%w: %s:%s is %s/%s, a state this version does not know (a newer center handles it)",
+				ErrWrongState, m.BizID, m.Key, m.Status, m.SendStatus)
+		}
+		return cur, Outcome{}, nil
+	}
 	var out Outcome
 	var err error
 	switch ev.Kind {

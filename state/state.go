@@ -42,6 +42,12 @@ func (s Status) String() string {
 	}
 }
 
+// Known reports whether this version knows the status. A newer version may
+// write statuses this one does not know (the compatibility rule: versions
+// N and N-1 run together on the schema of N); Apply leaves such messages
+// alone, and the stores' claims only ever select known statuses.
+func (s Status) Known() bool { return s >= Prepared && s <= VerifyFailed }
+
 // ParseStatus reads a status name (as String spells it) or number.
 func ParseStatus(s string) (Status, error) {
 	for _, st := range []Status{Prepared, Committed, RolledBack, VerifyFailed} {
@@ -76,6 +82,10 @@ func (s SendStatus) String() string {
 		return fmt.Sprintf("SEND_STATUS(%d)", int16(s))
 	}
 }
+
+// Known reports whether this version knows the send status (see
+// Status.Known).
+func (s SendStatus) Known() bool { return s >= SendPending && s <= SendDead }
 
 // ParseSendStatus reads a send status name or number.
 func ParseSendStatus(s string) (SendStatus, error) {

@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/internal/center"
+)
+
+// The compatibility rule: a message in a state a newer center wrote
+// (status 5, or send status 3, both unknown to this version) is never
+// claimed, checked back, sent or changed by this center, whatever
+// envelopes arrive for it, while the center handles everything else.
+func TestUnknownStatusLeftAlone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "postgres")
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	t.Cleanup(srv.Close)
+	e.startCenter(center.Options{}) // migrates the schema
+	col := e.collect(businessTopic)
+	pool, err := pgxpool.New(t.Context(), e.cfg.Store.DSN)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	// Due for a check-back and a send, with a body, as far as the columns go.
+	_, err = pool.Exec(t.Context(), `INSERT INTO eventcenter_messages (biz_id, message_key, partition, status, has_body,
+		payload, topic, verify, verify_next_at, send_status, send_next_at, created_at, updated_at)
+		VALUES ('future', 'status-5', 0, 5, true, 'p', $1, $2, now() - interval '1 hour', 0, now() - interval '1 hour', now(), now()),
+		       ('future', 'send-3', 1, 2, true, 'p', $1, $2, now() - interval '1 hour', 3, now() - interval '1 hour', now(), now())`,
+		businessTopic, srv.URL)
+	require.NoError(t, err)
+	snapshot := func() string {
+		var s string
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT string_agg(to_jsonb(m)::text, E'\n' ORDER BY id)
+			FROM eventcenter_messages m WHERE biz_id = 'future'`).Scan(&s))
+		return s
+	}
+	before := snapshot()
+
+	raw := e.raw()
+	for _, key := range []string{"status-5", "send-3"} {
+		for _, typ := range []envelope.Type{envelope.Commit, envelope.Rollback} {
+			produceEnvelope(t, raw, envelope.Envelope{Type: typ, BizID: "future", MessageKey: key})
+		}
+		produceEnvelope(t, raw, envelope.Envelope{Type: envelope.Prepare, BizID: "future", MessageKey: key,
+			Payload: []byte("late"), ForwardTopic: businessTopic})
+	}
+	// Traffic after those envelopes on every partition: once it is all
+	// forwarded, ingest has applied the envelopes before it.
+	pl := produceMix(t, e, "after", 200, 4)
+	col.waitFor(t, pl.committed, time.Minute)
+	time.Sleep(2 * time.Second) // several send and check-back scans
+
+	require.Equal(t, before, snapshot(), "a message in an unknown state was changed")
+	require.Empty(t, col.get("future:status-5"))
+	require.Empty(t, col.get("future:send-3"))
+	require.Zero(t, calls.Load(), "checked back")
+	checkForwarded(t, col, pl)
+}
