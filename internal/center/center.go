@@ -62,6 +62,9 @@ type Options struct {
 	// SecretCheckInterval is how often secret files are looked at for
 	// changes (tests); zero means 10s. SIGHUP re-reads them at once.
 	SecretCheckInterval time.Duration
+	// LevelInterval is how often the instance reports its feature level
+	// and reads the cluster's (tests); zero means 5s.
+	LevelInterval time.Duration
 }
 
 // Center is one running instance.
@@ -84,6 +87,7 @@ type Center struct {
 	pool      *pgxpool.Pool
 	topics    *topicWatch
 	secrets   *secrets
+	level     *levelGate
 
 	listener net.Listener
 	server   *http.Server
@@ -236,6 +240,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		return nil, err
 	}
 	c.topics = newTopicWatch(cfg.Kafka, kadm.NewClient(c.dlqClient), opt.TopicCheckInterval, opt.Now, opt.Logger.With("component", "topics"))
+	c.level = c.newLevelGate(cfg, opt)
 	c.server = newHTTPServer(cfg.HTTP, handler)
 	c.listener = opt.Listener
 	return c, nil
@@ -375,6 +380,8 @@ func (c *Center) ready(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = fmt.Fprintf(w, "ok: owns %d partitions\n", len(c.Owned.Partitions()))
+	lv := c.level.State()
+	_, _ = fmt.Fprintf(w, "cluster level %d, this instance %d: %s\n", lv.Level, FeatureLevel, lv.Reason)
 }
 
 // Addr is the HTTP server's address once started.
@@ -410,6 +417,7 @@ func (c *Center) Start(ctx context.Context) error {
 		{"ingest", c.Ingester.Start},
 		{"retention", c.purger.Start},
 		{"store metrics", c.gauges.Start},
+		{"cluster level", c.level.Start},
 	} {
 		if err := s.start(ctx); err != nil {
 			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -447,6 +455,7 @@ func (c *Center) stop(ctx context.Context) error {
 	step("retention", c.purger.Stop)
 	step("store metrics", c.gauges.Stop)
 	step("secret files", c.secrets.Stop)
+	step("cluster level", c.level.Stop)
 	// 3. The HTTP server, then clients and the store.
 	if c.served != nil {
 		step("http", c.server.Shutdown)

@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,4 +69,28 @@ func TestUnknownStatusLeftAlone(t *testing.T) {
 	require.Empty(t, col.get("future:send-3"))
 	require.Zero(t, calls.Load(), "checked back")
 	checkForwarded(t, col, pl)
+}
+
+// /readyz names the cluster level: the lowest feature level of the live
+// instances, here two centers of this release.
+func TestReadyzShowsClusterLevel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "postgres")
+	first := e.startCenter(center.Options{LevelInterval: 100 * time.Millisecond})
+	second := e.startCenter(center.Options{LevelInterval: 100 * time.Millisecond})
+	want := fmt.Sprintf("cluster level %d, this instance %d: lowest of 2 live instances", center.FeatureLevel, center.FeatureLevel)
+	for _, c := range []*center.Center{first, second} {
+		var body string
+		require.Eventually(t, func() bool {
+			resp, err := http.Get("http://" + c.Addr() + "/readyz")
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			body = string(b)
+			return resp.StatusCode == http.StatusOK && strings.Contains(body, want)
+		}, time.Minute, 50*time.Millisecond, "readyz said %q", body)
+		require.True(t, c.ClusterLevel().AtLeast(center.FeatureLevel))
+	}
 }

@@ -1,0 +1,211 @@
+package center
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/internal/lifecycle"
+	"github.com/eventcenter/eventcenter/internal/version"
+	"github.com/eventcenter/eventcenter/store/postgres"
+)
+
+// FeatureLevel is this binary's feature level. The compatibility rule:
+// releases N and N-1 run together on the schema of N, and a feature that
+// needs every instance at level L (per-key order, say) switches on only
+// when the cluster level (the lowest level any live instance reports) is
+// at least L. Raise it in the release that adds such a feature; releases
+// before this one report nothing and count as level 0.
+const FeatureLevel = 1
+
+// LevelState is what an instance knows of the cluster's level.
+type LevelState struct {
+	// Level is the lowest level of the live instances, 0 when unknown or
+	// when some group member does not report one (a release before
+	// levels).
+	Level int
+	// Instances is how many live instances report a level; Members how
+	// many members the control topic's consumer group has (-1: unknown).
+	Instances, Members int
+	// Reason says how Level was decided, for /readyz and the logs.
+	Reason string
+}
+
+// AtLeast reports whether every instance runs at level n or later.
+func (s LevelState) AtLeast(n int) bool { return s.Level >= n }
+
+// computeLevel is the rule: the lowest reported level, unless the group
+// has more members than instances that report (one runs a release that
+// does not report: level 0). members < 0 means the group could not be
+// read; the reports alone decide then.
+func computeLevel(live []postgres.Instance, members int) LevelState {
+	s := LevelState{Instances: len(live), Members: members}
+	if len(live) == 0 {
+		s.Reason = "no instance reports a level yet"
+		return s
+	}
+	low := live[0]
+	for _, in := range live[1:] {
+		if in.Level < low.Level {
+			low = in
+		}
+	}
+	if members > len(live) {
+		s.Reason = fmt.Sprintf("%d consumer group members but %d instances report a level: an older release is running", members, len(live))
+		return s
+	}
+	s.Level = low.Level
+	s.Reason = fmt.Sprintf("lowest of %d live instances (%s, version %s)", len(live), low.ID, low.Version)
+	return s
+}
+
+// instanceRegistry records heartbeats (store/postgres on the center's pool).
+type instanceRegistry interface {
+	Report(ctx context.Context, in postgres.Instance) error
+	Live(ctx context.Context, ttl time.Duration) ([]postgres.Instance, error)
+	Forget(ctx context.Context, id string) error
+}
+
+type pgRegistry struct{ pool *pgxpool.Pool }
+
+func (r pgRegistry) Report(ctx context.Context, in postgres.Instance) error {
+	return postgres.ReportInstance(ctx, r.pool, in)
+}
+
+func (r pgRegistry) Live(ctx context.Context, ttl time.Duration) ([]postgres.Instance, error) {
+	return postgres.LiveInstances(ctx, r.pool, ttl)
+}
+
+func (r pgRegistry) Forget(ctx context.Context, id string) error {
+	return postgres.ForgetInstance(ctx, r.pool, id)
+}
+
+// groupMembers counts the control topic consumer group's members; -1 when
+// it cannot tell.
+type groupMembers func(ctx context.Context) int
+
+func kafkaGroupMembers(adm *kadm.Client, group string) groupMembers {
+	return func(ctx context.Context) int {
+		groups, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			return -1
+		}
+		g, ok := groups[group]
+		if !ok || g.Err != nil {
+			return -1
+		}
+		return len(g.Members)
+	}
+}
+
+// levelGate reports this instance's level every interval and works out
+// the cluster level; it logs every change.
+type levelGate struct {
+	*lifecycle.Loop
+	reg     instanceRegistry
+	members groupMembers
+	self    postgres.Instance
+	ttl     time.Duration
+	log     *slog.Logger
+
+	mu    sync.Mutex
+	state LevelState
+}
+
+func newInstanceID() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// newLevelGate: reg nil means the store cannot record instances (SQLite,
+// MySQL, sharded): the level stays 0 and says why.
+func newLevelGate(reg instanceRegistry, members groupMembers, self postgres.Instance, interval time.Duration, log *slog.Logger) *levelGate {
+	g := &levelGate{reg: reg, members: members, self: self, ttl: 4 * interval, log: log,
+		state: LevelState{Members: -1, Reason: "not reported yet"}}
+	if reg == nil {
+		g.state.Reason = "this store does not record instances: features that need every instance at a level stay off"
+	}
+	g.Loop = lifecycle.NewLoop(interval, g.tick)
+	return g
+}
+
+func (g *levelGate) tick(ctx context.Context) {
+	if g.reg == nil {
+		return
+	}
+	if err := g.reg.Report(ctx, g.self); err != nil {
+		if ctx.Err() == nil {
+			g.log.Warn("cluster level: heartbeat failed", "err", err)
+		}
+		return
+	}
+	live, err := g.reg.Live(ctx, g.ttl)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.log.Warn("cluster level: reading instances failed", "err", err)
+		}
+		return
+	}
+	members := -1
+	if g.members != nil {
+		members = g.members(ctx)
+	}
+	s := computeLevel(live, members)
+	g.mu.Lock()
+	old := g.state
+	g.state = s
+	g.mu.Unlock()
+	if s.Level != old.Level || s.Instances != old.Instances {
+		g.log.Info("cluster level", "level", s.Level, "this_instance_level", g.self.Level,
+			"instances", s.Instances, "group_members", s.Members, "reason", s.Reason)
+	}
+}
+
+// State is the cluster level as last worked out.
+func (g *levelGate) State() LevelState {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.state
+}
+
+// Stop stops the heartbeat and deletes this instance's row, so the level
+// moves on at once rather than after the ttl.
+func (g *levelGate) Stop(ctx context.Context) error {
+	err := g.Loop.Stop(ctx)
+	if g.reg != nil {
+		if ferr := g.reg.Forget(ctx, g.self.ID); ferr != nil {
+			g.log.Warn("cluster level: forgetting this instance failed; it drops out after its heartbeat expires", "err", ferr)
+		}
+	}
+	return err
+}
+
+func (c *Center) newLevelGate(cfg config.Config, opt Options) *levelGate {
+	interval := opt.LevelInterval
+	if interval <= 0 {
+		interval = 5 * time.Second
+	}
+	var reg instanceRegistry
+	if c.pool != nil {
+		reg = pgRegistry{c.pool}
+	}
+	self := postgres.Instance{ID: newInstanceID(), Level: FeatureLevel, Version: version.Version, StartedAt: time.Now()}
+	return newLevelGate(reg, kafkaGroupMembers(kadm.NewClient(c.dlqClient), cfg.Kafka.Group), self, interval,
+		opt.Logger.With("component", "clusterlevel", "instance", self.ID))
+}
+
+// ClusterLevel is the cluster's feature level as this instance last saw
+// it: a feature that needs every instance at level L asks
+// ClusterLevel().AtLeast(L).
+func (c *Center) ClusterLevel() LevelState { return c.level.State() }

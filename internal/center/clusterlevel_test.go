@@ -1,0 +1,113 @@
+package center
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/internal/pgtest"
+	"github.com/eventcenter/eventcenter/store/postgres"
+)
+
+func TestComputeLevel(t *testing.T) {
+	t.Parallel()
+	a := postgres.Instance{ID: "a", Level: 2, Version: "v2"}
+	b := postgres.Instance{ID: "b", Level: 1, Version: "v1"}
+	s := computeLevel(nil, -1)
+	require.Zero(t, s.Level)
+	require.Contains(t, s.Reason, "no instance")
+	s = computeLevel([]postgres.Instance{a}, 1)
+	require.Equal(t, 2, s.Level)
+	require.True(t, s.AtLeast(2))
+	s = computeLevel([]postgres.Instance{a, b}, 2)
+	require.Equal(t, 1, s.Level)
+	require.False(t, s.AtLeast(2))
+	require.Contains(t, s.Reason, "b, version v1")
+	s = computeLevel([]postgres.Instance{a}, 2)
+	require.Zero(t, s.Level, "a member that reports nothing runs an older release")
+	require.Contains(t, s.Reason, "an older release is running")
+	s = computeLevel([]postgres.Instance{a}, -1)
+	require.Equal(t, 2, s.Level, "the group could not be read: the reports decide")
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// The gate of an instance at level 2 opens (for level 2) only while every
+// live instance reports 2: it closes when a level-1 instance joins, opens
+// again when that one leaves, and stays closed while the consumer group
+// has a member that reports nothing (a release before levels).
+func TestLevelGateOpensAndCloses(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	require.NoError(t, postgres.Migrate(t.Context(), pool))
+	reg := pgRegistry{pool}
+	var members atomic.Int64
+	count := func(ctx context.Context) int { return int(members.Load()) }
+	var logs syncBuf
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	const interval = 50 * time.Millisecond
+	a := newLevelGate(reg, count, postgres.Instance{ID: "a", Level: 2, Version: "v2", StartedAt: time.Now()}, interval, log)
+	members.Store(1)
+	require.NoError(t, a.Start(t.Context()))
+	t.Cleanup(func() { _ = a.Stop(context.Background()) })
+	open := func() bool { return a.State().AtLeast(2) }
+	require.Eventually(t, open, 5*time.Second, 10*time.Millisecond, "alone at level 2: %+v", a.State())
+
+	b := newLevelGate(reg, count, postgres.Instance{ID: "b", Level: 1, Version: "v1", StartedAt: time.Now()}, interval, log)
+	members.Store(2)
+	require.NoError(t, b.Start(t.Context()))
+	require.Eventually(t, func() bool { s := a.State(); return s.Level == 1 && s.Instances == 2 }, 5*time.Second, 10*time.Millisecond,
+		"a level-1 instance joined: %+v", a.State())
+	require.False(t, open())
+
+	require.NoError(t, b.Stop(t.Context()))
+	members.Store(1)
+	require.Eventually(t, open, 5*time.Second, 10*time.Millisecond, "the level-1 instance left: %+v", a.State())
+
+	members.Store(2) // a member that writes no heartbeat
+	require.Eventually(t, func() bool { return a.State().Level == 0 }, 5*time.Second, 10*time.Millisecond)
+	require.Contains(t, a.State().Reason, "an older release is running")
+	members.Store(1)
+	require.Eventually(t, open, 5*time.Second, 10*time.Millisecond)
+	require.Contains(t, logs.String(), "msg=\"cluster level\" level=1")
+	require.Contains(t, logs.String(), "msg=\"cluster level\" level=2")
+}
+
+// An instance that dies without a clean stop drops out when its heartbeat
+// is older than the ttl.
+func TestLevelGateForgetsDeadInstances(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	require.NoError(t, postgres.Migrate(t.Context(), pool))
+	reg := pgRegistry{pool}
+	require.NoError(t, reg.Report(t.Context(), postgres.Instance{ID: "dead", Level: 1, Version: "v1", StartedAt: time.Now()}))
+	a := newLevelGate(reg, nil, postgres.Instance{ID: "a", Level: 2, Version: "v2", StartedAt: time.Now()}, 50*time.Millisecond, slog.New(slog.DiscardHandler))
+	require.NoError(t, a.Start(t.Context()))
+	t.Cleanup(func() { _ = a.Stop(context.Background()) })
+	require.Eventually(t, func() bool { return a.State().Level == 1 }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return a.State().AtLeast(2) }, 5*time.Second, 10*time.Millisecond,
+		"the dead instance's heartbeat expired: %+v", a.State())
+}
+
+// Without a store that records instances the level stays 0 and says why.
+func TestLevelGateWithoutRegistry(t *testing.T) {
+	t.Parallel()
+	g := newLevelGate(nil, nil, postgres.Instance{ID: "a", Level: 2}, 10*time.Millisecond, slog.New(slog.DiscardHandler))
+	require.NoError(t, g.Start(t.Context()))
+	time.Sleep(30 * time.Millisecond)
+	require.NoError(t, g.Stop(t.Context()))
+	require.Zero(t, g.State().Level)
+	require.Contains(t, g.State().Reason, "does not record instances")
+}
