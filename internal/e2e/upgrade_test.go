@@ -158,7 +158,8 @@ func startProbe(t *testing.T, pool *pgxpool.Pool) *writeProbe {
 // release to this tree: the previous center runs against PostgreSQL with
 // a table of upgradeRows messages, this tree's `migrate` runs while it
 // ingests and forwards, a center of this tree joins the same consumer
-// group, and the previous one stops. Every committed message is
+// group, and the previous one stops; then the binary is rolled back (the
+// previous release again, on the new schema). Every committed message is
 // forwarded, no rolled-back one is, and no insert waited a second during
 // the migration.
 //
@@ -256,6 +257,15 @@ func TestUpgradeRolling(t *testing.T) {
 	require.Zero(t, old.cmd.ProcessState.ExitCode(), "a clean stop of the previous center:\n%s", old.output.String())
 	require.Eventually(t, func() bool { return produced() >= before+600 }, time.Minute, 50*time.Millisecond,
 		"no load after the handover")
+
+	// Rolling the binary back: the previous release runs on the new schema.
+	before = produced()
+	back := startBinaryAt(t, previous, "serve", "--config", cfgPath)
+	time.Sleep(3 * time.Second)
+	next.interrupt(t)
+	require.Zero(t, next.cmd.ProcessState.ExitCode(), "a clean stop:\n%s", next.output.String())
+	require.Eventually(t, func() bool { return produced() >= before+600 }, time.Minute, 50*time.Millisecond,
+		"no load after the rollback")
 	close(stopLoad)
 	<-loadDone
 
@@ -264,6 +274,6 @@ func TestUpgradeRolling(t *testing.T) {
 	mu.Unlock()
 	col.waitFor(t, final.committed, 2*time.Minute)
 	checkForwarded(t, col, final)
-	next.interrupt(t)
-	require.Zero(t, next.cmd.ProcessState.ExitCode(), "a clean stop:\n%s", next.output.String())
+	back.interrupt(t)
+	require.Zero(t, back.cmd.ProcessState.ExitCode(), "a clean stop:\n%s", back.output.String())
 }
