@@ -11,7 +11,7 @@ import (
 // For the migration tests.
 var (
 	Migrations = migrations
-	Classify   = classify
+	Classify   = classifyDDL
 )
 
 // MigrateSteps applies ms with a lock wait of lockWait seconds, tries tries

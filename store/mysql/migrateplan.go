@@ -13,23 +13,23 @@ import (
 )
 
 var (
-	createTableRE = regexp.MustCompile("(?is)^\\s*CREATE\\s+TABLE\\s+(?:IF\\s+NOT\\s+EXISTS\\s+)?`?([A-Za-z_][A-Za-z0-9_$]*)`?")
-	alterTableRE  = regexp.MustCompile("(?is)^\\s*ALTER\\s+TABLE\\s+`?([A-Za-z_][A-Za-z0-9_$]*)`?")
-	createIndexRE = regexp.MustCompile("(?is)^\\s*CREATE\\s+(?:UNIQUE\\s+)?INDEX\\s+\\S+\\s+ON\\s+`?([A-Za-z_][A-Za-z0-9_$]*)`?")
-	lockNoneRE    = regexp.MustCompile(`(?i)\bLOCK\s*=\s*NONE\b`)
+	ddlCreateTableRE = regexp.MustCompile("(?is)^\\s*CREATE\\s+TABLE\\s+(?:IF\\s+NOT\\s+EXISTS\\s+)?`?([A-Za-z_][A-Za-z0-9_$]*)`?")
+	ddlAlterTableRE  = regexp.MustCompile("(?is)^\\s*ALTER\\s+TABLE\\s+`?([A-Za-z_][A-Za-z0-9_$]*)`?")
+	ddlCreateIndexRE = regexp.MustCompile("(?is)^\\s*CREATE\\s+(?:UNIQUE\\s+)?INDEX\\s+\\S+\\s+ON\\s+`?([A-Za-z_][A-Za-z0-9_$]*)`?")
+	ddlLockNoneRE    = regexp.MustCompile(`(?i)\bLOCK\s*=\s*NONE\b`)
 )
 
-// classify says what a MySQL / MariaDB statement locks.
-func classify(stmt string) migrate.PlanStatement {
+// classifyDDL says what a MySQL / MariaDB statement locks.
+func classifyDDL(stmt string) migrate.PlanStatement {
 	ps := migrate.PlanStatement{SQL: strings.SplitN(strings.TrimSpace(stmt), "\n", 2)[0]}
-	if createTableRE.MatchString(stmt) {
+	if ddlCreateTableRE.MatchString(stmt) {
 		ps.Lock = "none (a new table)"
 		return ps
 	}
 	table := ""
-	if m := alterTableRE.FindStringSubmatch(stmt); m != nil {
+	if m := ddlAlterTableRE.FindStringSubmatch(stmt); m != nil {
 		table = m[1]
-	} else if m := createIndexRE.FindStringSubmatch(stmt); m != nil {
+	} else if m := ddlCreateIndexRE.FindStringSubmatch(stmt); m != nil {
 		table = m[1]
 	}
 	if table == "" {
@@ -38,7 +38,7 @@ func classify(stmt string) migrate.PlanStatement {
 		return ps
 	}
 	ps.Table = table
-	if lockNoneRE.MatchString(stmt) {
+	if ddlLockNoneRE.MatchString(stmt) {
 		ps.Lock = "online DDL (LOCK=NONE) on " + table + ": reads and writes go on; an exclusive metadata lock for an instant at start and end, waiting at most lock_wait_timeout per try"
 		return ps
 	}
@@ -68,7 +68,7 @@ func Plan(ctx context.Context, db *sql.DB) (current, latest int, steps []migrate
 		}
 		step := migrate.PlanStep{Version: m.Version, Name: m.Name, NoTransaction: true}
 		for _, stmt := range m.Statements() {
-			ps := classify(stmt)
+			ps := classifyDDL(stmt)
 			if ps.Table != "" {
 				err := db.QueryRowContext(ctx, `SELECT COALESCE(table_rows, 0), COALESCE(data_length + index_length, 0)
 					FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?`, ps.Table).Scan(&ps.Rows, &ps.Bytes)

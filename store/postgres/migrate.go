@@ -246,7 +246,7 @@ func retryLocks(ctx context.Context, opts MigrateOptions, m migrate.Migration, s
 				try, opts.LockTimeout, err)
 		}
 		opts.Logger.Warn("migration step waited too long for a lock; trying again", "version", m.Version, "name", m.Name,
-			"statement", firstLine(stmt), "try", try, "wait", wait, "err", err)
+			"statement", stmtFirstLine(stmt), "try", try, "wait", wait, "err", err)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -264,7 +264,7 @@ func lockRetryable(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "55P03" || pgErr.Code == "40P01")
 }
 
-func firstLine(s string) string {
+func stmtFirstLine(s string) string {
 	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return l
 }

@@ -39,24 +39,24 @@ func indexBuildEstimate(rows, bytes int64, concurrent bool) time.Duration {
 }
 
 var (
-	createIndexRE = regexp.MustCompile(`(?is)^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+(CONCURRENTLY\s+)?(?:IF\s+NOT\s+EXISTS\s+)?(?:"?[A-Za-z_][A-Za-z0-9_$]*"?\s+)?ON\s+(?:ONLY\s+)?"?([A-Za-z_][A-Za-z0-9_$]*)"?`)
-	createTableRE = regexp.MustCompile(`(?is)^\s*CREATE\s+(?:UNLOGGED\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"?([A-Za-z_][A-Za-z0-9_$]*)"?`)
-	alterTableRE  = regexp.MustCompile(`(?is)^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?(?:ONLY\s+)?"?([A-Za-z_][A-Za-z0-9_$]*)"?\s+(.*)$`)
-	addColumnRE   = regexp.MustCompile(`(?is)^ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?[A-Za-z_"][^,]*$`)
-	volatileRE    = regexp.MustCompile(`(?i)\bDEFAULT\b.*\b(now|random|clock_timestamp|gen_random_uuid|nextval|timeofday)\s*\(|\bGENERATED\b.*\bSTORED\b`)
-	dropIndexRE   = regexp.MustCompile(`(?is)^\s*DROP\s+INDEX\s+(CONCURRENTLY\s+)?`)
+	ddlCreateIndexRE = regexp.MustCompile(`(?is)^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+(CONCURRENTLY\s+)?(?:IF\s+NOT\s+EXISTS\s+)?(?:"?[A-Za-z_][A-Za-z0-9_$]*"?\s+)?ON\s+(?:ONLY\s+)?"?([A-Za-z_][A-Za-z0-9_$]*)"?`)
+	ddlCreateTableRE = regexp.MustCompile(`(?is)^\s*CREATE\s+(?:UNLOGGED\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"?([A-Za-z_][A-Za-z0-9_$]*)"?`)
+	ddlAlterTableRE  = regexp.MustCompile(`(?is)^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?(?:ONLY\s+)?"?([A-Za-z_][A-Za-z0-9_$]*)"?\s+(.*)$`)
+	ddlAddColumnRE   = regexp.MustCompile(`(?is)^ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?[A-Za-z_"][^,]*$`)
+	ddlVolatileRE    = regexp.MustCompile(`(?i)\bDEFAULT\b.*\b(now|random|clock_timestamp|gen_random_uuid|nextval|timeofday)\s*\(|\bGENERATED\b.*\bSTORED\b`)
+	ddlDropIndexRE   = regexp.MustCompile(`(?is)^\s*DROP\s+INDEX\s+(CONCURRENTLY\s+)?`)
 )
 
-// classify says what a statement locks. created are the tables the step
+// classifyDDL says what a statement locks. created are the tables the step
 // creates before it (nobody else sees them until the step commits).
-func classify(stmt string, created map[string]bool) migrate.PlanStatement {
-	ps := migrate.PlanStatement{SQL: firstLine(stmt)}
-	if m := createTableRE.FindStringSubmatch(stmt); m != nil {
+func classifyDDL(stmt string, created map[string]bool) migrate.PlanStatement {
+	ps := migrate.PlanStatement{SQL: stmtFirstLine(stmt)}
+	if m := ddlCreateTableRE.FindStringSubmatch(stmt); m != nil {
 		created[m[1]] = true
 		ps.Lock = "none (a new table)"
 		return ps
 	}
-	if m := createIndexRE.FindStringSubmatch(stmt); m != nil {
+	if m := ddlCreateIndexRE.FindStringSubmatch(stmt); m != nil {
 		table := m[2]
 		if created[table] {
 			ps.Lock = "none (on a table this step creates)"
@@ -71,13 +71,13 @@ func classify(stmt string, created map[string]bool) migrate.PlanStatement {
 		ps.Blocks = true
 		return ps
 	}
-	if m := alterTableRE.FindStringSubmatch(stmt); m != nil {
+	if m := ddlAlterTableRE.FindStringSubmatch(stmt); m != nil {
 		table, action := m[1], strings.TrimSpace(m[2])
 		if created[table] {
 			ps.Lock = "none (on a table this step creates)"
 			return ps
 		}
-		if addColumnRE.MatchString(action) && !volatileRE.MatchString(action) {
+		if ddlAddColumnRE.MatchString(action) && !ddlVolatileRE.MatchString(action) {
 			ps.Lock = "ACCESS EXCLUSIVE on " + table + " for an instant (catalog only, no rewrite); waits at most lock_timeout per try"
 			return ps
 		}
@@ -86,7 +86,7 @@ func classify(stmt string, created map[string]bool) migrate.PlanStatement {
 		ps.Blocks = true
 		return ps
 	}
-	if m := dropIndexRE.FindStringSubmatch(stmt); m != nil {
+	if m := ddlDropIndexRE.FindStringSubmatch(stmt); m != nil {
 		if m[1] != "" {
 			ps.Lock = "SHARE UPDATE EXCLUSIVE: reads and writes go on"
 			return ps
@@ -132,12 +132,12 @@ func planSteps(ctx context.Context, pool *pgxpool.Pool, ms []migrate.Migration) 
 		step := migrate.PlanStep{Version: m.Version, Name: m.Name, NoTransaction: m.NoTransaction}
 		created := map[string]bool{}
 		for _, stmt := range m.Statements() {
-			ps := classify(stmt, created)
+			ps := classifyDDL(stmt, created)
 			if ps.Table != "" {
 				if err := tableSize(ctx, pool, &ps); err != nil {
 					return 0, nil, err
 				}
-				if createIndexRE.MatchString(stmt) || ps.Blocks {
+				if ddlCreateIndexRE.MatchString(stmt) || ps.Blocks {
 					ps.Estimate = indexBuildEstimate(ps.Rows, ps.Bytes, !ps.Blocks)
 				}
 			}

@@ -27,7 +27,7 @@ func TestClassify(t *testing.T) {
 		{"VACUUM FULL eventcenter_messages", "", "unknown statement", true},
 	} {
 		created := map[string]bool{"eventcenter_instances": true}
-		ps := classify(c.stmt, created)
+		ps := classifyDDL(c.stmt, created)
 		require.Equal(t, c.table, ps.Table, c.stmt)
 		require.Contains(t, ps.Lock, c.lock, c.stmt)
 		require.Equal(t, c.blocks, ps.Blocks, c.stmt)
