@@ -1,10 +1,8 @@
 package center
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/internal/pgtest"
 	"github.com/eventcenter/eventcenter/store/postgres"
+	"github.com/eventcenter/eventcenter/testsupport/logbuf"
 )
 
 func TestComputeLevel(t *testing.T) {
@@ -36,14 +35,6 @@ func TestComputeLevel(t *testing.T) {
 	require.Equal(t, 2, s.Level, "the group could not be read: the reports decide")
 }
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // The gate of an instance at level 2 opens (for level 2) only while every
 // live instance reports 2: it closes when a level-1 instance joins, opens
 // again when that one leaves, and stays closed while the consumer group
@@ -55,7 +46,7 @@ func TestLevelGateOpensAndCloses(t *testing.T) {
 	reg := pgRegistry{pool}
 	var members atomic.Int64
 	count := func(ctx context.Context) int { return int(members.Load()) }
-	var logs syncBuf
+	var logs logbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	const interval = 50 * time.Millisecond
 	a := newLevelGate(reg, count, postgres.Instance{ID: "a", Level: 2, Version: "v2", StartedAt: time.Now()}, interval, log)

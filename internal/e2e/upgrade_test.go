@@ -15,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/testsupport/logbuf"
 )
 
 // previousRelease is the commit of the release before this one, the
@@ -57,7 +59,7 @@ func buildPrevious(t *testing.T) string {
 // startBinaryAt runs the binary at path with args; it is killed at cleanup.
 func startBinaryAt(t *testing.T, path string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(path, args...), output: &syncBuffer{}, done: make(chan struct{})}
+	p := &process{cmd: exec.Command(path, args...), output: &logbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd.Stdout = p.output
 	p.cmd.Stderr = p.output
 	require.NoError(t, p.cmd.Start())
