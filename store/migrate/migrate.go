@@ -15,10 +15,10 @@ import (
 // databases that applied it before.
 const Table = "eventcenter_schema_migrations"
 
-// NoTransactionMarker, as the first line of a migration file, makes the
-// runner apply each statement of the file on its own, outside a
-// transaction: PostgreSQL's CREATE INDEX CONCURRENTLY needs it. Such a file
-// must be safe to run again after a failure half-way (IF NOT EXISTS; the
+// NoTransactionMarker is the first line of a migration file whose
+// statements the runner applies one by one, outside a transaction:
+// PostgreSQL's CREATE INDEX CONCURRENTLY needs it. Such a file must be
+// safe to run again after a failure half-way (IF NOT EXISTS; the
 // PostgreSQL runner drops an index an interrupted concurrent build left
 // invalid before it builds it again).
 const NoTransactionMarker = "-- eventcenter:no-transaction"
