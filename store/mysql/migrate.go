@@ -110,26 +110,19 @@ func migrateSteps(ctx context.Context, db *sql.DB, ms []migrate.Migration, opts 
 // execRetrying runs one DDL statement, again after a lock wait timeout or
 // a deadlock (the statement did not run), up to opts.tries times.
 func execRetrying(ctx context.Context, conn *sql.Conn, stmt string, opts migrateOptions) error {
-	wait := opts.backoff
-	for try := 1; ; try++ {
+	return migrate.LockRetry{
+		Tries: opts.tries, Backoff: opts.backoff, Retryable: lockRetryable,
+		Waited: fmt.Sprintf("lock_wait_timeout %ds for a metadata lock", opts.lockWaitSeconds),
+	}.Do(ctx, func() error {
 		_, err := conn.ExecContext(ctx, stmt)
-		var myErr *gomysql.MySQLError
-		if err == nil || !errors.As(err, &myErr) || (myErr.Number != errLockWaitTimeout && myErr.Number != errLockDeadlock) {
-			return err
-		}
-		if try >= opts.tries {
-			return fmt.Errorf("gave up after %d tries, each waiting at most lock_wait_timeout %ds for a metadata lock (a long transaction may hold one): %w",
-				try, opts.lockWaitSeconds, err)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		wait = min(wait*2, opts.backoff*16)
-	}
+		return err
+	})
+}
+
+// lockRetryable: a lock wait timeout or a deadlock (the statement did not run).
+func lockRetryable(err error) bool {
+	var myErr *gomysql.MySQLError
+	return errors.As(err, &myErr) && (myErr.Number == errLockWaitTimeout || myErr.Number == errLockDeadlock)
 }
 
 // statements splits a migration file into statements (migrate.Statements).

@@ -235,27 +235,14 @@ func runOutsideTx(ctx context.Context, conn *pgx.Conn, pool *pgxpool.Pool, m mig
 // retryLocks runs f until it succeeds, fails other than on a lock timeout
 // or deadlock, or opts.Tries tries are used.
 func retryLocks(ctx context.Context, opts MigrateOptions, m migrate.Migration, stmt string, f func() error) error {
-	wait := opts.Backoff
-	for try := 1; ; try++ {
-		err := f()
-		if err == nil || !lockRetryable(err) {
-			return err
-		}
-		if try >= opts.Tries {
-			return fmt.Errorf("gave up after %d tries, each waiting at most lock_timeout %s for a lock (a long transaction may hold one: see pg_stat_activity): %w",
-				try, opts.LockTimeout, err)
-		}
-		opts.Logger.Warn("migration step waited too long for a lock; trying again", "version", m.Version, "name", m.Name,
-			"statement", stmtFirstLine(stmt), "try", try, "wait", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		wait = min(wait*2, opts.Backoff*16)
-	}
+	return migrate.LockRetry{
+		Tries: opts.Tries, Backoff: opts.Backoff, Retryable: lockRetryable,
+		Waited: "lock_timeout " + opts.LockTimeout.String() + " for a lock (see pg_stat_activity)",
+		OnRetry: func(try int, wait time.Duration, err error) {
+			opts.Logger.Warn("migration step waited too long for a lock; trying again", "version", m.Version, "name", m.Name,
+				"statement", stmtFirstLine(stmt), "try", try, "wait", wait, "err", err)
+		},
+	}.Do(ctx, f)
 }
 
 // lockRetryable: lock_not_available (lock_timeout) or deadlock_detected.
