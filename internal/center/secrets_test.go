@@ -181,7 +181,9 @@ func TestSecretFilesAreReread(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond)
 	code, _ = get(t, hc, api, "first-token-0123456789")
 	require.Equal(t, http.StatusUnauthorized, code, "the old token no longer works")
-	require.Equal(t, "second-secret-x", secret())
+	// The two files are written one after the other: a check between the
+	// writes re-reads the token, the next one the secret.
+	require.Eventually(t, func() bool { return secret() == "second-secret-x" }, 10*time.Second, 5*time.Millisecond)
 
 	// SIGHUP re-reads at once: this rewrite keeps the size and the
 	// modification time, so only the signal can make it seen.
