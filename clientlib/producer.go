@@ -35,7 +35,8 @@ type Producer struct {
 
 // NewProducer returns a producer. With WithBrokers it creates a client
 // (acks=all, idempotent writes, Kafka's murmur2 key partitioner, a 2 ms
-// linger) that Close closes; with WithClient it uses the caller's.
+// linger, gzip batches unless WithCompression says otherwise) that Close
+// closes; with WithClient it uses the caller's.
 func NewProducer(opts ...Option) (*Producer, error) {
 	cfg := producerConfig{
 		controlTopic:    DefaultControlTopic,
@@ -63,6 +64,10 @@ func NewProducer(opts ...Option) (*Producer, error) {
 		decisionTimeout: cfg.decisionTimeout,
 	}
 	if p.cl == nil {
+		compression, err := kafkarec.CompressionOpt(cfg.compression)
+		if err != nil {
+			return nil, fmt.Errorf("new producer: %w", err)
+		}
 		kopts := append([]kgo.Opt{
 			kgo.SeedBrokers(cfg.brokers...),
 			kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -71,6 +76,7 @@ func NewProducer(opts ...Option) (*Producer, error) {
 			// client library puts a message's envelopes on one partition.
 			kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 			kgo.ProducerLinger(defaultLinger),
+			compression,
 			kgo.WithLogger(kslog.New(kafkaLog)),
 		}, append(cfg.security, cfg.kgoOpts...)...)
 		cl, err := kgo.NewClient(kopts...)

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/eventcenter/eventcenter/clientlib/kafkaauth"
+	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
 	"github.com/eventcenter/eventcenter/envelope"
 )
 
@@ -46,6 +47,9 @@ type producerConfig struct {
 	// WithKafkaAuth); secErr is a WithKafkaAuth that could not be built.
 	security []kgo.Opt
 	secErr   error
+	// compression is WithCompression's setting ("" is the default).
+	compression    string
+	compressionSet bool
 }
 
 // WithBrokers sets the seed brokers of a client the producer creates and
@@ -122,9 +126,27 @@ func WithKafkaAuth(cfg kafkaauth.Config) Option {
 	})
 }
 
+// WithCompression sets the codec of the control records the producer's
+// own client writes: "none", "gzip", "snappy", "lz4", "zstd", or a
+// comma-separated list in order of preference (default "gzip",
+// kafkarec.DefaultCompression: every mainstream Kafka client reads it
+// without extra packages; snappy or lz4 cost less CPU, none costs none
+// and sends more bytes). Not allowed with WithClient.
+func WithCompression(setting string) Option {
+	return optionFunc(func(c *producerConfig) { c.compression, c.compressionSet = setting, true })
+}
+
 func (c *producerConfig) validate() error {
 	if c.secErr != nil {
 		return c.secErr
+	}
+	if c.compressionSet {
+		if c.client != nil {
+			return errors.New("WithCompression applies to a client the producer creates, not to one given WithClient")
+		}
+		if _, err := kafkarec.Compression(c.compression); err != nil {
+			return fmt.Errorf("WithCompression: %w", err)
+		}
 	}
 	if c.client != nil && len(c.security) > 0 {
 		return errors.New("WithTLS, WithSASL and WithKafkaAuth apply to a client the producer creates, not to one given WithClient")

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
 	"github.com/eventcenter/eventcenter/envelope"
 )
 
@@ -95,6 +96,12 @@ type Config struct {
 	// and counted (eventcenter_dlq_dropped_total). The partition never
 	// waits longer.
 	DLQRetryBudget time.Duration
+	// DLQCompression is the codec of the dead letters: "none", "gzip",
+	// "snappy", "lz4", "zstd", or a comma-separated list in order of
+	// preference (kafkarec.Compression); "" means gzip
+	// (kafkarec.DefaultCompression), which every mainstream client reads
+	// without a codec package.
+	DLQCompression string
 	// ClientOptions are appended to the franz-go client options (TLS, SASL,
 	// client id, tests' timeouts); they may override the defaults.
 	ClientOptions []kgo.Opt
@@ -192,6 +199,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DLQRetryBudget < 0 {
 		bad("DLQRetryBudget", "must not be negative, got %v", c.DLQRetryBudget)
+	}
+	if _, err := kafkarec.Compression(c.DLQCompression); err != nil {
+		bad("DLQCompression", "%v", err)
 	}
 	return errors.Join(errs...)
 }

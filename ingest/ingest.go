@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/internal/startstop"
 	"github.com/eventcenter/eventcenter/store"
@@ -49,6 +50,8 @@ type Ingester struct {
 	joined atomic.Bool
 	// health says whether the consumer is consuming (see Consuming).
 	health health
+	// dlqCompression is Config.DLQCompression as a client option.
+	dlqCompression kgo.Opt
 }
 
 // Joined tells whether the consumer is in the group with its assignment:
@@ -99,11 +102,16 @@ func New(cfg Config, st Store, owned *Ownership) (*Ingester, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
+	compression, err := kafkarec.CompressionOpt(cfg.DLQCompression)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: DLQCompression: %w", err)
+	}
 	return &Ingester{
 		cfg: cfg, st: st, owned: owned,
-		log: cfg.Logger.With("topic", cfg.ControlTopic, "group", cfg.Group),
-		met: met,
-		dec: envelope.Decoder{MaxPayload: cfg.MaxPayload},
+		log:            cfg.Logger.With("topic", cfg.ControlTopic, "group", cfg.Group),
+		met:            met,
+		dec:            envelope.Decoder{MaxPayload: cfg.MaxPayload},
+		dlqCompression: compression,
 	}, nil
 }
 
@@ -220,6 +228,7 @@ func (in *Ingester) newRun(sr startstop.Run) (*run, error) {
 		// kicked out: its retry is abandoned and the partition rewound.
 		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { r.rebalanceWanted() }),
 		kgo.WithHooks(&in.health),
+		in.dlqCompression,
 	}
 	opts = append(opts, in.cfg.ClientOptions...)
 	cl, err := kgo.NewClient(opts...)
@@ -232,6 +241,7 @@ func (in *Ingester) newRun(sr startstop.Run) (*run, error) {
 			kgo.SeedBrokers(in.cfg.Brokers...),
 			kgo.ProducerLinger(0),
 			kgo.ProducerBatchMaxBytes(in.cfg.dlqBatchMax()),
+			in.dlqCompression,
 		}, in.cfg.ClientOptions...)
 		big, err := kgo.NewClient(bopts...)
 		if err != nil {

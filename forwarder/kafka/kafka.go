@@ -51,6 +51,12 @@ type Config struct {
 	// batch of many never grows past what a broker with default settings
 	// accepts. 0 means DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// Compression is the codec of the forwarded records: "none", "gzip",
+	// "snappy", "lz4", "zstd", or a comma-separated list in order of
+	// preference (kafkarec.Compression). "" means gzip
+	// (kafkarec.DefaultCompression), which every mainstream consumer
+	// reads without a codec package (KafkaJS 2.x reads no snappy).
+	Compression string
 	// ClientOptions are added after the target's own options (TLS, SASL,
 	// client id...) and override them.
 	ClientOptions []kgo.Opt
@@ -94,6 +100,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxMessageBytes != 0 && (c.MaxMessageBytes < 512 || c.MaxMessageBytes > maxBatchMax) {
 		errs = append(errs, fmt.Errorf("MaxMessageBytes must be 0 (default %d) or 512 to %d, got %d", DefaultMaxMessageBytes, maxBatchMax, c.MaxMessageBytes))
+	}
+	if _, err := kafkarec.Compression(c.Compression); err != nil {
+		errs = append(errs, fmt.Errorf("Compression: %w", err))
 	}
 	if c.UnknownTopicRetries < 0 {
 		errs = append(errs, fmt.Errorf("UnknownTopicRetries must not be negative, got %d", c.UnknownTopicRetries))
@@ -148,12 +157,17 @@ func New(cfg Config) (*Target, error) {
 		maxMsg = DefaultMaxMessageBytes
 	}
 	smallMax := min(defaultBatchMax, maxMsg)
+	compression, err := kafkarec.CompressionOpt(cfg.Compression)
+	if err != nil {
+		return nil, fmt.Errorf("kafka target %q: %w", cfg.Name, err)
+	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.MetadataMinAge(minAge),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(linger),
 		kgo.UnknownTopicRetries(retries),
+		compression,
 		kgo.WithLogger(kslog.New(cfg.Logger)),
 	}
 	if cfg.AutoCreateTopics {
