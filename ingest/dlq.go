@@ -395,6 +395,12 @@ func (in *Ingester) checkDLQAtStart(ctx context.Context, cl *kgo.Client) {
 
 // forwardedSize is the size of the record a PREPARE is forwarded as (value,
 // forward key, headers and ec-id), as the forwarder builds it.
-func forwardedSize(e *envelope.Envelope) int {
+func forwardedSize(e *envelope.Envelope) int { return ForwardedSize(e) }
+
+// ForwardedSize is the size of the record forwarded for a PREPARE:
+// payload, forward key, forwarded headers and ec-id. Ingest dead-letters a
+// PREPARE whose forwarded size exceeds MaxPayload + RecordOverhead (the
+// producer HTTP API refuses it up front by the same rule).
+func ForwardedSize(e *envelope.Envelope) int {
 	return len(e.Payload) + len(e.ForwardKey) + envelope.ForwardHeadersSize(e.Headers, len(e.BizID)+1+len(e.MessageKey))
 }
