@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventcenter/eventcenter/admin"
+	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/internal/config"
@@ -65,6 +66,9 @@ type Options struct {
 	// LevelInterval is how often the instance reports its feature level
 	// and reads the cluster's (tests); zero means 5s.
 	LevelInterval time.Duration
+	// IngressListener, when set, serves the producer API (ingress) instead
+	// of listening on ingress.listen, and turns it on.
+	IngressListener net.Listener
 }
 
 // Center is one running instance.
@@ -93,6 +97,8 @@ type Center struct {
 	server   *http.Server
 	served   chan error
 	started  atomic.Bool
+	// producerAPI is the producer HTTP API; nil when off.
+	producerAPI *producerAPI
 
 	stopOnce sync.Once
 	stopErr  error
@@ -214,6 +220,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		MinApplyRecords: cfg.Ingest.MinApplyRecords,
 		FreshFetchWait:  cfg.Ingest.FreshFetchWait,
 		DLQRetryBudget:  cfg.Ingest.DLQRetryBudget,
+		DLQCompression:  cfg.Kafka.Compression,
 		CheckTopic:      targetTopicCheck(cfg.Forward),
 		ClientOptions:   append(append(ingestOpts, kafkaAuth...), opt.KafkaOptions...),
 		Now:             opt.Now,
@@ -237,6 +244,9 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 
 	handler, err := c.httpHandler(cfg, opt)
 	if err != nil {
+		return nil, err
+	}
+	if c.producerAPI, err = c.newProducerAPI(cfg, opt); err != nil {
 		return nil, err
 	}
 	c.topics = newTopicWatch(cfg.Kafka, kadm.NewClient(c.dlqClient), opt.TopicCheckInterval, opt.Now, opt.Logger.With("component", "topics"))
@@ -302,7 +312,12 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	dlqClient, err := kgo.NewClient(append(append([]kgo.Opt{kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ClientID(cfg.Kafka.ClientID + "-admin")}, kafkaAuth...), opt.KafkaOptions...)...)
+	// It also writes replayed dead letters to the control topic.
+	compression, err := kafkarec.CompressionOpt(cfg.Kafka.Compression)
+	if err != nil {
+		return nil, fmt.Errorf("kafka.compression: %w", err)
+	}
+	dlqClient, err := kgo.NewClient(append(append([]kgo.Opt{kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ClientID(cfg.Kafka.ClientID + "-admin"), compression}, kafkaAuth...), opt.KafkaOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter client: %w", err)
 	}
@@ -406,6 +421,14 @@ func (c *Center) Start(ctx context.Context) error {
 	}
 	c.served = make(chan error, 1)
 	go func() { c.served <- c.server.Serve(c.listener) }()
+	if c.producerAPI != nil {
+		if err := c.producerAPI.start(c.cfg.Ingress.Listen); err != nil {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_ = c.Stop(stopCtx)
+			return err
+		}
+	}
 	for _, s := range []struct {
 		name  string
 		start func(context.Context) error
@@ -427,7 +450,7 @@ func (c *Center) Start(ctx context.Context) error {
 		}
 	}
 	c.started.Store(true)
-	c.log.Info("eventcenter started", "http", c.Addr(), "control_topic", c.cfg.Kafka.ControlTopic, "version", version.Version)
+	c.log.Info("eventcenter started", "http", c.Addr(), "producer_api", c.IngressAddr(), "control_topic", c.cfg.Kafka.ControlTopic, "version", version.Version)
 	return nil
 }
 
@@ -446,6 +469,11 @@ func (c *Center) stop(ctx context.Context) error {
 		}
 	}
 	c.started.Store(false)
+	// 0. No more producer API requests (those in flight finish).
+	if c.producerAPI != nil {
+		step("producer API", c.producerAPI.stop)
+		c.producerAPI = nil
+	}
 	step("control topic check", c.topics.Stop)
 	// 1. Stop consuming: ingest finishes its batch and commits offsets.
 	step("ingest", c.Ingester.Stop)
@@ -468,6 +496,10 @@ func (c *Center) stop(ctx context.Context) error {
 }
 
 func (c *Center) closeAll() {
+	if c.producerAPI != nil { // built, never started
+		c.producerAPI.client.Close()
+		c.producerAPI = nil
+	}
 	for name, t := range c.targets {
 		if err := t.Close(); err != nil {
 			c.log.Warn("close forward target", "target", name, "err", err)

@@ -228,7 +228,7 @@ func newTarget(t config.Target, cfg config.Config, opt Options) (forwarder.Targe
 		}
 		kopts := append(append([]kgo.Opt{kgo.ClientID(cfg.Kafka.ClientID + "-" + t.Name)}, auth...), opt.KafkaOptions...)
 		return kafka.New(kafka.Config{Name: t.Name, Brokers: brokers, AutoCreateTopics: t.AutoCreateTopics,
-			MaxMessageBytes: cfg.MessageBytes(t), ClientOptions: kopts, Logger: log})
+			MaxMessageBytes: cfg.MessageBytes(t), Compression: t.Compression, ClientOptions: kopts, Logger: log})
 	case "rocketmq":
 		group := t.Group
 		if group == "" {

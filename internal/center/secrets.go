@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eventcenter/eventcenter/admin"
+	"github.com/eventcenter/eventcenter/ingress"
 	"github.com/eventcenter/eventcenter/internal/config"
 )
 
@@ -26,7 +27,7 @@ import (
 const defaultSecretCheck = 10 * time.Second
 
 // secrets keeps the secrets read from files (admin.tokens[].token_file,
-// checkback.biz[].secret_file) current: it re-reads them on SIGHUP and
+// ingress.tokens[].token_file, checkback.biz[].secret_file) current: it re-reads them on SIGHUP and
 // when a file's size or modification time changes. A file that cannot be
 // read or is empty leaves the previous value in force (logged, counted).
 // Values are never logged: only the key and the file name.
@@ -38,8 +39,10 @@ type secrets struct {
 	reloads  prometheus.Counter
 
 	tokens atomic.Pointer[[]admin.Token]
-	biz    sync.Map // bizID → *atomic.Pointer[string]
-	seen   map[string]fileStamp
+	// producer are the producer API's tokens.
+	producer atomic.Pointer[[]ingress.Token]
+	biz      sync.Map // bizID → *atomic.Pointer[string]
+	seen     map[string]fileStamp
 
 	stop chan struct{}
 	done chan struct{}
@@ -67,6 +70,8 @@ func newSecrets(cfg config.Config, log *slog.Logger, interval time.Duration, reg
 	reg.MustRegister(s.errors, s.reloads)
 	ts := adminTokens(cfg)
 	s.tokens.Store(&ts)
+	pts := producerTokens(cfg)
+	s.producer.Store(&pts)
 	for _, b := range cfg.Checkback.Biz {
 		p := &atomic.Pointer[string]{}
 		v := b.Secret
@@ -84,6 +89,17 @@ func adminTokens(cfg config.Config) []admin.Token {
 	}
 	return out
 }
+
+func producerTokens(cfg config.Config) []ingress.Token {
+	out := make([]ingress.Token, 0, len(cfg.Ingress.Tokens))
+	for _, t := range cfg.Ingress.Tokens {
+		out = append(out, ingress.Token{Name: t.Name, Token: t.Token, BizIDs: t.BizIDs, Rate: t.Rate, Burst: t.Burst})
+	}
+	return out
+}
+
+// ProducerTokens is the producer API's TokenSource.
+func (s *secrets) ProducerTokens() []ingress.Token { return *s.producer.Load() }
 
 // Tokens is the admin handler's TokenSource.
 func (s *secrets) Tokens() []admin.Token { return *s.tokens.Load() }
@@ -105,6 +121,11 @@ func (s *secrets) files() map[string]string {
 	for i, t := range s.cfg.Admin.Tokens {
 		if t.TokenFile != "" {
 			out[fmt.Sprintf("admin.tokens[%d].token_file", i)] = t.TokenFile
+		}
+	}
+	for i, t := range s.cfg.Ingress.Tokens {
+		if t.TokenFile != "" {
+			out[fmt.Sprintf("ingress.tokens[%d].token_file", i)] = t.TokenFile
 		}
 	}
 	for i, b := range s.cfg.Checkback.Biz {
@@ -143,6 +164,16 @@ func (s *secrets) reload(why string) {
 		}
 	}
 	s.tokens.Store(&tokens)
+	producer := append([]ingress.Token(nil), *s.producer.Load()...)
+	for i, t := range s.cfg.Ingress.Tokens {
+		if t.TokenFile == "" || i >= len(producer) {
+			continue
+		}
+		if v, ok := s.read(fmt.Sprintf("ingress.tokens[%d].token_file", i), t.TokenFile); ok {
+			producer[i].Token = v
+		}
+	}
+	s.producer.Store(&producer)
 	for i, b := range s.cfg.Checkback.Biz {
 		if b.SecretFile == "" {
 			continue
@@ -158,7 +189,7 @@ func (s *secrets) reload(why string) {
 
 func (s *secrets) read(key, path string) (string, bool) {
 	v, err := config.ReadSecretFile(path)
-	if err != nil || len(v) < 16 && strings.HasPrefix(key, "admin.") {
+	if err != nil || len(v) < 16 && (strings.HasPrefix(key, "admin.") || strings.HasPrefix(key, "ingress.")) {
 		if err == nil {
 			err = fmt.Errorf("%s: a token must be at least 16 characters", path)
 		}

@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/eventcenter/eventcenter/clientlib/kafkaauth"
+	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
 	"github.com/eventcenter/eventcenter/envelope/checkback"
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/forwarder/kafka"
@@ -41,6 +42,8 @@ type Config struct {
 	Checkback Checkback `yaml:"checkback"`
 	Retention Retention `yaml:"retention"`
 	Log       Log       `yaml:"log"`
+	// Ingress is the producer HTTP API (ingress.go).
+	Ingress Ingress `yaml:"ingress"`
 
 	// source maps the YAML path of each field ApplyEnv or a flag set to
 	// the variable or flag, so that Validate names where the value came
@@ -74,6 +77,12 @@ type Kafka struct {
 	// center creates (kafka.create_topics); it bounds how many instances
 	// share the work.
 	ControlPartitions int `yaml:"control_partitions" env:"EVENTCENTER_KAFKA_CONTROL_PARTITIONS"`
+	// Compression is the codec of what the center writes to this cluster:
+	// dead letters and the producer HTTP API's control records. One of
+	// none, gzip, snappy, lz4, zstd, or a comma-separated list in order
+	// of preference; "" means gzip, which every mainstream client reads
+	// without a codec package (see kafkarec.DefaultCompression).
+	Compression string `yaml:"compression" env:"EVENTCENTER_KAFKA_COMPRESSION"`
 	// Auth is kafka.tls and kafka.sasl (see security.go).
 	Auth kafkaauth.Config `yaml:",inline"`
 }
@@ -202,6 +211,10 @@ type Target struct {
 	// 4 MiB. It must fit every message ingest accepts (see
 	// MinMessageBytes).
 	MaxMessageBytes int `yaml:"max_message_bytes"`
+	// Compression is a Kafka target's codec, as kafka.compression ("":
+	// gzip, which every mainstream consumer reads without a codec
+	// package; KafkaJS 2.x reads no snappy, franz-go's own default).
+	Compression string `yaml:"compression"`
 	// Auth is the target's tls and sasl (kafka; see security.go).
 	Auth kafkaauth.Config `yaml:",inline"`
 	// ACL is the target's access_key, secret_key (rocketmq).
@@ -352,6 +365,7 @@ func Default() Config {
 		},
 		Retention: Retention{Period: retention.DefaultPeriod, Interval: retention.DefaultInterval, Batch: retention.DefaultBatch, AuditPeriod: DefaultAuditPeriod},
 		Log:       Log{Level: "info", Format: "text"},
+		Ingress:   defaultIngress(),
 	}
 }
 
@@ -566,6 +580,9 @@ func (c *Config) Validate() error {
 	if c.Kafka.MetadataMaxAge != 0 && c.Kafka.MetadataMaxAge < time.Second {
 		bad("kafka.metadata_max_age", "must be 0 (default) or at least 1s")
 	}
+	if _, err := kafkarec.Compression(c.Kafka.Compression); err != nil {
+		bad("kafka.compression", "%v", err)
+	}
 	if c.Kafka.ControlPartitions < 1 || c.Kafka.ControlPartitions > MaxControlPartitions {
 		bad("kafka.control_partitions", "must be 1 to %d, got %d", MaxControlPartitions, c.Kafka.ControlPartitions)
 	}
@@ -654,6 +671,7 @@ func (c *Config) Validate() error {
 	c.validateForward(bad)
 	c.validateCheckback(bad)
 	c.validateSecurity(bad)
+	c.validateIngress(bad)
 	if c.Retention.Period < 0 {
 		bad("retention.period", "must not be negative (0 keeps everything)")
 	}
@@ -711,6 +729,9 @@ func (c *Config) validateForward(bad func(string, string, ...any)) {
 					bad(fmt.Sprintf("%s.brokers[%d]", field, j), "%q is not host:port", b)
 				}
 			}
+			if _, err := kafkarec.Compression(t.Compression); err != nil {
+				bad(field+".compression", "%v", err)
+			}
 		case "rocketmq":
 			if len(t.NameServers) == 0 {
 				bad(field+".name_servers", "at least one ip:port is required for a rocketmq target")
@@ -719,6 +740,9 @@ func (c *Config) validateForward(bad func(string, string, ...any)) {
 				if err := checkNameServer(a); err != nil {
 					bad(fmt.Sprintf("%s.name_servers[%d]", field, j), "%v", err)
 				}
+			}
+			if t.Compression != "" {
+				bad(field+".compression", "is for kafka targets")
 			}
 			if t.Group != "" && (len(t.Group) > 255 || !rocketmqGroup.MatchString(t.Group)) {
 				bad(field+".group", "%q must be 1 to 255 characters of letters, digits, %%, |, _ and -", t.Group)

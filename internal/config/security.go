@@ -71,7 +71,7 @@ func ReadSecretFile(path string) (string, error) {
 }
 
 // ResolveSecrets reads the secrets given as files into their fields: admin
-// tokens (token_file), check-back secrets (secret_file) and RocketMQ secret
+// and producer tokens (token_file), check-back secrets (secret_file) and RocketMQ secret
 // keys (secret_key_file); the file names stay, for the center to re-read
 // them when they change. Kafka and store passwords are read at each
 // connection instead. Errors name the key and the file only.
@@ -123,6 +123,7 @@ func (c *Config) ResolveSecrets() error {
 		b := &c.Checkback.Biz[i]
 		read(fmt.Sprintf("checkback.biz[%d].secret_file", i), b.SecretFile, &b.Secret)
 	}
+	c.resolveIngressSecrets(read)
 	for i := range c.Forward.Targets {
 		a := &c.Forward.Targets[i].ACL
 		read(fmt.Sprintf("forward.targets[%d].secret_key_file", i), a.SecretKeyFile, &a.SecretKey)
