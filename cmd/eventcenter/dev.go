@@ -33,6 +33,11 @@ type devFlags struct {
 	rocketmq   bool
 	allow      []string
 	configPath string
+	// ingressListen is the producer HTTP API's address ("" turns it off);
+	// ingressSet says it was given on the command line (it then wins
+	// over --config).
+	ingressListen string
+	ingressSet    bool
 	overrides
 }
 
@@ -45,7 +50,9 @@ func newDev() *cobra.Command {
 keeps its data and the SQLite store under --data-dir (so a restart keeps
 everything), creates the control and dead-letter topics, forwards to the same
 broker (business topics are created on first use), and serves the admin API,
-the console (/ui) and /metrics on --http-listen without authentication.
+the console (/ui) and /metrics on --http-listen without authentication, and
+the producer HTTP API (POST /v1/messages/{bizID}/{key}/prepare|commit|rollback)
+on --ingress-listen without tokens.
 
 With --rocketmq it also starts the project's wire-level RocketMQ stand-in and
 configures a forward target named "rocketmq" (use ec-target: rocketmq). The
@@ -53,6 +60,7 @@ stand-in is test code: it is only in a binary built with -tags rocketmqfake
 (go run -tags rocketmqfake ./cmd/eventcenter dev --rocketmq).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.ingressSet = cmd.Flags().Changed("ingress-listen")
 			return runDev(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -62,6 +70,7 @@ stand-in is test code: it is only in a binary built with -tags rocketmqfake
 	cmd.Flags().BoolVar(&f.rocketmq, "rocketmq", false, "also start the RocketMQ stand-in as forward target \"rocketmq\"")
 	cmd.Flags().StringSliceVar(&f.allow, "allow-checkback", []string{"http://127.0.0.1:8090", "http://localhost:8090"}, "check-back endpoints (origins or URL prefixes) the center may call")
 	cmd.Flags().StringVarP(&f.configPath, "config", "c", "", "optional YAML applied over the dev defaults")
+	cmd.Flags().StringVar(&f.ingressListen, "ingress-listen", "127.0.0.1:8081", "producer HTTP API address, without tokens (overrides ingress.listen; empty turns it off)")
 	f.overrides.register(cmd)
 	return cmd
 }
@@ -79,6 +88,8 @@ func devConfig(f devFlags, brokers []string) (config.Config, error) {
 	cfg.Checkback.Allow = f.allow
 	cfg.Checkback.FirstDelay = 5 * time.Second
 	cfg.Checkback.BackoffBase = 2 * time.Second
+	cfg.Ingress.Listen = f.ingressListen
+	cfg.Ingress.Insecure = true
 	if f.configPath != "" {
 		data, err := os.ReadFile(f.configPath)
 		if err != nil {
@@ -90,6 +101,10 @@ func devConfig(f devFlags, brokers []string) (config.Config, error) {
 	}
 	if err := config.ApplyEnv(&cfg); err != nil {
 		return cfg, err
+	}
+	if f.ingressSet {
+		cfg.Ingress.Listen = f.ingressListen
+		cfg.SetByFlag("ingress.listen", "--ingress-listen")
 	}
 	f.overrides.apply(&cfg)
 	return cfg, nil
@@ -184,7 +199,7 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 	ctx, cancel := shutdown.SignalContext(ctx, log)
 	defer cancel()
 	return runCenter(ctx, cfg, center.Options{Logger: log}, func(c *center.Center) {
-		printWelcome(stdout, cfg, f.dataDir, c.Addr(), rmqAddr)
+		printWelcome(stdout, cfg, f.dataDir, c.Addr(), c.IngressAddr(), rmqAddr)
 	})
 }
 
@@ -338,10 +353,11 @@ func createTopics(ctx context.Context, brokers []string, partitions int, topics 
 	return nil
 }
 
-// printWelcome tells where everything runs; rmqAddr is the RocketMQ
-// stand-in's name server, empty without --rocketmq. It never prints a
-// secret: the store's DSN is shown with its password redacted.
-func printWelcome(w io.Writer, cfg config.Config, dataDir, httpAddr, rmqAddr string) {
+// printWelcome tells where everything runs; ingressAddr is the producer
+// API's address, empty when it is off; rmqAddr is the RocketMQ stand-in's
+// name server, empty without --rocketmq. It never prints a secret: the
+// store's DSN is shown with its password redacted.
+func printWelcome(w io.Writer, cfg config.Config, dataDir, httpAddr, ingressAddr, rmqAddr string) {
 	_, _ = fmt.Fprintf(w, `eventcenter dev is running.
 
   %-16s %[2]s   control topic %[3]s, dead letters %[4]s
@@ -351,6 +367,9 @@ func printWelcome(w io.Writer, cfg config.Config, dataDir, httpAddr, rmqAddr str
   Metrics:         http://%[7]s/metrics
 `, "Kafka (kfake):", cfg.Kafka.Brokers[0], cfg.Kafka.ControlTopic, cfg.Kafka.DLQ(),
 		"Store ("+config.DriverName(cfg.Store.Driver)+"):", cfg.Store.Describe(), httpAddr)
+	if ingressAddr != "" {
+		_, _ = fmt.Fprintf(w, "  Producer API:    http://%s/v1/ (no Kafka client needed; OpenAPI at /v1/openapi.json)\n", ingressAddr)
+	}
 	if rmqAddr != "" {
 		_, _ = fmt.Fprintf(w, "  RocketMQ:        name server %s (forward target \"rocketmq\")\n", rmqAddr)
 	}
@@ -359,9 +378,16 @@ Send a transactional message with kcat:
   echo 'hello'  | kcat -P -b %[1]s -t %[2]s -k 'orders:o-1' -H ec-type=prepare -H ec-biz=orders -H ec-key=o-1 -H ec-topic=orders.events -H ec-fkey=o-1
   echo 'commit' | kcat -P -b %[1]s -t %[2]s -k 'orders:o-1' -H ec-type=commit -H ec-biz=orders -H ec-key=o-1
   kcat -C -b %[1]s -t orders.events -o beginning -e -f 'key=%%k headers=%%h value=%%s\n'
-
-Press Ctrl-C to stop (%[3]s).
-`, cfg.Kafka.Brokers[0], cfg.Kafka.ControlTopic, whereDataStays(cfg.Store, dataDir))
+`, cfg.Kafka.Brokers[0], cfg.Kafka.ControlTopic)
+	if ingressAddr != "" {
+		_, _ = fmt.Fprintf(w, `
+Or over HTTP, without a Kafka client:
+  curl -X POST http://%[1]s/v1/messages/orders/o-2/prepare -H 'ec-topic: orders.events' -H 'ec-fkey: o-2' -d 'hello'
+  curl -X POST http://%[1]s/v1/messages/orders/o-2/commit
+  curl http://%[1]s/v1/messages/orders/o-2
+`, ingressAddr)
+	}
+	_, _ = fmt.Fprintf(w, "\nPress Ctrl-C to stop (%s).\n", whereDataStays(cfg.Store, dataDir))
 }
 
 // whereDataStays says where dev keeps its data: the data directory (the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,15 +19,15 @@ import (
 )
 
 // startDev runs dev on dataDir (any free ports) until the test ends and
-// returns once it printed its banner.
-func startDev(t *testing.T, dataDir string) {
+// returns its banner once it printed it.
+func startDev(t *testing.T, dataDir string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	var out, logs logbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		root := newRoot(&out, &logs)
-		root.SetArgs([]string{"dev", "--data-dir", dataDir, "--kafka-addr", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--partitions", "1"})
+		root.SetArgs([]string{"dev", "--data-dir", dataDir, "--kafka-addr", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ingress-listen", "127.0.0.1:0", "--partitions", "1"})
 		done <- root.ExecuteContext(ctx)
 	}()
 	t.Cleanup(func() {
@@ -48,6 +49,7 @@ func startDev(t *testing.T, dataDir string) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	return out.String()
 }
 
 // A second dev on the same data directory (other ports) refuses to start,
@@ -61,7 +63,7 @@ func TestDevDataDirIsExclusiveAndPrivate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	root := newRoot(io.Discard, io.Discard)
-	root.SetArgs([]string{"dev", "--data-dir", dataDir, "--kafka-addr", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"})
+	root.SetArgs([]string{"dev", "--data-dir", dataDir, "--kafka-addr", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ingress-listen", "127.0.0.1:0"})
 	err := root.ExecuteContext(ctx)
 	require.ErrorContains(t, err, fmt.Sprintf("in use by process %d", os.Getpid()))
 	require.ErrorContains(t, err, "--data-dir")
@@ -99,4 +101,84 @@ func TestDevTightensAnOldDataDir(t *testing.T) {
 	require.NoError(t, os.Chmod(dataDir, 0o755))
 	startDev(t, dataDir)
 	checkPrivate(t, dataDir)
+}
+
+// shellWords splits a command line with single quotes, as the banner
+// writes them.
+func shellWords(line string) []string {
+	var words []string
+	var cur strings.Builder
+	in, quoted := false, false
+	for _, r := range line {
+		switch {
+		case r == '\'':
+			in, quoted = !in, true
+		case r == ' ' && !in:
+			if cur.Len() > 0 || quoted {
+				words = append(words, cur.String())
+			}
+			cur.Reset()
+			quoted = false
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	if cur.Len() > 0 || quoted {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+// The banner's curl lines work as printed: prepare and commit over HTTP
+// are accepted, and the state shows the message committed and sent.
+func TestDevBannerCurlLines(t *testing.T) {
+	banner := startDev(t, filepath.Join(t.TempDir(), "data"))
+	require.Contains(t, banner, "Producer API:")
+	var lines []string
+	for line := range strings.Lines(banner) {
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, "curl ") {
+			lines = append(lines, l)
+		}
+	}
+	require.Len(t, lines, 3, banner)
+	run := func(line string) (int, string) {
+		words := shellWords(line)
+		method, body, url := "GET", "", ""
+		var hdr [][2]string
+		for i := 1; i < len(words); i++ {
+			switch words[i] {
+			case "-X":
+				i++
+				method = words[i]
+			case "-H":
+				i++
+				k, v, _ := strings.Cut(words[i], ": ")
+				hdr = append(hdr, [2]string{k, v})
+			case "-d":
+				i++
+				body = words[i]
+			default:
+				url = words[i]
+			}
+		}
+		req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+		require.NoError(t, err)
+		for _, h := range hdr {
+			req.Header.Set(h[0], h[1])
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, string(b)
+	}
+	for _, line := range lines[:2] {
+		code, body := run(line)
+		require.Equal(t, http.StatusAccepted, code, "%s: %s", line, body)
+	}
+	require.Eventually(t, func() bool {
+		code, body := run(lines[2])
+		return code == http.StatusOK && strings.Contains(body, `"status":"COMMITTED"`) && strings.Contains(body, `"send_status":"SENT"`)
+	}, 30*time.Second, 50*time.Millisecond)
 }

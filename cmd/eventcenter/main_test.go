@@ -97,7 +97,7 @@ func TestDevWelcomeConsumeCommandExits(t *testing.T) {
 	cfg := config.Default()
 	cfg.Store = config.Store{Driver: "sqlite", DSN: "/tmp/dev/eventcenter.db"}
 	var out bytes.Buffer
-	printWelcome(&out, cfg, "/tmp/dev", "127.0.0.1:8080", "")
+	printWelcome(&out, cfg, "/tmp/dev", "127.0.0.1:8080", "", "")
 	var consume string
 	for line := range strings.Lines(out.String()) {
 		if strings.Contains(line, "kcat -C") {
@@ -215,7 +215,7 @@ func TestDevWelcomeRedactsTheStoreDSN(t *testing.T) {
 		cfg := config.Default()
 		cfg.Store = tc.store
 		var out bytes.Buffer
-		printWelcome(&out, cfg, "/tmp/dev", "127.0.0.1:8080", "")
+		printWelcome(&out, cfg, "/tmp/dev", "127.0.0.1:8080", "", "")
 		require.NotContains(t, out.String(), "s3c", "a password is printed:\n%s", out.String())
 		require.Regexp(t, regexp.QuoteMeta(tc.label)+" +"+regexp.QuoteMeta(tc.shown)+"\n", out.String())
 		require.Contains(t, out.String(), "Press Ctrl-C to stop (")
@@ -249,7 +249,7 @@ func TestDevWelcomePrepareHasAForwardKey(t *testing.T) {
 	cfg := config.Default()
 	cfg.Store = config.Store{Driver: "sqlite", DSN: "/tmp/dev/eventcenter.db"}
 	var out bytes.Buffer
-	printWelcome(&out, cfg, "/tmp/dev", "127.0.0.1:8080", "")
+	printWelcome(&out, cfg, "/tmp/dev", "127.0.0.1:8080", "", "")
 	var prepare string
 	for line := range strings.Lines(out.String()) {
 		if strings.Contains(line, "ec-type=prepare") {

@@ -160,7 +160,7 @@ func TestDevWithKcat(t *testing.T) {
 	}
 	port := freePort(t)
 	broker := fmt.Sprintf("127.0.0.1:%d", port)
-	dev := startBinary(t, "dev", "--kafka-addr", broker, "--data-dir", t.TempDir(), "--http-listen", "127.0.0.1:0")
+	dev := startBinary(t, "dev", "--kafka-addr", broker, "--data-dir", t.TempDir(), "--http-listen", "127.0.0.1:0", "--ingress-listen", "127.0.0.1:0")
 	require.Eventually(t, func() bool { return strings.Contains(dev.output.String(), "eventcenter dev is running") },
 		time.Minute, 20*time.Millisecond, "dev did not start:\n%s", dev.output.String())
 

@@ -39,7 +39,7 @@ func TestDevKeepsAutoCreatedTopicsAcrossKill9(t *testing.T) {
 	broker := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	startDev := func() (*process, string) {
 		httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		p := startBinary(t, "dev", "--kafka-addr", broker, "--data-dir", dataDir, "--http-listen", httpAddr)
+		p := startBinary(t, "dev", "--kafka-addr", broker, "--data-dir", dataDir, "--http-listen", httpAddr, "--ingress-listen", "127.0.0.1:0")
 		require.Eventually(t, func() bool { return strings.Contains(p.output.String(), "eventcenter dev is running") },
 			time.Minute, 20*time.Millisecond, "dev did not start:\n%s", p.output.String())
 		return p, httpAddr

@@ -31,7 +31,7 @@ func TestDevTakesRecordsAtThePayloadLimit(t *testing.T) {
 	const devControl, topic = "eventcenter.control", "big.events"
 	broker := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p := startBinary(t, "dev", "--kafka-addr", broker, "--data-dir", t.TempDir(), "--http-listen", httpAddr, "--partitions", "1")
+	p := startBinary(t, "dev", "--kafka-addr", broker, "--data-dir", t.TempDir(), "--http-listen", httpAddr, "--ingress-listen", "127.0.0.1:0", "--partitions", "1")
 	require.Eventually(t, func() bool { return strings.Contains(p.output.String(), "eventcenter dev is running") },
 		time.Minute, 20*time.Millisecond, "dev did not start:\n%s", p.output.String())
 

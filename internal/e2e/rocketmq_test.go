@@ -524,7 +524,7 @@ func TestRocketMQUnknownTargetAndTopic(t *testing.T) {
 func TestDevRocketMQ(t *testing.T) {
 	t.Parallel()
 	broker := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	dev := startBinary(t, "dev", "--rocketmq", "--kafka-addr", broker, "--data-dir", t.TempDir(), "--http-listen", "127.0.0.1:0")
+	dev := startBinary(t, "dev", "--rocketmq", "--kafka-addr", broker, "--data-dir", t.TempDir(), "--http-listen", "127.0.0.1:0", "--ingress-listen", "127.0.0.1:0")
 	nsPattern := regexp.MustCompile(`RocketMQ:\s+name server (\S+)`)
 	var nameServer string
 	require.Eventually(t, func() bool {
