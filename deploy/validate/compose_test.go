@@ -111,10 +111,16 @@ func TestComposeCenters(t *testing.T) {
 		require.Equal(t, types.ServiceConditionCompletedSuccessfully, s.DependsOn["kafka-init"].Condition, name)
 		require.NotNil(t, s.HealthCheck, name)
 		require.Contains(t, s.HealthCheck.Test, "healthcheck", name)
-		require.Len(t, s.Ports, 1, name)
+		// The admin API (8080) and the producer API (ingress.listen, 8081),
+		// on loopback host ports of their own.
+		require.Len(t, s.Ports, 2, name)
 		require.EqualValues(t, 8080, s.Ports[0].Target, name)
-		require.False(t, published[s.Ports[0].Published], "%s: host port %s used twice", name, s.Ports[0].Published)
-		published[s.Ports[0].Published] = true
+		require.EqualValues(t, 8081, s.Ports[1].Target, name)
+		for _, p := range s.Ports {
+			require.Equal(t, "127.0.0.1", p.HostIP, name)
+			require.False(t, published[p.Published], "%s: host port %s used twice", name, p.Published)
+			published[p.Published] = true
+		}
 		require.NotNil(t, s.Environment["EVENTCENTER_ADMIN_TOKENS"], name)
 		require.GreaterOrEqual(t, len(*s.Environment["EVENTCENTER_ADMIN_TOKENS"]), 16, name)
 		require.Equal(t, name, *s.Environment["EVENTCENTER_KAFKA_CLIENT_ID"])

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -39,6 +40,8 @@ func newObject(apiVersion, kind string) (runtime.Object, error) {
 		return &batchv1.Job{}, nil
 	case "policy/v1/PodDisruptionBudget":
 		return &policyv1.PodDisruptionBudget{}, nil
+	case "networking.k8s.io/v1/NetworkPolicy":
+		return &networkingv1.NetworkPolicy{}, nil
 	}
 	return nil, fmt.Errorf("unexpected manifest kind %s %s", apiVersion, kind)
 }
@@ -122,6 +125,83 @@ func only[T runtime.Object](t *testing.T, m manifests) T {
 	return found[0]
 }
 
+// named is the object of type T named name.
+func named[T interface {
+	runtime.Object
+	GetName() string
+}](t *testing.T, m manifests, name string) T {
+	t.Helper()
+	for _, o := range m.objects {
+		if x, ok := o.(T); ok && x.GetName() == name {
+			return x
+		}
+	}
+	t.Fatalf("no %T named %s", *new(T), name)
+	return *new(T)
+}
+
+// The producer API: its container port, its Service, its token files from
+// the Secret, its listen address in the configuration, and a network
+// policy that opens it to labelled namespaces only while leaving the admin
+// port as it was.
+func TestK8sProducerAPI(t *testing.T) {
+	t.Parallel()
+	m := loadManifests(t)
+	dep := only[*appsv1.Deployment](t, m)
+	svc := named[*corev1.Service](t, m, "eventcenter-producer-api")
+	np := only[*networkingv1.NetworkPolicy](t, m)
+	cm := only[*corev1.ConfigMap](t, m)
+	secret := only[*corev1.Secret](t, m)
+	pod := dep.Spec.Template.Spec
+	c := pod.Containers[0]
+	var port corev1.ContainerPort
+	for _, p := range c.Ports {
+		if p.Name == "producer-api" {
+			port = p
+		}
+	}
+	require.EqualValues(t, 8081, port.ContainerPort)
+	require.Contains(t, cm.Data["eventcenter.yaml"], "listen: 0.0.0.0:8081")
+	require.Len(t, svc.Spec.Ports, 1)
+	require.Equal(t, "producer-api", svc.Spec.Ports[0].TargetPort.String())
+	podLabels := labels.Set(dep.Spec.Template.Labels)
+	require.True(t, labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels), "service selects the pods")
+
+	npSel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	require.NoError(t, err)
+	require.True(t, npSel.Matches(podLabels), "the policy selects the pods")
+	open := map[string]bool{}
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			if len(rule.From) == 0 {
+				open[p.Port.String()] = true
+				continue
+			}
+			require.Equal(t, "producer-api", p.Port.String())
+			require.Equal(t, map[string]string{"eventcenter.io/producer": "true"}, rule.From[0].NamespaceSelector.MatchLabels)
+		}
+	}
+	require.Equal(t, map[string]bool{"http": true}, open, "only the admin port stays open to all")
+
+	tokenFiles := 0
+	for _, v := range pod.Volumes {
+		if v.Secret == nil {
+			continue
+		}
+		require.Equal(t, secret.Name, v.Secret.SecretName)
+		for _, it := range v.Secret.Items {
+			require.Contains(t, secret.StringData, it.Key, "volume %s item (see secret.example.yaml)", v.Name)
+			for _, vm := range c.VolumeMounts {
+				if vm.Name == v.Name {
+					require.Contains(t, cm.Data["eventcenter.yaml"], "token_file: "+filepath.Join(vm.MountPath, it.Path))
+					tokenFiles++
+				}
+			}
+		}
+	}
+	require.Equal(t, 1, tokenFiles)
+}
+
 func TestK8sStrictDecodeRejectsUnknownFields(t *testing.T) {
 	t.Parallel()
 	// The decode is only a check if a misspelt field fails it.
@@ -169,7 +249,7 @@ func TestK8sDeployment(t *testing.T) {
 	t.Parallel()
 	m := loadManifests(t)
 	dep := only[*appsv1.Deployment](t, m)
-	svc := only[*corev1.Service](t, m)
+	svc := named[*corev1.Service](t, m, "eventcenter")
 	pdb := only[*policyv1.PodDisruptionBudget](t, m)
 	cm := only[*corev1.ConfigMap](t, m)
 	secret := only[*corev1.Secret](t, m)
@@ -202,7 +282,7 @@ func TestK8sDeployment(t *testing.T) {
 	require.False(t, c.Resources.Requests.Memory().IsZero())
 	require.False(t, c.Resources.Limits.Memory().IsZero())
 
-	require.Len(t, c.Ports, 1)
+	require.Len(t, c.Ports, 2, "http and producer-api")
 	port := c.Ports[0]
 	require.EqualValues(t, 8080, port.ContainerPort, "http.listen: 0.0.0.0:8080")
 	require.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)

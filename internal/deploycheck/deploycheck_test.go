@@ -1,6 +1,7 @@
 package deploycheck
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -187,6 +188,11 @@ func TestDeployConfigKeysAreAccepted(t *testing.T) {
 		if slices.Contains(c.SecretEnv, "EVENTCENTER_STORE_DSN") {
 			require.Empty(t, cfg.Store.DSN, "%s: the DSN comes from a secret, not the file", c.Source)
 			cfg.Store.DSN = "postgres://eventcenter@db.example:5432/eventcenter"
+		}
+		for i, tok := range cfg.Ingress.Tokens {
+			if tok.TokenFile != "" { // a file from the Secret
+				cfg.Ingress.Tokens[i].Token = fmt.Sprintf("producer-token-%02d-from-the-secret", i)
+			}
 		}
 		require.NoError(t, cfg.Validate(), c.Source)
 		require.Equal(t, "0.0.0.0:8080", cfg.HTTP.Listen, "%s: containers must listen on all interfaces", c.Source)

@@ -111,6 +111,8 @@ func runningCenterFamilies(t *testing.T) []Family {
 	cfg.Kafka.Brokers = cluster.ListenAddrs()
 	cfg.Store = config.Store{Driver: "sqlite", DSN: filepath.Join(t.TempDir(), "ec.db"), MaxConns: 1, AutoMigrate: true}
 	cfg.Admin.Insecure = true
+	// The producer API's families too (it is off by default).
+	cfg.Ingress.Listen, cfg.Ingress.Insecure = "127.0.0.1:0", true
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	rec := &recorder{Registry: prometheus.NewRegistry()}

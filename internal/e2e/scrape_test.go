@@ -65,6 +65,7 @@ func TestEveryDocumentedMetricIsExported(t *testing.T) {
 		c.Checkback.MaxAttempts = 1
 		c.Checkback.Allow = []string{srv.URL, deadURL}
 		c.Checkback.Biz = []config.Biz{{BizID: "orders"}}
+		c.Ingress.Listen, c.Ingress.Insecure = "127.0.0.1:0", true // the producer API's metrics too
 	})
 	c := e.startCenter(center.Options{})
 	col := e.collect(businessTopic)
@@ -96,8 +97,14 @@ func TestEveryDocumentedMetricIsExported(t *testing.T) {
 		}, 30*time.Second, 20*time.Millisecond, key)
 	}
 
+	// A producer API request, so its request counter has a series.
+	resp, err := http.Post("http://"+c.IngressAddr()+"/v1/messages/orders/via-http/rollback", "", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+
 	// An operator action, so the admin metrics have a series too.
-	resp, err := http.Post("http://"+c.Addr()+"/api/v1/messages/orders/parked/resolve", "application/json",
+	resp, err = http.Post("http://"+c.Addr()+"/api/v1/messages/orders/parked/resolve", "application/json",
 		strings.NewReader(`{"decision":"rollback","reason":"producer confirmed the rollback"}`))
 	require.NoError(t, err)
 	resp.Body.Close()
