@@ -39,7 +39,8 @@ A progress line per second goes to stderr, the table to stdout.`,
 		Example: `  ectools bench --messages 100000
   ectools bench --store postgres --dsn postgres://postgres@127.0.0.1:5432/test --messages 200000 --json run.json
   ectools bench --store postgres --dsn ... --checkback-ratio 1 --messages 100000 --baselines=false
-  ectools bench --store postgres --dsn ... --duration 10m --rate 8000`,
+  ectools bench --store postgres --dsn ... --duration 10m --rate 8000
+  ectools bench --via http --messages 20000 --baselines=false --json via-http.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
@@ -85,6 +86,9 @@ A progress line per second goes to stderr, the table to stdout.`,
 			if err := rep.WriteTable(cmd.OutOrStdout()); err != nil {
 				return err
 			}
+			if err := rep.WriteViaTable(cmd.OutOrStdout()); err != nil {
+				return err
+			}
 			if jsonPath != "" {
 				f, err := os.Create(jsonPath)
 				if err != nil {
@@ -96,6 +100,9 @@ A progress line per second goes to stderr, the table to stdout.`,
 			}
 			if rep.Center.Missing > 0 {
 				return fmt.Errorf("%d messages were not forwarded within --drain-timeout", rep.Center.Missing)
+			}
+			if rep.Via != nil && rep.Via.HTTP.Missing > 0 {
+				return fmt.Errorf("through the producer API: %d messages were not forwarded within --drain-timeout", rep.Via.HTTP.Missing)
 			}
 			return nil
 		},
@@ -123,6 +130,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 	f.IntVar(&cfg.CheckbackConcurrency, "checkback-concurrency", cfg.CheckbackConcurrency, "embedded center: checkback.endpoint_concurrency")
 	f.IntVar(&cfg.CheckbackWorkers, "checkback-workers", cfg.CheckbackWorkers, "embedded center: checkback.workers")
 	f.BoolVar(&cfg.Baselines, "baselines", cfg.Baselines, "measure the transport and store baselines first")
+	f.StringVar(&cfg.Via, "via", cfg.Via, "kafka, or http: run the load through Kafka producers, then the same through the producer HTTP API, and compare (messages/s, p99 prepare-to-forward)")
 	f.BoolVar(&cfg.Tracing, "tracing", false, "embedded center: OpenTelemetry tracing on (spans exported to a discard exporter), messages sent from producer spans")
 	f.IntVar(&cfg.StoreWriters, "store-writers", 0, "writers of the store baseline (default 2 on PostgreSQL, 1 on SQLite)")
 	f.DurationVar(&cfg.BrokerRetention, "broker-retention", cfg.BrokerRetention, "retention.ms of the topics the tool creates (kfake keeps records in memory: keep it short in long runs)")

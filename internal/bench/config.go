@@ -71,6 +71,11 @@ type Config struct {
 
 	// Baselines measures the transport and store baselines first.
 	Baselines bool
+	// Via is how the load reaches the center: "kafka" (clientlib
+	// producers, the default) or "http": then the load runs twice on one
+	// center, through Kafka producers and then through the producer HTTP
+	// API, and the report compares them (Report.Via).
+	Via string
 	// Tracing runs the embedded center with OpenTelemetry tracing on
 	// (spans recorded and batch-exported to a discard exporter, so the
 	// cost is the center's, without a collector) and sends every message
@@ -120,6 +125,7 @@ func Default() Config {
 		CheckbackWorkers:     256,
 		BrokerRetention:      time.Minute,
 		Baselines:            true,
+		Via:                  ViaKafka,
 		DrainTimeout:         2 * time.Minute,
 		HeapEvery:            10 * time.Second,
 	}
@@ -176,6 +182,15 @@ func (c *Config) Validate() error {
 	}
 	if c.External && len(c.Brokers) == 0 {
 		bad("brokers", "required with --external")
+	}
+	switch c.Via {
+	case ViaKafka:
+	case ViaHTTP:
+		if c.External {
+			bad("via", "http needs the center in process (it turns the producer API on); not with --external")
+		}
+	default:
+		bad("via", "want kafka or http, got %q", c.Via)
 	}
 	if c.ControlTopic == "" {
 		bad("control-topic", "is required")

@@ -24,6 +24,9 @@ type Report struct {
 	Metrics []MetricValue `json:"center_metrics,omitempty"`
 	// CPU is the CPU time of the center phase, from /proc.
 	CPU *CPUUsage `json:"cpu,omitempty"`
+	// Via compares the load through the producer HTTP API with the same
+	// through Kafka producers (--via http; see ViaReport).
+	Via *ViaReport `json:"via,omitempty"`
 }
 
 // ReportConfig is the part of Config the report repeats.

@@ -88,6 +88,9 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	rep.Config.Topic = topic
 	topics := []string{topic}
+	if cfg.Via == ViaHTTP {
+		topics = append(topics, topic+".http")
+	}
 	if !cfg.External {
 		topics = append(topics, cfg.ControlTopic, cfg.ControlTopic+".dlq")
 	}
@@ -176,9 +179,20 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	rep.Machine.LoadAvgStart = loadAvg()
 	cpu0, began := meter.sample(ctx), time.Now()
+	kafkaPass := pass{via: ViaKafka, keyPrefix: runID, fromPrepare: cfg.Via == ViaHTTP}
 	pprof.Do(ctx, pprof.Labels(profilePart, "load"), func(ctx context.Context) {
-		rep.Center, err = load(ctx, cfg, runID, brokers, topic, cb)
+		rep.Center, err = load(ctx, cfg, kafkaPass, brokers, topic, cb)
 	})
+	if err == nil && cfg.Via == ViaHTTP {
+		// The same load again, through the producer API, on the same center.
+		fmt.Fprintf(progress(cfg), "the same load through the producer HTTP API (%s)\n", ctr.IngressAddr())
+		httpPass := pass{via: ViaHTTP, keyPrefix: runID + "-http", fromPrepare: true, ingressAddr: ctr.IngressAddr()}
+		var viaHTTP CenterResult
+		pprof.Do(ctx, pprof.Labels(profilePart, "load"), func(ctx context.Context) {
+			viaHTTP, err = load(ctx, cfg, httpPass, brokers, topic+".http", cb)
+		})
+		rep.Via = newViaReport(rep.Center, viaHTTP)
+	}
 	rep.CPU = usage(cpu0, meter.sample(ctx), time.Since(began).Seconds(), rep.Center.Forwarded)
 	rep.Machine.LoadAvgEnd = loadAvg()
 	if err != nil {
@@ -255,6 +269,11 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 	cfg.Checkback.EndpointConcurrency = bc.CheckbackConcurrency
 	cfg.Checkback.Workers = bc.CheckbackWorkers
 	cfg.Checkback.Allow = []string{cbOrigin}
+	if bc.Via == ViaHTTP {
+		// The producer API, without a rate limit that would pace the load.
+		cfg.Ingress.Listen, cfg.Ingress.Insecure = "127.0.0.1:0", true
+		cfg.Ingress.Rate, cfg.Ingress.Burst = 1e9, 1<<30
+	}
 	cfg.Log.Level = "warn"
 	var dropSchema func()
 	switch bc.Store {
@@ -427,7 +446,17 @@ func heapMB(gc bool) float64 {
 
 // load runs the producers and the consumer until every expected message
 // was forwarded or the drain timeout passed.
-func load(ctx context.Context, cfg Config, runID string, brokers []string, topic string, cb *checkbackServer) (CenterResult, error) {
+// pass is how one load is sent: via Kafka producers or the producer HTTP
+// API (at ingressAddr), keys prefixed keyPrefix; fromPrepare starts the
+// latency clock before the PREPARE rather than in the local transaction.
+type pass struct {
+	via         string
+	ingressAddr string
+	keyPrefix   string
+	fromPrepare bool
+}
+
+func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic string, cb *checkbackServer) (CenterResult, error) {
 	var res CenterResult
 	tr := newTracker()
 
@@ -461,8 +490,13 @@ func load(ctx context.Context, cfg Config, runID string, brokers []string, topic
 	}()
 	defer func() { cancelConsume(); <-consumed }()
 
-	producers := make([]*clientlib.Producer, cfg.Producers)
+	producers := make([]sender, cfg.Producers)
 	for i := range producers {
+		if ps.via == ViaHTTP {
+			producers[i] = newHTTPSender(ps.ingressAddr, cb.url, cfg.Concurrency)
+			defer producers[i].Close()
+			continue
+		}
 		p, err := clientlib.NewProducer(clientlib.WithBrokers(brokers...), clientlib.WithControlTopic(cfg.ControlTopic),
 			clientlib.WithDefaultVerify(cb.url), clientlib.WithLogger(cfg.Logger),
 			clientlib.WithKgoOptions(kgo.MaxBufferedRecords(1<<16)))
@@ -528,7 +562,7 @@ func load(ctx context.Context, cfg Config, runID string, brokers []string, topic
 					return
 				}
 				seqBuf = strconv.AppendInt(seqBuf[:0], seq, 10)
-				key := runID + "-" + string(seqBuf)
+				key := ps.keyPrefix + "-" + string(seqBuf)
 				msg := clientlib.Message{BizID: bizID, Key: key, Payload: payload, ForwardTopic: topic, ForwardKey: key,
 					Headers: []clientlib.Header{{Key: seqHeader, Value: []byte(string(seqBuf))}}}
 				mctx := lctx
@@ -557,8 +591,13 @@ func load(ctx context.Context, cfg Config, runID string, brokers []string, topic
 					sent.Add(1)
 					rolledBack.Add(1)
 				default:
-					err := p.Transact(mctx, msg, func(context.Context) error {
+					if ps.fromPrepare {
 						tr.expect(seq, time.Now(), false)
+					}
+					err := p.Transact(mctx, msg, func(context.Context) error {
+						if !ps.fromPrepare {
+							tr.expect(seq, time.Now(), false)
+						}
 						return nil
 					})
 					if err != nil {
