@@ -78,13 +78,20 @@ try {
   out.unauthorized = err.status;
 }
 
-// Wait for the center.
+// Wait for the center (404 until ingest has stored the message).
 const want = { [`${biz}-commit`]: ['COMMITTED', 'SENT'], [`${biz}-rollback`]: ['ROLLED_BACK', undefined], [`${biz}-checkback`]: ['COMMITTED', 'SENT'] };
 const deadline = Date.now() + 60000;
 let states = {};
 while (Date.now() < deadline) {
   states = {};
-  for (const k of [...Object.keys(want), `${biz}-badsig`]) states[k] = await client.state(biz, k);
+  for (const k of [...Object.keys(want), `${biz}-badsig`]) {
+    try {
+      states[k] = await client.state(biz, k);
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.status !== 404) throw err;
+      states[k] = { status: null, verify_attempts: 0 }; // not stored by ingest yet
+    }
+  }
   const done = Object.entries(want).every(([k, [s, ss]]) => states[k].status === s && states[k].send_status === ss);
   if (done && states[`${biz}-badsig`].verify_attempts >= 1 && calls.good >= 1) break;
   await new Promise((resolve) => setTimeout(resolve, 200));

@@ -95,13 +95,22 @@ try:
 except ApiError as e:
     out["unauthorized"] = e.status
 
-# Wait for the center.
+# Wait for the center (404 until ingest has stored the message).
+def state_or_none(key):
+    try:
+        return client.state(biz, key)
+    except ApiError as e:
+        if e.status != 404:
+            raise
+        return {"status": None, "verify_attempts": 0}
+
+
 want = {biz + "-commit": ("COMMITTED", "SENT"), biz + "-rollback": ("ROLLED_BACK", None),
         biz + "-checkback": ("COMMITTED", "SENT")}
 deadline = time.time() + 60
 states = {}
 while time.time() < deadline:
-    states = {k: client.state(biz, k) for k in list(want) + [biz + "-badsig"]}
+    states = {k: state_or_none(k) for k in list(want) + [biz + "-badsig"]}
     done = all(states[k]["status"] == s and states[k].get("send_status") == ss for k, (s, ss) in want.items())
     if done and states[biz + "-badsig"]["verify_attempts"] >= 1 and calls["good"] >= 1:
         break
