@@ -11,6 +11,9 @@ import (
 
 // Header names of the native format.
 const (
+	// HeaderPrefix starts every header name of the format (and every one
+	// the center adds); the decoder ignores headers without it.
+	HeaderPrefix     = "ec-"
 	HeaderType       = "ec-type"
 	HeaderBiz        = "ec-biz"
 	HeaderKey        = "ec-key"

@@ -28,7 +28,7 @@ func requestParams(r *http.Request) ([]envelope.Header, *apiError) {
 	var out []envelope.Header
 	names := make([]string, 0, len(r.Header))
 	for k := range r.Header {
-		if strings.HasPrefix(strings.ToLower(k), "ec-") {
+		if strings.HasPrefix(strings.ToLower(k), envelope.HeaderPrefix) {
 			names = append(names, k)
 		}
 	}
@@ -55,7 +55,7 @@ func requestParams(r *http.Request) ([]envelope.Header, *apiError) {
 		if err1 != nil || err2 != nil {
 			return nil, badRequest("query", "%q is not a valid query parameter (percent-encode names and values)", part)
 		}
-		if !strings.HasPrefix(name, "ec-") {
+		if !strings.HasPrefix(name, envelope.HeaderPrefix) {
 			return nil, badRequest(name, "unknown query parameter: the parameters are %s and ec-h-<name>", strings.Join(paramNames, ", "))
 		}
 		if err := checkParamName(name); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eventcenter/eventcenter/clientlib"
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
 // Via names how the load reaches the center.
@@ -115,19 +116,19 @@ func (s *httpSender) post(ctx context.Context, u string, body []byte) error {
 // Prepare sends the PREPARE with its routing as query parameters.
 func (s *httpSender) Prepare(ctx context.Context, msg clientlib.Message) error {
 	q := url.Values{}
-	q.Set("ec-topic", msg.ForwardTopic)
+	q.Set(envelope.HeaderTopic, msg.ForwardTopic)
 	if msg.ForwardKey != "" {
-		q.Set("ec-fkey", msg.ForwardKey)
+		q.Set(envelope.HeaderForwardKey, msg.ForwardKey)
 	}
 	verify := msg.Verify
 	if verify == "" {
 		verify = s.defaultVerify
 	}
 	if verify != "" {
-		q.Set("ec-verify", verify)
+		q.Set(envelope.HeaderVerify, verify)
 	}
 	for _, h := range msg.Headers {
-		q.Add("ec-h-"+h.Key, string(h.Value))
+		q.Add(envelope.HeaderForwardPrefix+h.Key, string(h.Value))
 	}
 	return s.post(ctx, s.path(msg, "prepare")+"?"+q.Encode(), msg.Payload)
 }
