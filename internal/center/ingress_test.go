@@ -2,11 +2,22 @@ package center
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
+	"fmt"
 	"io"
+	"maps"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -116,4 +127,76 @@ func TestProducerAPIOffByDefault(t *testing.T) {
 	require.Empty(t, c.IngressAddr())
 	require.Nil(t, c.producerAPI)
 	require.NoError(t, c.Stop(t.Context()))
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	kb, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600))
+	leaf, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool = x509.NewCertPool()
+	pool.AddCert(leaf)
+	return certFile, keyFile, pool
+}
+
+// ingress.tls serves the API over HTTPS (plain HTTP is refused), and
+// request headers are bounded as on Kafka (64 KiB of forward key and
+// headers, plus room for the rest): a larger header block is 431.
+func TestProducerAPIOverTLSAndHeaderLimit(t *testing.T) {
+	t.Parallel()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "eventcenter.control", "eventcenter.control.dlq"))
+	require.NoError(t, err)
+	defer cluster.Close()
+	certFile, keyFile, pool := selfSigned(t, t.TempDir())
+	cfg := testConfig(t, cluster.ListenAddrs())
+	cfg.Ingress.Listen, cfg.Ingress.Insecure = "127.0.0.1:0", true
+	cfg.Ingress.TLS = config.IngressTLS{CertFile: certFile, KeyFile: keyFile}
+	il, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	c, err := New(t.Context(), cfg, Options{Logger: quiet(), IngressListener: il})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(t.Context()))
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, c.Stop(ctx))
+	}()
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	defer hc.CloseIdleConnections()
+	do := func(scheme string, hdr http.Header) (int, error) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, scheme+"://"+c.IngressAddr()+"/v1/messages/orders/tls-1/commit", nil)
+		require.NoError(t, err)
+		maps.Copy(req.Header, hdr)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	code, err := do("https", nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, code)
+	code, err = do("http", nil)
+	if err == nil {
+		require.Equal(t, http.StatusBadRequest, code, "plain HTTP to a TLS listener")
+	}
+	large := http.Header{}
+	for i := range 12 {
+		large.Set(fmt.Sprintf("ec-h-h%d", i), strings.Repeat("v", 10<<10))
+	}
+	code, err = do("https", large)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusRequestHeaderFieldsTooLarge, code, "120 KiB of headers")
 }
