@@ -118,7 +118,8 @@ type driverResult struct {
 		Field   string `json:"field"`
 		Message string `json:"message"`
 	} `json:"invalid"`
-	Unauthorized int `json:"unauthorized"`
+	Unauthorized int      `json:"unauthorized"`
+	Batch        []string `json:"batch"`
 	States       map[string]struct {
 		Status         string  `json:"status"`
 		SendStatus     *string `json:"send_status"`
@@ -162,6 +163,7 @@ func (w *world) runDriver(t *testing.T, bizID string, argv ...string) {
 	require.Equal(t, "ec-topic", res.Invalid.Field)
 	require.Contains(t, res.Invalid.Message, `"bad topic!": only letters, digits`)
 	require.Equal(t, 401, res.Unauthorized)
+	require.Equal(t, []string{"prepare", "commit"}, res.Batch)
 
 	st := res.States
 	sent := func(k string) {
@@ -171,6 +173,7 @@ func (w *world) runDriver(t *testing.T, bizID string, argv ...string) {
 	}
 	sent(bizID + "-commit")
 	sent(bizID + "-checkback")
+	sent(bizID + "-batch")
 	require.GreaterOrEqual(t, st[bizID+"-checkback"].VerifyAttempts, 1, "settled by a check-back")
 	require.Equal(t, "ROLLED_BACK", st[bizID+"-rollback"].Status)
 	// The endpoint with the wrong secret refused every call (401, unknown
@@ -203,7 +206,7 @@ func checkForwarded(t *testing.T, recs []forwarded, bizIDs ...string) {
 	sort.Strings(ids)
 	var want []string
 	for _, b := range bizIDs {
-		want = append(want, b+":"+b+"-checkback", b+":"+b+"-commit")
+		want = append(want, b+":"+b+"-batch", b+":"+b+"-checkback", b+":"+b+"-commit")
 	}
 	sort.Strings(want)
 	require.Equal(t, want, ids, "only committed messages are forwarded")
@@ -216,6 +219,7 @@ func checkForwarded(t *testing.T, recs []forwarded, bizIDs ...string) {
 		require.Equal(t, b+"-commit", *r.Key)
 		require.Equal(t, "t-"+b, r.Headers["Trace-Id"], "forwarded header, case kept")
 		require.Equal(t, "checked back", byID[b+":"+b+"-checkback"].Value)
+		require.Equal(t, "batched", byID[b+":"+b+"-batch"].Value)
 	}
 }
 
@@ -256,7 +260,7 @@ func TestPythonClient(t *testing.T) {
 	python := needTool(t, "python3")
 	w := newWorld(t, "py")
 	w.runDriver(t, "py", python, filepath.Join("python", "tests", "e2e_driver.py"))
-	checkForwarded(t, w.readGo(t, 2), "py")
+	checkForwarded(t, w.readGo(t, 3), "py")
 }
 
 // TestNodeClient drives clients/node against the center and reads the
@@ -285,7 +289,7 @@ func TestNodeClient(t *testing.T) {
 	if b, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("npm ci (KafkaJS): %v\n%s", err, b)
 	}
-	consume := exec.CommandContext(ctx, node, "consume.mjs", w.cluster.ListenAddrs()[0], businessTopic, "2")
+	consume := exec.CommandContext(ctx, node, "consume.mjs", w.cluster.ListenAddrs()[0], businessTopic, "3")
 	consume.Dir = dir
 	var stderr strings.Builder
 	consume.Stderr = &stderr

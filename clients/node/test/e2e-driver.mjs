@@ -60,6 +60,12 @@ try {
   out.rollback_error = err.message;
 }
 
+// 2b. a batch: prepare and commit of one message in one request, in order.
+out.batch = (await client.batch([
+  { type: 'prepare', biz_id: biz, key: `${biz}-batch`, payload: 'batched', headers: { 'ec-topic': 'orders.events', 'ec-fkey': `${biz}-batch` } },
+  { type: 'commit', biz_id: biz, key: `${biz}-batch` },
+])).results.map((r) => r.type);
+
 // 3. prepared, then the producer "dies": check-back commits (signed, verified).
 await client.prepare(biz, `${biz}-checkback`, Buffer.from('checked back'), 'orders.events', { verify: good, checkAfterMs: 100 });
 // 4. prepared, check-back endpoint with the wrong secret: refused, stays prepared.
@@ -79,7 +85,10 @@ try {
 }
 
 // Wait for the center (404 until ingest has stored the message).
-const want = { [`${biz}-commit`]: ['COMMITTED', 'SENT'], [`${biz}-rollback`]: ['ROLLED_BACK', undefined], [`${biz}-checkback`]: ['COMMITTED', 'SENT'] };
+const want = {
+  [`${biz}-commit`]: ['COMMITTED', 'SENT'], [`${biz}-rollback`]: ['ROLLED_BACK', undefined],
+  [`${biz}-checkback`]: ['COMMITTED', 'SENT'], [`${biz}-batch`]: ['COMMITTED', 'SENT'],
+};
 const deadline = Date.now() + 60000;
 let states = {};
 while (Date.now() < deadline) {

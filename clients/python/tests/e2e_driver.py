@@ -80,6 +80,13 @@ try:
 except RuntimeError as e:
     out["rollback_error"] = str(e)
 
+# 2b. a batch: prepare and commit of one message in one request, in order.
+out["batch"] = [r["type"] for r in client.batch([
+    {"type": "prepare", "biz_id": biz, "key": biz + "-batch", "payload": "batched",
+     "headers": {"ec-topic": "orders.events", "ec-fkey": biz + "-batch"}},
+    {"type": "commit", "biz_id": biz, "key": biz + "-batch"},
+])["results"]]
+
 # 3. prepared, then the producer "dies": check-back commits (signed, verified).
 client.prepare(biz, biz + "-checkback", "checked back", "orders.events", verify=good, check_after_ms=100)
 # 4. prepared, check-back endpoint with the wrong secret: refused, stays prepared.
@@ -106,6 +113,7 @@ def state_or_none(key):
 
 
 want = {biz + "-commit": ("COMMITTED", "SENT"), biz + "-rollback": ("ROLLED_BACK", None),
+        biz + "-batch": ("COMMITTED", "SENT"),
         biz + "-checkback": ("COMMITTED", "SENT")}
 deadline = time.time() + 60
 states = {}
