@@ -200,6 +200,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the metrics; nil means they are not registered.
 	Registerer prometheus.Registerer
+	// OnSent, when set, is called with the number of messages of a bizID
+	// this forwarder has written sent (after each sent-mark batch, and
+	// after inline sends). It must not block (the console's trends count
+	// them).
+	OnSent func(bizID string, n int)
 }
 
 func (c *Config) setDefaults() {

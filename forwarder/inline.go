@@ -163,6 +163,7 @@ func (f *Forwarder) recordInline(ms []state.Message) {
 			f.met.commitToSent.Observe(max(now.Sub(d), 0).Seconds())
 		}
 	}
+	onSent(f, ms, func(m state.Message) string { return m.BizID })
 }
 
 // targetName is the target a message is forwarded to.

@@ -13,6 +13,7 @@ import (
 type mark struct {
 	sent    store.Sent
 	decided time.Time
+	bizID   string
 }
 
 // failure is one failed send waiting to be written.
@@ -174,6 +175,7 @@ func (r *recorder) flush(ctx context.Context) error {
 				f.met.commitToSent.Observe(max(now.Sub(m.decided), 0).Seconds())
 			}
 		}
+		onSent(f, r.marks[:n], func(m mark) string { return m.bizID })
 		r.marks = shift(r.marks, n)
 	}
 	for len(r.fails) > 0 {
@@ -249,4 +251,18 @@ func shift[T any](s []T, n int) []T {
 	m := copy(s, s[n:])
 	clear(s[m:])
 	return s[:m]
+}
+
+// onSent calls Config.OnSent once per bizID of xs.
+func onSent[T any](f *Forwarder, xs []T, bizID func(T) string) {
+	if f.cfg.OnSent == nil || len(xs) == 0 {
+		return
+	}
+	n := map[string]int{}
+	for _, x := range xs {
+		n[bizID(x)]++
+	}
+	for b, k := range n {
+		f.cfg.OnSent(b, k)
+	}
 }

@@ -215,6 +215,10 @@ type Count struct {
 	Status     state.Status
 	SendStatus state.SendStatus
 	N          int64
+	// Oldest is the creation time of the oldest of them (the same query
+	// reads it: the console's trends take the oldest unsent message from
+	// it at no extra cost).
+	Oldest time.Time
 }
 
 // OrphanStat describes the orphan COMMITs of one bizID.

@@ -177,6 +177,11 @@ type Config struct {
 	Transport http.RoundTripper
 	// Registerer receives the metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+	// OnOutcome, when set, is called after each check-back call with its
+	// endpoint (as it is logged, credentials redacted) and outcome:
+	// "commit", "rollback", "unknown" or "error" (the call failed). It
+	// must not block (the console's trends count them).
+	OnOutcome func(endpoint, outcome string)
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.

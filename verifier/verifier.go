@@ -491,6 +491,9 @@ func (v *Verifier) check(ctx context.Context, m *state.Message, ep checkback.End
 		}
 	}
 	v.m.total.WithLabelValues(ep.Protocol.String(), outcome).Inc()
+	if v.cfg.OnOutcome != nil {
+		v.cfg.OnOutcome(ep.String(), outcome)
+	}
 	v.emit(m, ep.Protocol, ev)
 }
 

@@ -334,13 +334,21 @@ func (s *Store) Counts(ctx context.Context) ([]store.Count, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := map[store.Count]int64{}
+	n := map[store.Count]store.Count{}
 	for _, m := range s.rows {
-		n[store.Count{BizID: m.BizID, Status: m.Status, SendStatus: m.SendStatus}]++
+		k := store.Count{BizID: m.BizID, Status: m.Status, SendStatus: m.SendStatus}
+		c, ok := n[k]
+		if !ok {
+			c = k
+		}
+		c.N++
+		if c.Oldest.IsZero() || m.CreatedAt.Before(c.Oldest) {
+			c.Oldest = m.CreatedAt
+		}
+		n[k] = c
 	}
 	var cs []store.Count
-	for c, k := range n {
-		c.N = k
+	for _, c := range n {
 		cs = append(cs, c)
 	}
 	slices.SortFunc(cs, func(a, b store.Count) int {

@@ -388,13 +388,21 @@ func (s *Store) Counts(ctx context.Context) ([]store.Count, error) {
 		ss  state.SendStatus
 	}
 	var mu sync.Mutex
-	sum := map[k]int64{}
+	sum := map[k]store.Count{}
 	err := s.each(func(_ int, st store.Store) error {
 		cs, err := st.Counts(ctx)
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range cs {
-			sum[k{c.BizID, c.Status, c.SendStatus}] += c.N
+			key := k{c.BizID, c.Status, c.SendStatus}
+			o, ok := sum[key]
+			if ok {
+				c.N += o.N
+				if !o.Oldest.IsZero() && (c.Oldest.IsZero() || o.Oldest.Before(c.Oldest)) {
+					c.Oldest = o.Oldest
+				}
+			}
+			sum[key] = c
 		}
 		return err
 	})
@@ -402,8 +410,8 @@ func (s *Store) Counts(ctx context.Context) ([]store.Count, error) {
 		return nil, fmt.Errorf("sharded counts: %w", err)
 	}
 	out := make([]store.Count, 0, len(sum))
-	for key, n := range sum {
-		out = append(out, store.Count{BizID: key.biz, Status: key.st, SendStatus: key.ss, N: n})
+	for _, c := range sum {
+		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b store.Count) int {
 		return cmp.Or(cmp.Compare(a.BizID, b.BizID), cmp.Compare(a.Status, b.Status), cmp.Compare(a.SendStatus, b.SendStatus))

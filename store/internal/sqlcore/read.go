@@ -257,12 +257,14 @@ func (d *Dialect[T]) List(ctx context.Context, db DB, f store.Filter) (store.Pag
 
 // Counts implements store.Store.Counts.
 func (d *Dialect[T]) Counts(ctx context.Context, db DB) ([]store.Count, error) {
-	cs, err := Select(ctx, db, `SELECT biz_id, status, send_status, count(*) FROM eventcenter_messages
+	cs, err := Select(ctx, db, `SELECT biz_id, status, send_status, count(*), min(created_at) FROM eventcenter_messages
 		GROUP BY biz_id, status, send_status ORDER BY biz_id, status, send_status`, nil, func(r Row) (store.Count, error) {
 		var c store.Count
 		var st, sst int16
-		err := r.Scan(&c.BizID, &st, &sst, &c.N)
+		var oldest T
+		err := r.Scan(&c.BizID, &st, &sst, &c.N, &oldest)
 		c.Status, c.SendStatus = state.Status(st), state.SendStatus(sst)
+		c.Oldest = d.Time(&oldest)
 		return c, err
 	})
 	if err != nil {
