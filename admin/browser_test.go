@@ -39,7 +39,8 @@ func findChromium(t *testing.T) string {
 // TestBrowserResolve drives the console in headless Chromium: log in, find
 // the VERIFY_FAILED message on the overview, resolve it as commit with a
 // reason, and check that the forwarder got it. With EVENTCENTER_SCREENSHOT=1
-// it saves the overview to docs/console.png.
+// it saves the message page to docs/console-message.png (TestBrowserTrends
+// saves the overview).
 func TestBrowserResolve(t *testing.T) {
 	t.Parallel()
 	chromium := findChromium(t)
@@ -77,8 +78,6 @@ func TestBrowserResolve(t *testing.T) {
 		chromedp.Submit(css(`input[name="token"]`)),
 		chromedp.WaitVisible(css(`#search`)),
 	))
-
-	screenshot(t, bctx, "console.png")
 
 	// Search for it, open it from the VERIFY_FAILED list, resolve it.
 	vf := css(`a[href="/ui/m/orders/vf:1%2Fx"]`)

@@ -66,6 +66,10 @@ type Config struct {
 	// DifferingPrepares); counts and the console show them.
 	DifferingPrepares func() map[string]int64
 
+	// Trends, when set, gives the overview its charts of the last hour
+	// (internal/trends.Sampler).
+	Trends Trends
+
 	// Now is the clock (nil → time.Now).
 	Now func() time.Time
 	// Logger (nil → slog.Default()).

@@ -581,3 +581,32 @@ func (d *KafkaDLQ) Replay(ctx context.Context, partition int32, offset int64, fi
 	}
 	return out, nil
 }
+
+// Count returns how many records the dead-letter topic holds: the sum over
+// its partitions of the end offset less the start offset (transaction
+// markers, if any, count too: it is an upper bound).
+func (d *KafkaDLQ) Count(ctx context.Context) (int64, error) {
+	starts, err := d.adm.ListStartOffsets(ctx, d.dlq)
+	if err != nil {
+		return 0, fmt.Errorf("list start offsets of %s: %w", d.dlq, err)
+	}
+	if err := starts.Error(); err != nil {
+		return 0, fmt.Errorf("list start offsets of %s: %w", d.dlq, err)
+	}
+	ends, err := d.adm.ListEndOffsets(ctx, d.dlq)
+	if err != nil {
+		return 0, fmt.Errorf("list end offsets of %s: %w", d.dlq, err)
+	}
+	if err := ends.Error(); err != nil {
+		return 0, fmt.Errorf("list end offsets of %s: %w", d.dlq, err)
+	}
+	var n int64
+	ends.Each(func(o kadm.ListedOffset) {
+		start := int64(0)
+		if s, ok := starts.Lookup(d.dlq, o.Partition); ok {
+			start = s.Offset
+		}
+		n += max(o.Offset-start, 0)
+	})
+	return n, nil
+}

@@ -389,7 +389,7 @@ func (h *handler) uiOverview(w http.ResponseWriter, r *http.Request, p principal
 	}
 	return &page{tmpl: "overview", Title: "Overview", Data: map[string]any{
 		"Counts": counts, "BizIDs": bizIDs, "Columns": overviewColumns, "Stuck": stuck, "Oldest": oldest,
-		"Key": key, "BizID": bizID,
+		"Key": key, "BizID": bizID, "Trends": h.trendView(), "DLQ": h.dlqCount(r),
 	}}, nil
 }
 

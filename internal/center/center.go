@@ -26,6 +26,7 @@ import (
 	"github.com/eventcenter/eventcenter/internal/config"
 	"github.com/eventcenter/eventcenter/internal/retention"
 	"github.com/eventcenter/eventcenter/internal/storemetrics"
+	"github.com/eventcenter/eventcenter/internal/trends"
 	"github.com/eventcenter/eventcenter/internal/tracing"
 	"github.com/eventcenter/eventcenter/internal/version"
 	"github.com/eventcenter/eventcenter/store"
@@ -87,6 +88,7 @@ type Center struct {
 	Ingester  *ingest.Ingester
 	purger    *retention.Purger
 	gauges    *storemetrics.Collector
+	trends    *trends.Sampler
 	dlqClient *kgo.Client
 	pool      *pgxpool.Pool
 	topics    *topicWatch
@@ -158,6 +160,8 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 			c.targets[name] = tracing.Target(name, t, opt.TracerProvider)
 		}
 	}
+	// The console's charts of the last hour.
+	c.trends = trends.New(trends.Config{Now: opt.Now, Logger: opt.Logger.With("component", "trends")}, c.Store)
 	c.Forwarder, err = forwarder.New(forwarder.Config{
 		Targets:       c.targets,
 		DefaultTarget: cfg.Forward.DefaultTarget,
@@ -170,6 +174,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		Now:           opt.Now,
 		Logger:        opt.Logger.With("component", "forwarder"),
 		Registerer:    reg,
+		OnSent:        c.trends.Forwarded,
 	}, c.Store, c.Owned)
 	if err != nil {
 		return nil, fmt.Errorf("forwarder: %w", err)
@@ -186,6 +191,12 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	vcfg := verifierConfig(cfg, opt)
 	vcfg.Registerer = reg
 	vcfg.TracerProvider = opt.TracerProvider
+	vcfg.OnOutcome = func(endpoint, outcome string) {
+		if outcome == "error" {
+			outcome = trends.Failed
+		}
+		c.trends.Checkback(endpoint, outcome)
+	}
 	for id, b := range vcfg.BizIDs {
 		b.SecretSource = c.secrets.BizSecret(id)
 		vcfg.BizIDs[id] = b
@@ -328,6 +339,7 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 		Insecure:    cfg.Admin.Insecure,
 		// Ingest's in-process counts, for the console and /counts.
 		DifferingPrepares: c.Ingester.DifferingPrepares,
+		Trends:            c.trends,
 		Now:               opt.Now,
 		Logger:            opt.Logger.With("component", "admin"),
 		Registerer:        c.registerer,
@@ -441,6 +453,7 @@ func (c *Center) Start(ctx context.Context) error {
 		{"retention", c.purger.Start},
 		{"store metrics", c.gauges.Start},
 		{"cluster level", c.level.Start},
+		{"trends", c.trends.Start},
 	} {
 		if err := s.start(ctx); err != nil {
 			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -482,6 +495,7 @@ func (c *Center) stop(ctx context.Context) error {
 	step("forwarder", c.Forwarder.Stop)
 	step("retention", c.purger.Stop)
 	step("store metrics", c.gauges.Stop)
+	step("trends", c.trends.Stop)
 	step("secret files", c.secrets.Stop)
 	step("cluster level", c.level.Stop)
 	// 3. The HTTP server, then clients and the store.
