@@ -7,6 +7,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/internal/center"
 	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/internal/progress"
 )
 
 // newMoveBuckets is "eventcenter move-buckets": move buckets between the
@@ -29,7 +30,9 @@ start them. Safe to run again after a failure.`,
 				return err
 			}
 			log := newLogger(cfg.Log, cmd.ErrOrStderr())
-			rep, err := center.MoveBuckets(cmd.Context(), cfg.Store, from, to, buckets, log)
+			// Progress on stderr: stdout keeps the report.
+			pr := progress.New(cmd.ErrOrStderr(), "move-buckets", progress.Options{})
+			rep, err := center.MoveBuckets(cmd.Context(), cfg.Store, from, to, buckets, log, pr)
 			if err != nil {
 				return fmt.Errorf("move-buckets: %w", err)
 			}

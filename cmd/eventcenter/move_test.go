@@ -69,6 +69,11 @@ func TestMoveBucketsCommand(t *testing.T) {
 	require.Contains(t, out, `store.shards[0].buckets: "0-511"`)
 	require.Contains(t, out, `store.shards[1].buckets: "512-1023"`)
 	require.Regexp(t, `moved [1-9][0-9]* messages and 0 audit records from shard 0 to shard 1`, out)
+	// Not a terminal: one progress line per phase.
+	require.Regexp(t, `(?m)^move-buckets: copy messages: ([1-9][0-9]*)/([1-9][0-9]*) messages in [0-9.]+m?s \([0-9.]+ messages/s\)$`, out)
+	require.Regexp(t, `(?m)^move-buckets: copy audit records: 0 records in `, out)
+	require.Regexp(t, `(?m)^move-buckets: delete from source: [1-9][0-9]*/[1-9][0-9]* rows in `, out)
+	require.NotContains(t, out, "\r", "no redrawn line off a terminal")
 
 	shardsConfig(t, path, dsns, [2]string{"0-511", "512-1023"})
 	st = open()

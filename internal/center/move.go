@@ -23,7 +23,8 @@ type MoveReport struct {
 // The buckets must belong to from in cfg. Every instance of the center
 // must be stopped; afterwards set store.shards[i].buckets to the report's
 // Buckets and start them.
-func MoveBuckets(ctx context.Context, cfg config.Store, from, to int, buckets string, log *slog.Logger) (MoveReport, error) {
+// progress, when not nil, hears how far the copy is.
+func MoveBuckets(ctx context.Context, cfg config.Store, from, to int, buckets string, log *slog.Logger, progress sharded.Progress) (MoveReport, error) {
 	if cfg.Driver != "sharded" {
 		return MoveReport{}, fmt.Errorf("store.driver is %q: moving buckets needs sharded", cfg.Driver)
 	}
@@ -65,7 +66,7 @@ func MoveBuckets(ctx context.Context, cfg config.Store, from, to int, buckets st
 	if err := postgres.CheckSchema(ctx, dst); err != nil {
 		return MoveReport{}, fmt.Errorf("store.shards[%d]: %w (run \"eventcenter migrate\")", to, err)
 	}
-	res, err := sharded.MoveBuckets(ctx, src, dst, moving)
+	res, err := sharded.MoveBucketsWith(ctx, src, dst, moving, progress)
 	if err != nil {
 		return MoveReport{}, err
 	}

@@ -39,6 +39,29 @@ const moveBatch = 500
 // key, audit records by content) and the source rows are deleted only
 // once the target holds them all.
 func MoveBuckets(ctx context.Context, from, to *pgxpool.Pool, buckets []int) (MoveResult, error) {
+	return MoveBucketsWith(ctx, from, to, buckets, nil)
+}
+
+// Progress hears how far a move is (internal/progress.Reporter): phases
+// "copy messages", "copy audit records" and "delete from source", with
+// their row counts.
+type Progress interface {
+	Start(phase, unit string, total int64)
+	Add(n int64)
+	Done()
+}
+
+type noProgress struct{}
+
+func (noProgress) Start(string, string, int64) {}
+func (noProgress) Add(int64)                   {}
+func (noProgress) Done()                       {}
+
+// MoveBucketsWith is MoveBuckets reporting its progress to p (nil: none).
+func MoveBucketsWith(ctx context.Context, from, to *pgxpool.Pool, buckets []int, p Progress) (MoveResult, error) {
+	if p == nil {
+		p = noProgress{}
+	}
 	in := make([]bool, Buckets)
 	for _, b := range buckets {
 		if b < 0 || b >= Buckets {
@@ -59,16 +82,19 @@ func MoveBuckets(ctx context.Context, from, to *pgxpool.Pool, buckets []int) (Mo
 		return res, nil
 	}
 	err = pgx.BeginFunc(ctx, to, func(tx pgx.Tx) error {
-		if err := copyRows(ctx, from, tx, msgIDs, `SELECT `+messageColumns+` FROM eventcenter_messages WHERE id = ANY($1) ORDER BY id`,
+		p.Start("copy messages", "messages", int64(len(msgIDs)))
+		if err := copyRows(ctx, from, tx, msgIDs, p, `SELECT `+messageColumns+` FROM eventcenter_messages WHERE id = ANY($1) ORDER BY id`,
 			`INSERT INTO eventcenter_messages (`+messageColumns+`) VALUES (%s) ON CONFLICT (biz_id, message_key) DO NOTHING`, 25); err != nil {
 			return fmt.Errorf("copy messages: %w", err)
 		}
-		if err := copyRows(ctx, from, tx, auditIDs, `SELECT `+auditColumns+` FROM eventcenter_audit WHERE id = ANY($1) ORDER BY id`,
+		p.Start("copy audit records", "records", int64(len(auditIDs)))
+		if err := copyRows(ctx, from, tx, auditIDs, p, `SELECT `+auditColumns+` FROM eventcenter_audit WHERE id = ANY($1) ORDER BY id`,
 			`INSERT INTO eventcenter_audit (`+auditColumns+`) SELECT %s WHERE NOT EXISTS (SELECT 1 FROM eventcenter_audit
 				WHERE biz_id = $1 AND message_key = $2 AND action = $3 AND who = $4 AND reason = $5 AND at = $6
 				AND status_before = $7 AND status_after = $8)`, 8); err != nil {
 			return fmt.Errorf("copy audit: %w", err)
 		}
+		p.Done()
 		// Verify: every moved key is on the target.
 		var n int
 		bizs, ks := make([]string, len(keys)), make([]string, len(keys))
@@ -87,13 +113,17 @@ func MoveBuckets(ctx context.Context, from, to *pgxpool.Pool, buckets []int) (Mo
 	if err != nil {
 		return MoveResult{}, fmt.Errorf("move buckets: target: %w", err)
 	}
+	p.Start("delete from source", "rows", int64(len(msgIDs)+len(auditIDs)))
 	err = pgx.BeginFunc(ctx, from, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM eventcenter_messages WHERE id = ANY($1)`, msgIDs); err != nil {
 			return err
 		}
+		p.Add(int64(len(msgIDs)))
 		_, err := tx.Exec(ctx, `DELETE FROM eventcenter_audit WHERE id = ANY($1)`, auditIDs)
+		p.Add(int64(len(auditIDs)))
 		return err
 	})
+	p.Done()
 	if err != nil {
 		return MoveResult{}, fmt.Errorf("move buckets: delete from source (copied to the target; run again): %w", err)
 	}
@@ -126,7 +156,7 @@ func idsInBuckets(ctx context.Context, pool *pgxpool.Pool, table string, in []bo
 
 // copyRows reads the rows with ids from the source by sel and writes each
 // with ins (its %s replaced by $1..$ncols) in the target transaction.
-func copyRows(ctx context.Context, from *pgxpool.Pool, tx pgx.Tx, ids []int64, sel, ins string, ncols int) error {
+func copyRows(ctx context.Context, from *pgxpool.Pool, tx pgx.Tx, ids []int64, p Progress, sel, ins string, ncols int) error {
 	ph := ""
 	for i := range ncols {
 		if i > 0 {
@@ -156,6 +186,7 @@ func copyRows(ctx context.Context, from *pgxpool.Pool, tx pgx.Tx, ids []int64, s
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return err
 		}
+		p.Add(int64(len(chunk)))
 	}
 	return nil
 }
