@@ -18,6 +18,7 @@ import (
 	"github.com/eventcenter/eventcenter/admin/adminapi"
 	"github.com/eventcenter/eventcenter/admin/client"
 	"github.com/eventcenter/eventcenter/internal/cliflags"
+	"github.com/eventcenter/eventcenter/internal/progress"
 )
 
 // Environment variables read when the flags are not given.
@@ -517,6 +518,7 @@ func (o *options) dlqCmd() *cobra.Command {
 	list.Flags().IntVar(&limit, "limit", 0, "page size (server default 50)")
 	list.Flags().StringVar(&cursor, "cursor", "", "page cursor from a previous list")
 	var rreq adminapi.DLQReplayRequest
+	var all bool
 	replay := &cobra.Command{
 		Use:   "replay PARTITION OFFSET --reason TEXT [--topic TOPIC]",
 		Short: "Send one dead-letter record back to the control topic (without its ec-dlq-* headers)",
@@ -526,9 +528,25 @@ for a missing or bad one: replayed, it fills in the body of its orphan
 COMMIT, which is then forwarded. A record that would be dead-lettered again
 is refused with the reason. The replay is written to the audit log of the
 message the record names, if that message exists.`,
-		Example: `  eventcenter admin dlq replay 0 17 --reason "producer bug fixed" --topic orders.events`,
-		Args:    cobra.ExactArgs(2),
+		Example: `  eventcenter admin dlq replay 0 17 --reason "producer bug fixed" --topic orders.events
+  eventcenter admin dlq replay --all --reason "producer bug fixed"`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if all {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(2)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if all {
+				if err := requireReason(rreq.Reason); err != nil {
+					return err
+				}
+				c, err := o.client()
+				if err != nil {
+					return err
+				}
+				return replayAll(cmd, c, rreq)
+			}
 			p, off, err := position(args)
 			if err != nil {
 				return err
@@ -555,6 +573,7 @@ message the record names, if that message exists.`,
 	}
 	replay.Flags().StringVar(&rreq.Reason, "reason", "", "why (required; written to the audit log of the message)")
 	replay.Flags().StringVar(&rreq.Topic, "topic", "", "set the forward topic of a PREPARE dead-lettered for a missing or bad one")
+	replay.Flags().BoolVar(&all, "all", false, "replay every record of the dead-letter topic (progress on stderr); refused ones are listed and skipped")
 	cmd.AddCommand(list, get, replay)
 	return cmd
 }
@@ -570,4 +589,64 @@ func position(args []string) (int32, int64, error) {
 		return 0, 0, fmt.Errorf("offset %q: not an offset", args[1])
 	}
 	return int32(p), off, nil
+}
+
+// replayAllPage is the page size replayAll lists the topic with.
+const replayAllPage = 500
+
+// replayAll replays every record of the dead-letter topic as it is when
+// the command starts, with progress on stderr. Records the server refuses
+// (404: gone; 409: would be dead-lettered again) are skipped and listed;
+// any other error stops it.
+func replayAll(cmd *cobra.Command, c *client.Client, req adminapi.DLQReplayRequest) error {
+	ctx := cmd.Context()
+	type pos struct {
+		p   int32
+		off int64
+	}
+	var todo []pos
+	cursor := ""
+	for {
+		l, err := c.DLQ(ctx, replayAllPage, cursor)
+		if err != nil {
+			return fmt.Errorf("list dead letters: %w", err)
+		}
+		for _, r := range l.Records {
+			todo = append(todo, pos{r.Partition, r.Offset})
+		}
+		if l.Next == "" || l.Next == cursor || len(l.Records) == 0 {
+			break
+		}
+		cursor = l.Next
+	}
+	pr := progress.New(cmd.ErrOrStderr(), "dlq replay", progress.Options{})
+	pr.Start("replay", "records", int64(len(todo)))
+	var refused []string
+	done := 0
+	for _, x := range todo {
+		_, err := c.ReplayDLQ(ctx, x.p, x.off, req)
+		var ce *client.Error
+		switch {
+		case err == nil:
+			done++
+		case errors.As(err, &ce) && (ce.StatusCode == http.StatusConflict || ce.StatusCode == http.StatusNotFound):
+			refused = append(refused, fmt.Sprintf("%d/%d: %s", x.p, x.off, ce.Message))
+		default:
+			pr.Done()
+			return fmt.Errorf("replay dead letter %d/%d (%d of %d replayed before it): %w", x.p, x.off, done, len(todo), err)
+		}
+		pr.Add(1)
+	}
+	pr.Done()
+	out := cmd.OutOrStdout()
+	_, _ = fmt.Fprintf(out, "replayed %d of %d dead-letter records to the control topic", done, len(todo))
+	if len(refused) > 0 {
+		_, _ = fmt.Fprintf(out, "; %d refused:\n", len(refused))
+		for _, r := range refused {
+			_, _ = fmt.Fprintf(out, "  %s\n", r)
+		}
+		return nil
+	}
+	_, _ = fmt.Fprintln(out)
+	return nil
 }
