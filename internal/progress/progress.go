@@ -104,6 +104,23 @@ func (r *Reporter) Set(done, total int64) {
 	r.draw(false)
 }
 
+// Printf writes a line of its own (a log line), with a newline added. On a
+// terminal the progress line is cleared first and drawn again after it, so
+// the two never mix.
+func (r *Reporter) Printf(format string, args ...any) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.terminal && r.drawn {
+		_, _ = fmt.Fprint(r.w, "\r\033[K")
+		r.drawn = false
+	}
+	_, _ = fmt.Fprintf(r.w, format+"\n", args...)
+	r.draw(true)
+}
+
 // Done ends the current phase: its final line says how much was done, how
 // long it took and at what rate.
 func (r *Reporter) Done() {

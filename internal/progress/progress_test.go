@@ -108,3 +108,28 @@ func TestDetectsAPseudoTerminal(t *testing.T) {
 	require.True(t, strings.HasPrefix(got, "\r\033[Ksoak: send: 0/10 messages (0%)"), "%q", got)
 	require.Contains(t, got, "\r\033[Ksoak: send: 5/10 messages in ")
 }
+
+// Log lines between redraws clear the progress line and draw it again.
+func TestPrintfKeepsLinesApart(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	r, c := reporter(&out, true)
+	r.Printf("before %d", 1) // no phase yet: just the line
+	r.Start("send", "messages", 0)
+	c.add(time.Second)
+	r.Add(10)
+	r.Printf("fault: %s", "SIGKILL center 1")
+	r.Done()
+	require.Equal(t, "before 1\n"+
+		"\r\033[Kmove-buckets: send: 0 messages"+
+		"\r\033[Kmove-buckets: send: 10 messages, 10.0 messages/s"+
+		"\r\033[Kfault: SIGKILL center 1\n"+
+		"\r\033[Kmove-buckets: send: 10 messages, 10.0 messages/s"+
+		"\r\033[Kmove-buckets: send: 10 messages in 1s (10.0 messages/s)\n", out.String())
+
+	var plain bytes.Buffer
+	r, _ = reporter(&plain, false)
+	r.Start("send", "messages", 0)
+	r.Printf("fault: %s", "x")
+	require.Equal(t, "fault: x\n", plain.String())
+}

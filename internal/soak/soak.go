@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/internal/progress"
 )
 
 // ErrViolation is returned (wrapped) when an invariant does not hold.
@@ -132,8 +133,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	// Progress of the two long phases (produce, converge): a redrawn line
+	// on a terminal, one line per phase otherwise; log lines go through it
+	// so that they never mix with the redrawn line.
+	pr := progress.New(cfg.Out, "soak", progress.Options{})
 	out := func(format string, args ...any) {
-		fmt.Fprintf(cfg.Out, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+		pr.Printf("%s "+format, append([]any{time.Now().Format("15:04:05.000")}, args...)...)
 	}
 	rep := &Report{Seed: cfg.Seed, Duration: cfg.Duration, Centers: cfg.Centers, Kinds: map[string]int{}, Faults: map[string]int{}}
 	out("soak: seed %d (replay with --seed %d), duration %s, rate %d/s, %d centers, faults %v", cfg.Seed, cfg.Seed, cfg.Duration, cfg.Rate, cfg.Centers, cfg.Faults)
@@ -273,20 +278,22 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			ch.run(runCtx)
 		}
 	}()
+	expected := int64(0)
+	if cfg.Rate > 0 {
+		expected = int64(float64(cfg.Rate) * cfg.Duration.Seconds())
+	}
+	pr.Start("produce", "messages", expected)
 	progressDone := make(chan struct{})
 	go func() {
 		defer close(progressDone)
-		t := time.NewTicker(10 * time.Second)
+		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
 			select {
 			case <-runCtx.Done():
 				return
 			case <-t.C:
-				col.mu.Lock()
-				fwd := len(col.byKey)
-				col.mu.Unlock()
-				out("progress: %d produced, %d forwarded", w.produced.Load(), fwd)
+				pr.Set(w.produced.Load(), max(expected, w.produced.Load()))
 			}
 		}
 	}()
@@ -299,6 +306,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	col.mu.Unlock()
 	<-chaosDone
 	<-progressDone
+	pr.Set(w.produced.Load(), w.produced.Load())
+	pr.Done()
 	rep.ProduceErrors = w.errs.Load()
 	rep.ProducedPerSec = float64(w.produced.Load()) / produceTime.Seconds()
 	out("producers done: %d messages in %s", w.produced.Load(), produceTime.Round(time.Millisecond))
@@ -318,16 +327,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// Converge: every committed message forwarded, nothing PREPARED.
 	deadline := time.Now().Add(cfg.Settle)
 	var lastForward time.Time
+	base := -1 // messages to settle when converging starts
+	pr.Start("converge", "messages settled", 0)
+	defer pr.Done()
 	for {
 		msgs, _ := tr.snapshot()
 		rows, err := readStore(ctx, pg.DSN())
 		if err == nil {
 			unfwd, prep := pending(msgs, col, rows)
+			// Settled: forwarded, or no longer PREPARED.
+			if base < 0 {
+				base = unfwd + prep
+			}
+			pr.Set(int64(max(base-unfwd-prep, 0)), int64(base))
 			if unfwd == 0 && lastForward.IsZero() {
 				lastForward = time.Now()
 			}
 			if unfwd == 0 && prep == 0 && col.caughtUp(ctx, adm) {
 				rep.Converged = true
+				pr.Done()
 				break
 			}
 			if time.Now().After(deadline) {
