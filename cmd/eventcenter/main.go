@@ -16,6 +16,7 @@ import (
 	"github.com/eventcenter/eventcenter/internal/center"
 	"github.com/eventcenter/eventcenter/internal/cliflags"
 	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/internal/progress"
 	"github.com/eventcenter/eventcenter/internal/shutdown"
 	"github.com/eventcenter/eventcenter/internal/tracing"
 	"github.com/eventcenter/eventcenter/internal/version"
@@ -187,7 +188,7 @@ how long it is expected to take, and changes nothing.`,
 				return nil
 			}
 			log := newLogger(cfg.Log, cmd.ErrOrStderr())
-			pr := newProgressPrinter(cmd.OutOrStdout())
+			pr := newProgressPrinter(cmd.OutOrStdout(), progress.Options{})
 			if err := center.MigrateWithProgress(cmd.Context(), cfg.Store, log, pr.report); err != nil {
 				return fmt.Errorf("migrate: %w", err)
 			}

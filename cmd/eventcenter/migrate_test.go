@@ -11,30 +11,45 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/eventcenter/eventcenter/internal/pgtest"
+	"github.com/eventcenter/eventcenter/internal/progress"
 	"github.com/eventcenter/eventcenter/store/migrate"
 )
+
+// fakeClock is the progress printer's clock, moved by the test.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+// printer returns a progress printer on out whose clock follows the
+// reports' Elapsed (set it with at).
+func printer(out *bytes.Buffer, terminal bool) (*progressPrinter, func(time.Duration)) {
+	c := &fakeClock{time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	t0 := c.t
+	pp := newProgressPrinter(out, progress.Options{Terminal: &terminal, Now: c.now})
+	return pp, func(d time.Duration) { c.t = t0.Add(d) }
+}
 
 // Not on a terminal (a log, CI): one line per phase, one when built.
 func TestProgressLinesNotTerminal(t *testing.T) {
 	var out bytes.Buffer
-	pp := newProgressPrinter(&out)
-	require.False(t, pp.terminal)
+	pp, set := printer(&out, false)
 	p := migrate.Progress{Version: 2, Name: "orphan_commits", Index: "ix"}
 	at := func(phase string, done, total int64, s int) migrate.Progress {
 		q := p
 		q.Phase, q.BlocksDone, q.BlocksTotal, q.Elapsed = phase, done, total, time.Duration(s)*time.Second
+		set(q.Elapsed)
 		return q
 	}
-	pp.report("postgres", at("waiting for writers before build", 0, 0, 1))
-	pp.report("postgres", at("building index: scanning table", 100, 1000, 2))
+	pp.report("postgres", at("waiting for writers before build", 0, 0, 0))
+	pp.report("postgres", at("building index: scanning table", 100, 1000, 1))
 	pp.report("postgres", at("building index: scanning table", 600, 1000, 3))
-	pp.report("postgres", at("index validation: scanning table", 10, 1000, 4))
+	pp.report("postgres", at("index validation: scanning table", 10, 1000, 3))
 	done := at("index validation: scanning table", 1000, 1000, 5)
 	done.Done = true
 	pp.report("postgres", done)
-	require.Equal(t, `postgres: 0002 orphan_commits: index ix: waiting for writers before build after 1s
-postgres: 0002 orphan_commits: index ix: building index: scanning table (1000 blocks) after 2s
-postgres: 0002 orphan_commits: index ix: index validation: scanning table (1000 blocks) after 4s
+	require.Equal(t, `postgres: 0002 orphan_commits: index ix: waiting for writers before build in 1s
+postgres: 0002 orphan_commits: index ix: building index: scanning table: 600/1000 blocks in 2s (300 blocks/s)
+postgres: 0002 orphan_commits: index ix: index validation: scanning table: 1000/1000 blocks in 2s (500 blocks/s)
 postgres: 0002 orphan_commits: index ix: built in 5s
 `, out.String())
 }
@@ -42,17 +57,20 @@ postgres: 0002 orphan_commits: index ix: built in 5s
 // On a terminal: one redrawn line with done/total, rate and ETA.
 func TestProgressLineTerminal(t *testing.T) {
 	var out bytes.Buffer
-	pp := &progressPrinter{w: &out, terminal: true}
+	pp, set := printer(&out, true)
 	p := migrate.Progress{Version: 2, Name: "orphan_commits", Index: "ix", Phase: "building index: scanning table", BlocksTotal: 1000}
-	p.BlocksDone, p.Elapsed = 100, time.Second
 	pp.report("postgres", p)
-	p.BlocksDone, p.Elapsed = 300, 2*time.Second
+	p.BlocksDone, p.Elapsed = 300, time.Second
+	set(p.Elapsed)
 	pp.report("postgres", p)
-	p.Done, p.Elapsed = true, 5*time.Second
+	p.BlocksDone, p.Done, p.Elapsed = 1000, true, 2*time.Second
+	set(p.Elapsed)
 	pp.report("postgres", p)
-	require.Equal(t, "\r\033[Kpostgres: 0002 orphan_commits: index ix: building index: scanning table 100/1000 blocks (10%)"+
-		"\r\033[Kpostgres: 0002 orphan_commits: index ix: building index: scanning table 300/1000 blocks (30%), 200 blocks/s, ETA 4s"+
-		"\npostgres: 0002 orphan_commits: index ix: built in 5s\n", out.String())
+	require.Equal(t, "\r\033[Kpostgres: 0002 orphan_commits: index ix: building index: scanning table: 0/1000 blocks (0%)"+
+		"\r\033[Kpostgres: 0002 orphan_commits: index ix: building index: scanning table: 300/1000 blocks (30%), 300 blocks/s, ETA 2.3s"+
+		"\r\033[Kpostgres: 0002 orphan_commits: index ix: building index: scanning table: 1000/1000 blocks (100%), 500 blocks/s"+
+		"\r\033[Kpostgres: 0002 orphan_commits: index ix: building index: scanning table: 1000/1000 blocks in 2s (500 blocks/s)\n"+
+		"postgres: 0002 orphan_commits: index ix: built in 2s\n", out.String())
 }
 
 // migrate --plan on a database at version 1 with rows lists the pending

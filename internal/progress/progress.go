@@ -49,7 +49,7 @@ type Reporter struct {
 }
 
 // New returns a reporter of task (the line's prefix, such as
-// "move-buckets") writing to w.
+// "move-buckets"; "" for none) writing to w.
 func New(w io.Writer, task string, opt Options) *Reporter {
 	r := &Reporter{w: w, task: task, now: opt.Now, every: opt.Every}
 	if opt.Terminal != nil {
@@ -151,10 +151,16 @@ func (r *Reporter) end() {
 }
 
 func (r *Reporter) head() string {
+	if r.task == "" {
+		return r.phase
+	}
 	return r.task + ": " + r.phase
 }
 
 func (r *Reporter) count() string {
+	if r.unit == "" && r.done == 0 && r.total == 0 {
+		return "" // a phase with nothing to count (waiting)
+	}
 	u := ""
 	if r.unit != "" {
 		u = " " + r.unit
