@@ -15,7 +15,7 @@ import (
 
 func newBench() *cobra.Command {
 	cfg := bench.Default()
-	var jsonPath, cpuProfile, memProfile, logLevel string
+	var jsonPath, htmlPath, cpuProfile, memProfile, logLevel string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the center: load through clientlib, commit-to-forward latency, baselines",
@@ -40,7 +40,8 @@ A progress line per second goes to stderr, the table to stdout.`,
   ectools bench --store postgres --dsn postgres://postgres@127.0.0.1:5432/test --messages 200000 --json run.json
   ectools bench --store postgres --dsn ... --checkback-ratio 1 --messages 100000 --baselines=false
   ectools bench --store postgres --dsn ... --duration 10m --rate 8000
-  ectools bench --via http --messages 20000 --baselines=false --json via-http.json`,
+  ectools bench --via http --messages 20000 --baselines=false --json via-http.json
+  ectools bench --messages 20000 --html report.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
@@ -98,6 +99,11 @@ A progress line per second goes to stderr, the table to stdout.`,
 					return fmt.Errorf("--json: %w", err)
 				}
 			}
+			if htmlPath != "" {
+				if err := writeFile(htmlPath, rep.WriteHTML); err != nil {
+					return fmt.Errorf("--html: %w", err)
+				}
+			}
 			if rep.Center.Missing > 0 {
 				return fmt.Errorf("%d messages were not forwarded within --drain-timeout", rep.Center.Missing)
 			}
@@ -137,6 +143,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "how long to wait for forwards after sending ended")
 	f.DurationVar(&cfg.HeapEvery, "heap-every", cfg.HeapEvery, "interval of heap samples (after GC) in the JSON report")
 	f.StringVar(&jsonPath, "json", "", "write the report as JSON to this file")
+	f.StringVar(&htmlPath, "html", "", "write the report as one self-contained HTML page (charts over the run, CPU, baselines, configuration) to this file")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the center phase to this file")
 	f.StringVar(&memProfile, "memprofile", "", "write a heap profile at the end of the center phase to this file")
 	f.StringVar(&logLevel, "log-level", "warn", "log level of the center and clients (stderr)")

@@ -28,7 +28,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return cliflags.Check(cmd.Flags(), flagRules)
 	}
-	root.AddCommand(newBench(), newSoak())
+	root.AddCommand(newBench(), newBenchChart(), newSoak())
 	return root
 }
 

@@ -422,6 +422,9 @@ type CenterResult struct {
 	// check-back ones) and the messages forwarded.
 	SentPerSecond      []int64 `json:"sent_per_second"`
 	ForwardedPerSecond []int64 `json:"forwarded_per_second"`
+	// LatencyPerSecond is the commit-to-forward latency of the messages
+	// forwarded in each second (check-back ones excepted).
+	LatencyPerSecond []SecondLatency `json:"commit_to_forward_per_second,omitempty"`
 
 	HeapStartMB float64      `json:"heap_start_mb"`
 	HeapEndMB   float64      `json:"heap_end_mb"`
@@ -529,7 +532,7 @@ func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic stri
 		sendEnd                     atomic.Int64
 		wg                          sync.WaitGroup
 	)
-	tr.sentPS.start, tr.fwdPS.start = start, start
+	tr.sentPS.start, tr.fwdPS.start, tr.latPS.start = start, start, start
 	fail := func(err error) {
 		errCount.Add(1)
 		firstErr.CompareAndSwap(nil, err.Error())
@@ -704,6 +707,7 @@ func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic stri
 	res.CommitToSend = tr.sendH.summary()
 	res.Checkback = tr.cbH.summary()
 	res.SentPerSecond, res.ForwardedPerSecond = tr.sentPS.snapshot(), tr.fwdPS.snapshot()
+	res.LatencyPerSecond = tr.latPS.summary()
 	if res.SendSeconds > 0 {
 		var expected int64
 		for _, n := range res.SentPerSecond {

@@ -64,8 +64,9 @@ type tracker struct {
 	duplicates atomic.Int64
 
 	// Per second since the first send: messages expected (their clock
-	// started) and forwarded.
+	// started) and forwarded, and the commit-to-forward latency (under mu).
 	sentPS, fwdPS perSecond
+	latPS         latPerSecond
 }
 
 func newTracker() *tracker {
@@ -125,6 +126,7 @@ func (t *tracker) seen(seq int64, now, produced time.Time) {
 		t.lastCB = now
 	} else {
 		t.commitH.add(d)
+		t.latPS.add(now, d)
 		if !produced.IsZero() {
 			t.sendH.add(max(produced.Sub(time.Unix(0, e.at)), 0))
 		}
