@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/xml"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -55,7 +56,7 @@ func svgSeries(t *testing.T, svg string) map[string][]string {
 	id := ""
 	for {
 		tok, err := dec.Token()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return out
 		}
 		require.NoError(t, err)

@@ -2,6 +2,7 @@ package chart_test
 
 import (
 	"encoding/xml"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -45,7 +46,7 @@ func TestSVGIsWellFormedWithSeriesAndEscapes(t *testing.T) {
 	texts := []string{}
 	for {
 		tok, err := dec.Token()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		require.NoError(t, err, svg)

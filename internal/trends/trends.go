@@ -223,7 +223,6 @@ func (s *Sampler) RecordOutcome(at time.Time, endpoint, outcome string) {
 	i := len(s.minutes) - 1
 	if i < 0 || s.minutes[i].at != m {
 		s.minutes = append(s.minutes, minute{at: m, eps: map[string]*Outcomes{}})
-		i++
 		keep := int64(s.cfg.Window/time.Minute) + 1
 		for len(s.minutes) > 0 && s.minutes[0].at <= m-keep {
 			s.minutes = s.minutes[1:]
