@@ -118,6 +118,11 @@ checkback:
 	for _, p := range []string{"/ui/", "/ui/messages", "/ui/dlq"} {
 		code, b := get(t, bc, base+p, "")
 		require.Equal(t, http.StatusOK, code, p)
+		if p == "/ui/" {
+			// The center wires the trends sampler into the overview.
+			require.Contains(t, b, `id="trend-forwarded"`)
+			require.Contains(t, b, `id="outcomes"`)
+		}
 		seen = append(seen, b)
 	}
 	// The store fails: /readyz says only that without a token.
