@@ -1,6 +1,7 @@
 package trends
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -162,6 +163,7 @@ func (s *Sampler) Sample(ctx context.Context) error {
 			smp.Total.Forwarded = float64(total) / secs
 		}
 	}
+	fold(smp.ByBizID)
 	s.lastAt = now
 	clear(s.lastFwd)
 	for b, n := range s.fwd {
@@ -169,6 +171,45 @@ func (s *Sampler) Sample(ctx context.Context) error {
 	}
 	s.record(smp)
 	return nil
+}
+
+// MaxBizIDs bounds the bizIDs a sample keeps apart (the ring holds an
+// hour of samples: its memory must not grow with the number of bizIDs);
+// the rest, those with the least backlog and forwarding, are added up as
+// OtherBizIDs.
+const MaxBizIDs = 50
+
+// OtherBizIDs is the name the bizIDs past MaxBizIDs are added up under.
+const OtherBizIDs = "(other bizIDs)"
+
+// fold keeps the MaxBizIDs busiest bizIDs of by and adds the rest up.
+func fold(by map[string]Value) {
+	if len(by) <= MaxBizIDs {
+		return
+	}
+	names := make([]string, 0, len(by))
+	for b := range by {
+		names = append(names, b)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		va, vb := by[a], by[b]
+		switch {
+		case va.Backlog != vb.Backlog:
+			return cmp.Compare(vb.Backlog, va.Backlog)
+		case va.Forwarded != vb.Forwarded:
+			return cmp.Compare(vb.Forwarded, va.Forwarded)
+		}
+		return cmp.Compare(a, b)
+	})
+	var other Value
+	for _, b := range names[MaxBizIDs-1:] {
+		v := by[b]
+		other.Backlog += v.Backlog
+		other.Forwarded += v.Forwarded
+		other.OldestUnsent = max(other.OldestUnsent, v.OldestUnsent)
+		delete(by, b)
+	}
+	by[OtherBizIDs] = other
 }
 
 // Record adds a sample as if taken (tests and demos seed the charts with

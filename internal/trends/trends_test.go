@@ -140,3 +140,27 @@ func TestOutcomesBoundEndpoints(t *testing.T) {
 	require.Len(t, out, trends.MaxEndpoints+1)
 	require.Equal(t, trends.Outcomes{Endpoint: trends.OtherEndpoints, Commit: 7}, out[0])
 }
+
+// A sample keeps MaxBizIDs bizIDs apart; the rest are added up.
+func TestSampleFoldsManyBizIDs(t *testing.T) {
+	t.Parallel()
+	c := &clock{time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	var counts []store.Count
+	for i := range trends.MaxBizIDs + 10 {
+		counts = append(counts, pending(fmt.Sprintf("b%03d", i), int64(i+1), c.t.Add(-time.Duration(i)*time.Second)))
+	}
+	s := trends.New(trends.Config{Now: c.now}, &fakeStore{counts: counts})
+	require.NoError(t, s.Sample(t.Context()))
+	smp := s.Samples()[0]
+	require.Len(t, smp.ByBizID, trends.MaxBizIDs)
+	// b000..b010 have the least backlog: 1+2+...+11 = 66, oldest 10 s.
+	require.Equal(t, trends.Value{Backlog: 66, OldestUnsent: 10 * time.Second}, smp.ByBizID[trends.OtherBizIDs])
+	require.Contains(t, smp.ByBizID, "b059")
+	require.NotContains(t, smp.ByBizID, "b010")
+	require.Contains(t, smp.ByBizID, "b011")
+	var total int64
+	for _, v := range smp.ByBizID {
+		total += v.Backlog
+	}
+	require.Equal(t, smp.Total.Backlog, total, "nothing lost in the fold")
+}
