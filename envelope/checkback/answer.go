@@ -110,13 +110,23 @@ func DecodeAnswer(p Protocol, q Question, contentType string, body []byte) (Deci
 	return DecisionUnknown, fmt.Errorf("%w: protocol %v", ErrUnreadable, p)
 }
 
+// decodeHTTP reads the http protocol's answer. The answer HTTPAnswer
+// writes (what clientlib's handler sends) is recognised byte for byte,
+// without a JSON parse or an allocation; any other spelling (extra fields,
+// spaces, the decision shape, escapes in the key) is parsed once into a
+// map of raw values, whose parts are then read strictly.
 func decodeHTTP(b []byte, key string) (Decision, error) {
-	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
+	if d, ok := canonicalHTTP(b, key); ok {
+		return d, nil
+	}
+	if len(b) == 0 || b[0] != '{' {
 		return DecisionUnknown, fmt.Errorf("%w: want a JSON object echoing the messageKey: %s", ErrUnreadable, snippet(b))
 	}
+	// json.Unmarshal checks the whole input is valid JSON before it
+	// decodes (a separate json.Valid would scan it twice).
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil {
-		return DecisionUnknown, fmt.Errorf("%w: %v", ErrUnreadable, err)
+		return DecisionUnknown, fmt.Errorf("%w: want a JSON object echoing the messageKey: %s", ErrUnreadable, snippet(b))
 	}
 	dec, hasDec := m["decision"]
 	st, hasSt := m["status"]
@@ -132,6 +142,43 @@ func decodeHTTP(b []byte, key string) (Decision, error) {
 		return decisionWord(dec)
 	}
 	return DecisionUnknown, fmt.Errorf("%w: neither status nor decision: %s", ErrUnreadable, snippet(b))
+}
+
+// The exact bytes HTTPAnswer writes, around the key and the status digit.
+const (
+	canonicalPrefix = `{"status":"SUCCESS","data":{"messageKey":"`
+	canonicalMiddle = `","messageStatus":`
+	canonicalSuffix = `}}`
+)
+
+// canonicalHTTP recognises HTTPAnswer(key, d) exactly, for a key that JSON
+// writes without escapes (printable ASCII other than '"', '\\', '<', '>'
+// and '&', which encoding/json escapes). ok is false for anything else,
+// which the strict parse then reads.
+func canonicalHTTP(b []byte, key string) (Decision, bool) {
+	n := len(canonicalPrefix) + len(key) + len(canonicalMiddle) + 1 + len(canonicalSuffix)
+	if len(b) != n || string(b[:len(canonicalPrefix)]) != canonicalPrefix {
+		return DecisionUnknown, false
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return DecisionUnknown, false
+		}
+	}
+	rest := b[len(canonicalPrefix):]
+	if string(rest[:len(key)]) != key {
+		return DecisionUnknown, false
+	}
+	rest = rest[len(key):]
+	if string(rest[:len(canonicalMiddle)]) != canonicalMiddle {
+		return DecisionUnknown, false
+	}
+	rest = rest[len(canonicalMiddle):]
+	if !isStatus(rest[:1]) || string(rest[1:]) != canonicalSuffix {
+		return DecisionUnknown, false
+	}
+	d, _ := statusNumber(rest[:1]) // checked by isStatus: cannot fail
+	return d, true
 }
 
 // trustMessage reads {"status":"SUCCESS","data":{"messageKey":..,"messageStatus":n}}.
