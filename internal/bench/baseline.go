@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/eventcenter/eventcenter/envelope/checkback"
 	"github.com/eventcenter/eventcenter/store/postgres"
 	"github.com/eventcenter/eventcenter/store/rawlifecycle"
 	"github.com/eventcenter/eventcenter/store/sqlite"
@@ -187,4 +191,70 @@ func batchedLifecycle(write rawlifecycle.Writer, runID string) func(context.Cont
 		}
 		return write(ctx, keys)
 	}
+}
+
+// checkbackBaseline makes n plain HTTP check-back calls (the http
+// protocol's GET, as the center sends it) to the bench's check-back server
+// at url, conc at a time, from a client with the center's transport
+// settings (per-host connections bounded by conc, keep-alive), no center
+// and no store: calls/s from the first call to the last answer read.
+func checkbackBaseline(ctx context.Context, rawURL string, n, conc int) (*Throughput, error) {
+	ep, err := checkback.ParseEndpoint(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("check-back baseline: %w", err)
+	}
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: conc,
+		MaxConnsPerHost:     conc,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	var next atomic.Int64
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) || ctx.Err() != nil {
+					return
+				}
+				r := ep.Request(checkback.Question{BizID: bizID, MessageKey: "baseline-" + strconv.FormatInt(i, 10), Attempt: 1, Timeout: 5 * time.Second})
+				req, err := http.NewRequestWithContext(ctx, r.Method, r.URL.String(), nil)
+				if err != nil {
+					failed.CompareAndSwap(nil, err)
+					return
+				}
+				req.Header = r.Header
+				resp, err := hc.Do(req)
+				if err != nil {
+					failed.CompareAndSwap(nil, err)
+					return
+				}
+				_, err = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK {
+					failed.CompareAndSwap(nil, fmt.Errorf("status %d, read: %v", resp.StatusCode, err))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	d := time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err, _ := failed.Load().(error); err != nil {
+		return nil, fmt.Errorf("check-back baseline: %w", err)
+	}
+	t := throughput(n, d, fmt.Sprintf("plain HTTP GETs to the bench's check-back server, %d at a time, keep-alive, no center", conc))
+	t.Writers = conc
+	return t, nil
 }

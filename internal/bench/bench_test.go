@@ -73,6 +73,13 @@ func TestRunEmbeddedSQLite(t *testing.T) {
 	require.Positive(t, back.CPU.ProcessSeconds)
 	require.Positive(t, back.CPU.ProcessUsPerMsg)
 	require.Contains(t, table.String(), "CPU per forwarded message")
+	// The check-back baseline ran against the same server, and its calls
+	// are not counted as the center's.
+	require.NotNil(t, back.CheckbackBaseline)
+	require.Equal(t, 5000, back.CheckbackBaseline.Messages)
+	require.Positive(t, back.CheckbackRatio)
+	require.Less(t, c.CheckbackCalls, int64(5000), "the baseline's calls are not the center's")
+	require.Contains(t, table.String(), "baseline: check-back")
 }
 
 func TestRunPostgres(t *testing.T) {
@@ -102,6 +109,15 @@ func TestRunPostgres(t *testing.T) {
 	// 200-message run can round to zero ticks (10 ms), so only presence
 	// is asserted.
 	require.Positive(t, rep.CPU.PostgresProcesses, "the server's processes are read from /proc when it runs here")
+	// Every message is inserted once at least; none is written more than
+	// a handful of times.
+	rv := rep.RowVersions
+	require.NotNil(t, rv)
+	require.EqualValues(t, 200, rv.Messages)
+	require.GreaterOrEqual(t, rv.Inserts, int64(200))
+	require.GreaterOrEqual(t, rv.PerMessage, 1.0)
+	require.Less(t, rv.PerMessage, 6.0)
+	require.InDelta(t, rv.PerMessage, rv.InsertsPerMessage+rv.UpdatesPerMessage, 1e-9)
 }
 
 func TestValidate(t *testing.T) {

@@ -105,6 +105,9 @@ type Config struct {
 	HeapEvery time.Duration
 
 	tempDir string // set by Run
+	// rowVersions receives the PostgreSQL row versions when the center's
+	// schema is dropped (set by Run).
+	rowVersions **RowVersions
 }
 
 // Default returns the defaults: 20,000 messages as fast as possible, 256

@@ -36,7 +36,10 @@ type CPUUsage struct {
 	// Machine is all CPU time of the machine (/proc/stat, less idle and
 	// iowait), other work included.
 	MachineSeconds float64 `json:"machine_seconds"`
-	WallSeconds    float64 `json:"wall_seconds"`
+	// Parts splits ProcessSeconds into center, broker, load and runtime
+	// (see CPUParts; nil when another CPU profile was running).
+	Parts       *CPUParts `json:"parts,omitempty"`
+	WallSeconds float64   `json:"wall_seconds"`
 }
 
 // procTicks returns utime+stime of a process, in clock ticks.

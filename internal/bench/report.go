@@ -16,6 +16,12 @@ type Report struct {
 	Center    CenterResult `json:"center"`
 	Transport *Throughput  `json:"transport_baseline,omitempty"`
 	Store     *Throughput  `json:"store_baseline,omitempty"`
+	// CheckbackBaseline is plain HTTP calls to the same check-back server
+	// at the same concurrency, no center (runs with check-backs only);
+	// CheckbackRatio the center's check-back rate (resolved/s from the
+	// first call) divided by it.
+	CheckbackBaseline *Throughput `json:"checkback_baseline,omitempty"`
+	CheckbackRatio    float64     `json:"checkback_ratio_of_baseline,omitempty"`
 	// Ratio is the center's forwarded messages/s divided by the lower
 	// baseline's messages/s (RatioOf names it).
 	Ratio   float64 `json:"ratio,omitempty"`
@@ -24,6 +30,9 @@ type Report struct {
 	Metrics []MetricValue `json:"center_metrics,omitempty"`
 	// CPU is the CPU time of the center phase, from /proc.
 	CPU *CPUUsage `json:"cpu,omitempty"`
+	// RowVersions is what the center wrote in PostgreSQL (PostgreSQL
+	// runs of an embedded center only).
+	RowVersions *RowVersions `json:"row_versions,omitempty"`
 	// Via compares the load through the producer HTTP API with the same
 	// through Kafka producers (--via http; see ViaReport).
 	Via *ViaReport `json:"via,omitempty"`
@@ -73,6 +82,13 @@ func reportConfig(c Config) ReportConfig {
 }
 
 func (r *Report) finish() {
+	if b := r.CheckbackBaseline; b != nil && b.PerSecond > 0 {
+		rate := r.Center.CheckbackCallRate
+		if rate == 0 {
+			rate = r.Center.CheckbackRate
+		}
+		r.CheckbackRatio = rate / b.PerSecond
+	}
 	var lower *Throughput
 	for _, b := range []*Throughput{r.Transport, r.Store} {
 		if b != nil && (lower == nil || b.PerSecond < lower.PerSecond) {
@@ -156,6 +172,22 @@ func (r *Report) WriteTable(w io.Writer) error {
 			u.ProcessUsPerMsg, u.ProcessSeconds, embeddedNote(c.Mode),
 			pg, u.MachineSeconds, u.WallSeconds)
 	}
+	if u := r.CPU; u != nil && u.Parts != nil && len(u.Parts.UsPerMsg) > 0 {
+		p := u.Parts
+		var parts []string
+		for _, k := range []string{"center", "broker", "load", "runtime"} {
+			parts = append(parts, fmt.Sprintf("%s %.1f µs (%.0f%%)", k, p.UsPerMsg[k], 100*p.Share[k]))
+		}
+		cb := ""
+		if p.CenterUsPerCheckback > 0 {
+			cb = fmt.Sprintf("; center %.1f µs per resolved check-back", p.CenterUsPerCheckback)
+		}
+		row("CPU by part (per message)", "%s; %d profile samples%s", strings.Join(parts, ", "), p.Samples, cb)
+	}
+	if v := r.RowVersions; v != nil {
+		row("PostgreSQL row versions", "%.2f per message (%.2f inserts + %.2f updates, of which %d HOT; %d messages)",
+			v.PerMessage, v.InsertsPerMessage, v.UpdatesPerMessage, v.HotUpdates, v.Messages)
+	}
 	row("heap in use (after GC)", "start %.1f MB, end %.1f MB, max sample %.1f MB", x.HeapStartMB, x.HeapEndMB, x.HeapMaxMB)
 	for _, m := range r.Metrics {
 		switch {
@@ -176,6 +208,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if s := r.Store; s != nil {
 		row("baseline: store", "%.0f msg/s (%d messages, %.2fs, %d writers; %s)", s.PerSecond, s.Messages, s.Seconds, s.Writers, s.What)
+	}
+	if b := r.CheckbackBaseline; b != nil {
+		row("baseline: check-back", "%.0f calls/s (%d calls, %.2fs; %s); center's check-back rate %.2f of it", b.PerSecond, b.Messages, b.Seconds, b.What, r.CheckbackRatio)
 	}
 	if r.RatioOf != "" {
 		row("center / lower baseline", "%.2f (of the %s baseline)", r.Ratio, r.RatioOf)

@@ -42,7 +42,7 @@ const seqHeader = "bench-seq"
 // Run performs one bench run and returns its report. It cleans up what it
 // created (kfake, schemas, temporary files, topics of baselines) before
 // returning.
-func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
+func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		cfg.HeapEvery = 10 * time.Second
 	}
 	runID := randomID()
-	rep := &Report{RunID: runID, Machine: machine(), Config: reportConfig(cfg)}
+	rep = &Report{RunID: runID, Machine: machine(), Config: reportConfig(cfg)}
 	tmp, err := os.MkdirTemp("", "ecbench-")
 	if err != nil {
 		return nil, fmt.Errorf("temporary directory: %w", err)
@@ -132,6 +132,20 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		return nil, err
 	}
 	defer cb.stop()
+	if cfg.Baselines && cfg.CheckbackRatio > 0 && !cfg.External {
+		n := int(float64(max(cfg.Messages, 20000)) * cfg.CheckbackRatio)
+		n = min(max(n, 5000), 100000)
+		fmt.Fprintf(progress(cfg), "baseline: check-back, %d plain HTTP calls, %d at a time\n", n, cfg.CheckbackConcurrency)
+		pprof.Do(ctx, pprof.Labels(profilePart, "load"), func(ctx context.Context) {
+			rep.CheckbackBaseline, err = checkbackBaseline(ctx, cb.url, n, cfg.CheckbackConcurrency)
+		})
+		if err != nil {
+			return nil, err
+		}
+		cb.calls.Store(0)
+		cb.first.Store(0)
+		runtime.GC()
+	}
 
 	// The center.
 	var ctr *center.Center
@@ -140,6 +154,10 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 			c          *center.Center
 			stopCenter func() error
 		)
+		var rv *RowVersions
+		if cfg.Store == "postgres" {
+			cfg.rowVersions = &rv
+		}
 		pprof.Do(ctx, pprof.Labels(profilePart, "center"), func(ctx context.Context) {
 			c, stopCenter, err = startCenter(ctx, cfg, runID, brokers, cb.origin)
 		})
@@ -150,6 +168,14 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		defer func() {
 			if serr := stopCenter(); serr != nil && err == nil {
 				err = serr
+			}
+			if rv != nil && rep != nil {
+				n := rep.Center.Sent
+				if rep.Via != nil {
+					n += rep.Via.HTTP.Sent
+				}
+				rv.perMessage(n)
+				rep.RowVersions = rv
 			}
 		}()
 	}
@@ -178,6 +204,16 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		meter = cpuMeter{dsn: cfg.DSN, app: appName(runID)}
 	}
 	rep.Machine.LoadAvgStart = loadAvg()
+	// The CPU profile that splits the process's CPU into parts runs in
+	// every run, over the same window as the /proc counters.
+	var parts partProfiler
+	if perr := parts.start(cfg.CPUProfile); perr != nil {
+		if cfg.CPUProfile != nil {
+			return nil, perr
+		}
+		cfg.Logger.Warn("CPU by part not measured", "err", perr)
+	}
+	defer parts.abort()
 	cpu0, began := meter.sample(ctx), time.Now()
 	kafkaPass := pass{via: ViaKafka, keyPrefix: runID, fromPrepare: cfg.Via == ViaHTTP}
 	pprof.Do(ctx, pprof.Labels(profilePart, "load"), func(ctx context.Context) {
@@ -194,6 +230,11 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		rep.Via = newViaReport(rep.Center, viaHTTP)
 	}
 	rep.CPU = usage(cpu0, meter.sample(ctx), time.Since(began).Seconds(), rep.Center.Forwarded)
+	if cp, perr := parts.stop(rep.CPU.ProcessSeconds, rep.Center.Forwarded, int64(rep.Center.Checkback.Count)); perr != nil {
+		cfg.Logger.Warn("CPU by part not measured", "err", perr)
+	} else {
+		rep.CPU.Parts = cp
+	}
 	rep.Machine.LoadAvgEnd = loadAvg()
 	if err != nil {
 		return nil, err
@@ -292,7 +333,17 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 			drop()
 			return nil, nil, fmt.Errorf("center store: %w", err)
 		}
-		dropSchema = drop
+		dropSchema = func() {
+			if bc.rowVersions != nil {
+				rv, err := readRowVersions(ctx, bc.DSN, "ecbench_"+runID, appName(runID))
+				if err != nil {
+					bc.Logger.Warn("row versions not measured", "err", err)
+				} else {
+					*bc.rowVersions = rv
+				}
+			}
+			drop()
+		}
 		cfg.Store = config.Store{Driver: "postgres", DSN: dsn, MaxConns: bc.StoreMaxConns, AutoMigrate: true}
 	case "sharded":
 		var drops []func()
@@ -513,12 +564,6 @@ func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic stri
 	res.HeapStartMB = heapMB(true)
 	res.HeapMaxMB = res.HeapStartMB
 	res.HeapSamples = append(res.HeapSamples, HeapSample{0, res.HeapStartMB})
-	if cfg.CPUProfile != nil {
-		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
-			return res, fmt.Errorf("cpu profile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
-	}
 
 	var (
 		next                        atomic.Int64

@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"runtime/pprof"
+	"sort"
+
+	"github.com/google/pprof/profile"
+)
+
+// CPUParts splits the bench process's CPU time into its parts, from a CPU
+// profile taken over the center phase in every run (not only with
+// --cpuprofile). Each goroutine carries a pprof label naming its part
+// (profilePart): kfake's goroutines "broker", the center's "center", the
+// producers, the business-topic consumer and the check-back server
+// "load"; goroutines inherit the label of the goroutine that starts them,
+// so the connection goroutines of each part (franz-go's, net/http's) count
+// with it. Samples without a label are the Go runtime's own (the garbage
+// collector's background workers, the scheduler, timers): "runtime". The
+// profiler samples at 100 Hz per CPU, so a part's figure is its share of
+// the samples times the process's CPU time from /proc (the two agree
+// within a few percent; the shares are what the profile measures).
+type CPUParts struct {
+	// Samples is how many profile samples the phase took.
+	Samples int64 `json:"samples"`
+	// Share is each part's share of the samples (0..1), by part name.
+	Share map[string]float64 `json:"share"`
+	// UsPerMsg is each part's CPU per forwarded message: its share times
+	// the process's CPU seconds from /proc, divided by the forwarded
+	// messages.
+	UsPerMsg map[string]float64 `json:"us_per_msg"`
+	// UsPerCheckback is the center's CPU per resolved check-back, when
+	// the run had check-backs: the center's CPU seconds divided by the
+	// check-backs resolved (every message of a --checkback-ratio 1 run).
+	CenterUsPerCheckback float64 `json:"center_us_per_checkback,omitempty"`
+	// Top is the center's costliest functions by flat samples (at most
+	// ten), as "function share-of-center".
+	CenterTop []string `json:"center_top,omitempty"`
+}
+
+// partProfiler runs a CPU profile over the center phase into memory (and
+// into w, the --cpuprofile file, when set).
+type partProfiler struct {
+	buf     bytes.Buffer
+	running bool
+}
+
+// start begins the profile. If another profile already runs (a test run
+// with -cpuprofile), the parts are not measured and start says why.
+func (p *partProfiler) start(w io.Writer) error {
+	var out io.Writer = &p.buf
+	if w != nil {
+		out = io.MultiWriter(&p.buf, w)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		return fmt.Errorf("cpu profile for the parts: %w", err)
+	}
+	p.running = true
+	return nil
+}
+
+// abort stops a profile that stop did not (a run that failed midway).
+func (p *partProfiler) abort() {
+	if p.running {
+		pprof.StopCPUProfile()
+		p.running = false
+	}
+}
+
+// stop ends the profile and splits it into parts.
+func (p *partProfiler) stop(processSeconds float64, forwarded, checkbacks int64) (*CPUParts, error) {
+	if !p.running {
+		return nil, nil
+	}
+	pprof.StopCPUProfile()
+	p.running = false
+	prof, err := profile.Parse(&p.buf)
+	if err != nil {
+		return nil, fmt.Errorf("read the cpu profile: %w", err)
+	}
+	return splitParts(prof, processSeconds, forwarded, checkbacks), nil
+}
+
+// splitParts sums a profile's samples by their part label.
+func splitParts(prof *profile.Profile, processSeconds float64, forwarded, checkbacks int64) *CPUParts {
+	vi := len(prof.SampleType) - 1 // cpu nanoseconds (samples/count is 0)
+	by := map[string]int64{}
+	var total int64
+	flat := map[string]int64{}
+	var center int64
+	for _, s := range prof.Sample {
+		v := s.Value[vi]
+		part := "runtime"
+		if l := s.Label[profilePart]; len(l) > 0 {
+			part = l[0]
+		}
+		by[part] += v
+		total += v
+		if part == "center" && len(s.Location) > 0 && len(s.Location[0].Line) > 0 {
+			flat[s.Location[0].Line[0].Function.Name] += v
+			center += v
+		}
+	}
+	c := &CPUParts{Share: map[string]float64{}, UsPerMsg: map[string]float64{}}
+	if total == 0 {
+		return c
+	}
+	c.Samples = int64(len(prof.Sample))
+	for part, v := range by {
+		share := float64(v) / float64(total)
+		c.Share[part] = share
+		if forwarded > 0 {
+			c.UsPerMsg[part] = share * processSeconds * 1e6 / float64(forwarded)
+		}
+	}
+	if checkbacks > 0 {
+		c.CenterUsPerCheckback = c.Share["center"] * processSeconds * 1e6 / float64(checkbacks)
+	}
+	type fn struct {
+		name string
+		v    int64
+	}
+	var fns []fn
+	for n, v := range flat {
+		fns = append(fns, fn{n, v})
+	}
+	sort.Slice(fns, func(i, j int) bool { return fns[i].v > fns[j].v || fns[i].v == fns[j].v && fns[i].name < fns[j].name })
+	for i := 0; i < len(fns) && i < 10; i++ {
+		c.CenterTop = append(c.CenterTop, fmt.Sprintf("%s %.1f%%", fns[i].name, 100*float64(fns[i].v)/float64(center)))
+	}
+	return c
+}
