@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -50,6 +51,9 @@ type Verifier struct {
 	slots   chan struct{} // one per running call (Config.Workers)
 	freed   chan struct{} // a call finished
 	results chan result
+	// workersStarted counts worker goroutines started (at most Workers
+	// per run of the loop).
+	workersStarted atomic.Int64
 
 	// Base gives Stop and the shared start/stop semantics.
 	startstop.Base
@@ -132,8 +136,14 @@ type claimed struct {
 // loop is the state of the run goroutine: the claim-ahead buffer and what
 // decides the next claim. Only the run goroutine touches it.
 type loop struct {
-	ctx      context.Context
-	calls    sync.WaitGroup // call goroutines
+	ctx   context.Context
+	calls sync.WaitGroup // dispatched calls not finished yet
+	// work feeds the worker goroutines (at most Config.Workers, started
+	// as concurrency first needs them, kept until the loop stops: a
+	// goroutine per call grew a fresh stack for every call).
+	work     chan task
+	workers  sync.WaitGroup
+	spawned  int
 	claims   sync.WaitGroup // the claim goroutine, at most one at a time
 	claimed  chan claimed
 	claiming bool
@@ -152,7 +162,10 @@ type loop struct {
 
 func (v *Verifier) run(ctx, applyCtx context.Context) {
 	applied := v.startAppliers(applyCtx)
-	l := &loop{ctx: ctx, claimed: make(chan claimed, 1), due: true, changed: v.owned.Changed()}
+	l := &loop{ctx: ctx, claimed: make(chan claimed, 1), due: true, changed: v.owned.Changed(),
+		// Never full: a task is sent only with a slot taken, and there
+		// are as many slots as room here.
+		work: make(chan task, cap(v.slots))}
 	// After a wake-up by a call that ended, claims are at least this far
 	// apart, so a busy endpoint does not turn into a claim per answer.
 	minGap := min(v.cfg.PollInterval, 2*time.Millisecond)
@@ -208,6 +221,8 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 	}
 	l.buf = nil
 	l.calls.Wait()
+	close(l.work)
+	l.workers.Wait()
 	close(v.results)
 	<-applied
 	v.caller.client.GetClient().CloseIdleConnections()
@@ -337,42 +352,65 @@ func (v *Verifier) dispatch(l *loop, j job) bool {
 		// queued: a call of this endpoint that ends takes it.
 		return true
 	}
-	ctx := l.ctx
 	l.calls.Add(1)
-	go func() {
-		defer l.calls.Done()
-		defer func() {
-			<-v.slots
-			select {
-			case v.freed <- struct{}{}:
-			default:
+	l.work <- task{ctx: l.ctx, j: j, g: g, calls: &l.calls}
+	if l.spawned < len(v.slots) {
+		l.spawned++
+		v.workersStarted.Add(1)
+		l.workers.Add(1)
+		go func() {
+			defer l.workers.Done()
+			for t := range l.work {
+				v.serve(t)
 			}
 		}()
-		for ok := true; ok; j, ok = g.next() {
-			if ctx.Err() != nil {
-				v.giveBack(&j, "verifier stopping")
-				continue
-			}
-			now := v.cfg.Now()
-			if waited := now.Sub(j.claimedAt); waited > v.cfg.Lease-2*j.r.policy.Timeout {
-				// Its lease may run out before an answer is written: give
-				// it back to the next claim.
-				v.giveBack(&j, fmt.Sprintf("waited %s for its endpoint", waited))
-				continue
-			}
-			if at, why, hold := v.breakerHold(g, &j, now); hold {
-				v.deferMsg(&j.m, j.ep, at, why)
-				continue
-			}
-			done, err := g.breaker.Allow()
-			if err != nil {
-				v.deferMsg(&j.m, j.ep, v.afterCoolDown(v.cfg.Now()), fmt.Sprintf("endpoint %s circuit open", j.ep.Host))
-				continue
-			}
-			v.check(ctx, &j.m, j.ep, j.r, g, done)
+	}
+	return true
+}
+
+// task is a dispatched call for a worker: j, then the calls queued behind
+// it at its endpoint's gate.
+type task struct {
+	ctx   context.Context
+	j     job
+	g     *gate
+	calls *sync.WaitGroup
+}
+
+// serve runs a task's calls and then frees its slot.
+func (v *Verifier) serve(t task) {
+	ctx, j, g := t.ctx, t.j, t.g
+	defer t.calls.Done()
+	defer func() {
+		<-v.slots
+		select {
+		case v.freed <- struct{}{}:
+		default:
 		}
 	}()
-	return true
+	for ok := true; ok; j, ok = g.next() {
+		if ctx.Err() != nil {
+			v.giveBack(&j, "verifier stopping")
+			continue
+		}
+		now := v.cfg.Now()
+		if waited := now.Sub(j.claimedAt); waited > v.cfg.Lease-2*j.r.policy.Timeout {
+			// Its lease may run out before an answer is written: give
+			// it back to the next claim.
+			v.giveBack(&j, fmt.Sprintf("waited %s for its endpoint", waited))
+			continue
+		}
+		if at, why, hold := v.breakerHold(g, &j, now); hold {
+			v.deferMsg(&j.m, j.ep, at, why)
+			continue
+		}
+		done, err := g.breaker.Allow()
+		if err != nil {
+			v.deferMsg(&j.m, j.ep, v.afterCoolDown(v.cfg.Now()), fmt.Sprintf("endpoint %s circuit open", j.ep.Host))
+			continue
+		}
+		v.check(ctx, &j.m, j.ep, j.r, g, done)
+	}
 }
 
 // bizConf returns a bizID's effective configuration.
