@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime/pprof"
 	"sort"
+	"strings"
 
 	"github.com/google/pprof/profile"
 )
@@ -35,9 +36,14 @@ type CPUParts struct {
 	// the run had check-backs: the center's CPU seconds divided by the
 	// check-backs resolved (every message of a --checkback-ratio 1 run).
 	CenterUsPerCheckback float64 `json:"center_us_per_checkback,omitempty"`
-	// Top is the center's costliest functions by flat samples (at most
-	// ten), as "function share-of-center".
+	// CenterTop is the center's costliest functions by flat samples (at
+	// most ten), as "function share-of-center".
 	CenterTop []string `json:"center_top,omitempty"`
+	// CenterTopCode is the same with each sample charged to its innermost
+	// frame outside the standard library (the eventcenter, franz-go, pgx
+	// or resty function that led to the runtime's or net's work), or to
+	// "(standard library)" when the stack has none.
+	CenterTopCode []string `json:"center_top_code,omitempty"`
 }
 
 // partProfiler runs a CPU profile over the center phase into memory (and
@@ -88,7 +94,7 @@ func splitParts(prof *profile.Profile, processSeconds float64, forwarded, checkb
 	vi := len(prof.SampleType) - 1 // cpu nanoseconds (samples/count is 0)
 	by := map[string]int64{}
 	var total int64
-	flat := map[string]int64{}
+	flat, code := map[string]int64{}, map[string]int64{}
 	var center int64
 	for _, s := range prof.Sample {
 		v := s.Value[vi]
@@ -100,6 +106,7 @@ func splitParts(prof *profile.Profile, processSeconds float64, forwarded, checkb
 		total += v
 		if part == "center" && len(s.Location) > 0 && len(s.Location[0].Line) > 0 {
 			flat[s.Location[0].Line[0].Function.Name] += v
+			code[ownFrame(s)] += v
 			center += v
 		}
 	}
@@ -118,17 +125,43 @@ func splitParts(prof *profile.Profile, processSeconds float64, forwarded, checkb
 	if checkbacks > 0 {
 		c.CenterUsPerCheckback = c.Share["center"] * processSeconds * 1e6 / float64(checkbacks)
 	}
+	c.CenterTop = top(flat, center)
+	c.CenterTopCode = top(code, center)
+	return c
+}
+
+// top renders the ten largest entries of by as "name share%".
+func top(by map[string]int64, total int64) []string {
 	type fn struct {
 		name string
 		v    int64
 	}
 	var fns []fn
-	for n, v := range flat {
+	for n, v := range by {
 		fns = append(fns, fn{n, v})
 	}
 	sort.Slice(fns, func(i, j int) bool { return fns[i].v > fns[j].v || fns[i].v == fns[j].v && fns[i].name < fns[j].name })
+	var out []string
 	for i := 0; i < len(fns) && i < 10; i++ {
-		c.CenterTop = append(c.CenterTop, fmt.Sprintf("%s %.1f%%", fns[i].name, 100*float64(fns[i].v)/float64(center)))
+		out = append(out, fmt.Sprintf("%s %.1f%%", fns[i].name, 100*float64(fns[i].v)/float64(total)))
 	}
-	return c
+	return out
+}
+
+// ownFrame is the innermost function of a sample's stack that is not in
+// the standard library (its package path has a dot in its first element).
+func ownFrame(s *profile.Sample) string {
+	for _, loc := range s.Location {
+		for _, ln := range loc.Line {
+			if ln.Function == nil {
+				continue
+			}
+			name := ln.Function.Name
+			first, _, _ := strings.Cut(name, "/")
+			if strings.Contains(first, ".") {
+				return name
+			}
+		}
+	}
+	return "(standard library)"
 }

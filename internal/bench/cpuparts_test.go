@@ -18,8 +18,11 @@ func TestSplitParts(t *testing.T) {
 	fn := func(name string) *profile.Location {
 		return &profile.Location{Line: []profile.Line{{Function: &profile.Function{Name: name}}}}
 	}
-	sample := func(part, f string, ns int64) *profile.Sample {
+	sample := func(part, f string, ns int64, callers ...string) *profile.Sample {
 		s := &profile.Sample{Value: []int64{ns / 1e7, ns}, Location: []*profile.Location{fn(f)}}
+		for _, c := range callers {
+			s.Location = append(s.Location, fn(c))
+		}
 		if part != "" {
 			s.Label = map[string][]string{profilePart: {part}}
 		}
@@ -28,7 +31,7 @@ func TestSplitParts(t *testing.T) {
 	p := &profile.Profile{
 		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
 		Sample: []*profile.Sample{
-			sample("center", "a", 30e6), sample("center", "b", 10e6),
+			sample("center", "a", 30e6), sample("center", "b", 10e6, "github.com/x/y.F"),
 			sample("broker", "k", 20e6), sample("load", "l", 30e6), sample("", "gc", 10e6),
 		},
 	}
@@ -42,6 +45,7 @@ func TestSplitParts(t *testing.T) {
 	require.InDelta(t, 60, c.UsPerMsg["load"], 1e-9)
 	require.InDelta(t, 200, c.CenterUsPerCheckback, 1e-9)
 	require.Equal(t, []string{"a 75.0%", "b 25.0%"}, c.CenterTop)
+	require.Equal(t, []string{"(standard library) 75.0%", "github.com/x/y.F 25.0%"}, c.CenterTopCode)
 
 	empty := splitParts(&profile.Profile{SampleType: p.SampleType}, 1, 10, 0)
 	require.Empty(t, empty.UsPerMsg)

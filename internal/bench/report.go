@@ -16,6 +16,9 @@ type Report struct {
 	Center    CenterResult `json:"center"`
 	Transport *Throughput  `json:"transport_baseline,omitempty"`
 	Store     *Throughput  `json:"store_baseline,omitempty"`
+	// RateBaseline is the transport at the run's rate without the center
+	// (runs with --rate only), and the latency the center adds to it.
+	RateBaseline *RateBaseline `json:"transport_at_rate_baseline,omitempty"`
 	// CheckbackBaseline is plain HTTP calls to the same check-back server
 	// at the same concurrency, no center (runs with check-backs only);
 	// CheckbackRatio the center's check-back rate (resolved/s from the
@@ -82,6 +85,10 @@ func reportConfig(c Config) ReportConfig {
 }
 
 func (r *Report) finish() {
+	if b := r.RateBaseline; b != nil && r.Center.CommitToForward.Count > 0 {
+		b.AddedP50Ms = r.Center.CommitToForward.P50Ms - b.CommitToRead.P50Ms
+		b.AddedP99Ms = r.Center.CommitToForward.P99Ms - b.CommitToRead.P99Ms
+	}
 	if b := r.CheckbackBaseline; b != nil && b.PerSecond > 0 {
 		rate := r.Center.CheckbackCallRate
 		if rate == 0 {
@@ -208,6 +215,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if s := r.Store; s != nil {
 		row("baseline: store", "%.0f msg/s (%d messages, %.2fs, %d writers; %s)", s.PerSecond, s.Messages, s.Seconds, s.Writers, s.What)
+	}
+	if b := r.RateBaseline; b != nil {
+		row("baseline: transport at rate", "%.0f msg/s for %.1fs, commit → COMMIT read p50 %.1f ms p99 %.1f ms; added by the center: p50 %.1f ms, p99 %.1f ms",
+			b.Rate, b.Seconds, b.CommitToRead.P50Ms, b.CommitToRead.P99Ms, b.AddedP50Ms, b.AddedP99Ms)
 	}
 	if b := r.CheckbackBaseline; b != nil {
 		row("baseline: check-back", "%.0f calls/s (%d calls, %.2fs; %s); center's check-back rate %.2f of it", b.PerSecond, b.Messages, b.Seconds, b.What, r.CheckbackRatio)

@@ -110,6 +110,21 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		if rep.Transport, err = transportBaseline(ctx, brokers, "bench.transport."+runID, cfg.Partitions, n, cfg.Payload); err != nil {
 			return nil, err
 		}
+		if cfg.Rate > 0 && !cfg.External && cfg.Via != ViaHTTP {
+			d := cfg.Duration
+			if d == 0 {
+				d = time.Duration(float64(cfg.Messages) / cfg.Rate * float64(time.Second))
+			}
+			d = min(max(d, time.Second), 10*time.Second)
+			fmt.Fprintf(progress(cfg), "baseline: transport at %.0f msg/s for %s (clientlib producers → control topic → consumer, no center)\n", cfg.Rate, d)
+			pprof.Do(ctx, pprof.Labels(profilePart, "load"), func(ctx context.Context) {
+				rep.RateBaseline, err = rateBaseline(ctx, cfg, brokers, "bench.atrate."+runID, d)
+			})
+			if err != nil {
+				return nil, err
+			}
+			runtime.GC()
+		}
 		if !cfg.External || cfg.DSN != "" {
 			writers := cfg.StoreWriters
 			if writers == 0 {
