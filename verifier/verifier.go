@@ -225,7 +225,7 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 	l.workers.Wait()
 	close(v.results)
 	<-applied
-	v.caller.client.GetClient().CloseIdleConnections()
+	v.caller.client.CloseIdleConnections()
 }
 
 // claim starts a claim of up to ClaimLimit due check-backs, no more than
