@@ -97,6 +97,12 @@ func (r *Report) cpuBars(w int) *chart.Bars {
 	b := &chart.Bars{ID: "cpu", Title: "CPU per forwarded message, by part", Width: w, Bars: []chart.Bar{
 		{Label: "this process", Value: u.ProcessUsPerMsg, Text: us(u.ProcessUsPerMsg), Color: "#0969da"},
 	}}
+	if p := u.Parts; p != nil && len(p.UsPerMsg) > 0 {
+		colors := map[string]string{"center": "#8250df", "broker": "#bc4c00", "load": "#6e7781", "runtime": "#afb8c1"}
+		for _, k := range []string{"center", "broker", "load", "runtime"} {
+			b.Bars = append(b.Bars, chart.Bar{Label: "  " + k, Value: p.UsPerMsg[k], Text: us(p.UsPerMsg[k]), Color: colors[k]})
+		}
+	}
 	if u.PostgresBackendsSeconds > 0 || u.PostgresAllSeconds > 0 {
 		b.Bars = append(b.Bars,
 			chart.Bar{Label: "center's PG backends", Value: u.PostgresBackendsUsPerMsg, Text: us(u.PostgresBackendsUsPerMsg), Color: "#1a7f37"},
