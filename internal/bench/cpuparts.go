@@ -149,7 +149,8 @@ func top(by map[string]int64, total int64) []string {
 }
 
 // ownFrame is the innermost function of a sample's stack that is not in
-// the standard library (its package path has a dot in its first element).
+// the standard library (its package path has a slash, and a dot in its
+// first element: github.com/..., not syscall or internal/runtime/...).
 func ownFrame(s *profile.Sample) string {
 	for _, loc := range s.Location {
 		for _, ln := range loc.Line {
@@ -157,8 +158,8 @@ func ownFrame(s *profile.Sample) string {
 				continue
 			}
 			name := ln.Function.Name
-			first, _, _ := strings.Cut(name, "/")
-			if strings.Contains(first, ".") {
+			first, _, slash := strings.Cut(name, "/")
+			if slash && strings.Contains(first, ".") {
 				return name
 			}
 		}

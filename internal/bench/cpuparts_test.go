@@ -31,7 +31,7 @@ func TestSplitParts(t *testing.T) {
 	p := &profile.Profile{
 		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
 		Sample: []*profile.Sample{
-			sample("center", "a", 30e6), sample("center", "b", 10e6, "github.com/x/y.F"),
+			sample("center", "a", 30e6, "syscall.RawSyscall6", "internal/runtime/x.Y"), sample("center", "b", 10e6, "github.com/x/y.F"),
 			sample("broker", "k", 20e6), sample("load", "l", 30e6), sample("", "gc", 10e6),
 		},
 	}
