@@ -90,10 +90,13 @@ func (c *caller) do(ctx context.Context, cl call) answer {
 	if r.Body != nil {
 		body = bytes.NewReader(r.Body)
 	}
-	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL.String(), body)
+	// The request is built on r.URL as it is (rendering it to a string
+	// for NewRequest to parse back cost a parse per call).
+	req, err := http.NewRequestWithContext(ctx, r.Method, "/", body)
 	if err != nil {
 		return answer{Err: fmt.Errorf("build the request: %w", err)}
 	}
+	req.URL, req.Host = r.URL, r.URL.Host
 	for k, vs := range r.Header {
 		req.Header[k] = vs
 	}

@@ -85,6 +85,7 @@ func (f *keyedFault) FailureKey() string { return f.key }
 type job struct {
 	m         state.Message
 	ep        checkback.Endpoint
+	name      string // ep.String(), computed once per endpoint
 	r         *resolved
 	claimedAt time.Time
 }

@@ -51,6 +51,8 @@ type Verifier struct {
 	slots   chan struct{} // one per running call (Config.Workers)
 	freed   chan struct{} // a call finished
 	results chan result
+	// parsed caches the endpoints PREPAREs name (the run goroutine's).
+	parsed map[string]parsed
 	// workersStarted counts worker goroutines started (at most Workers
 	// per run of the loop).
 	workersStarted atomic.Int64
@@ -97,6 +99,7 @@ func New(cfg Config, st Store, owned Owned) (*Verifier, error) {
 		slots:   make(chan struct{}, cfg.Workers),
 		freed:   make(chan struct{}, 1),
 		results: make(chan result, 2*cfg.ApplyBatch),
+		parsed:  map[string]parsed{},
 	}
 	return v, nil
 }
@@ -294,7 +297,7 @@ func (v *Verifier) take(l *loop, c claimed) {
 		// The body is not needed to check back: do not hold it while the
 		// message waits (only the trace context the call carries).
 		m.Payload, m.Headers = nil, tracing.TraceHeaders(m.Headers)
-		l.buf = append(l.buf, job{m: *m, ep: ep, r: r, claimedAt: c.at})
+		l.buf = append(l.buf, job{m: *m, ep: ep, name: v.name(ep), r: r, claimedAt: c.at})
 	}
 }
 
@@ -409,7 +412,7 @@ func (v *Verifier) serve(t task) {
 			v.deferMsg(&j.m, j.ep, v.afterCoolDown(v.cfg.Now()), fmt.Sprintf("endpoint %s circuit open", j.ep.Host))
 			continue
 		}
-		v.check(ctx, &j.m, j.ep, j.r, g, done)
+		v.check(ctx, &j, g, done)
 	}
 }
 
@@ -430,7 +433,7 @@ func (v *Verifier) endpointFor(m *state.Message, r *resolved) (ep checkback.Endp
 	case m.Verify == "":
 		return checkback.Endpoint{}, fmt.Sprintf("no check-back endpoint: the PREPARE named none and bizID %q has no configured endpoint", m.BizID), false
 	}
-	ep, err := checkback.ParseEndpoint(m.Verify)
+	ep, err := v.parse(m.Verify)
 	if err != nil {
 		return checkback.Endpoint{}, err.Error(), false
 	}
@@ -444,6 +447,46 @@ func (v *Verifier) endpointFor(m *state.Message, r *resolved) (ep checkback.Endp
 	}
 	return ep, fmt.Sprintf("check-back endpoint %s is not allowed for bizID %q: add its origin (%s) or a prefix to that bizID's allow list, then retry the message",
 		ep, m.BizID, ep.Origin()), true
+}
+
+// parsed is a PREPARE's endpoint as parsed once, and its name for
+// metrics and logs (Endpoint.String parses the URL again to redact it).
+type parsed struct {
+	ep   checkback.Endpoint
+	name string
+	err  error
+}
+
+// maxParsed bounds the cache of parsed endpoints; when full it starts
+// over.
+const maxParsed = 4096
+
+// parse returns the parsed endpoint of raw, from the cache when it was
+// seen before (most messages name the same few). Only the run goroutine
+// calls it.
+func (v *Verifier) parse(raw string) (checkback.Endpoint, error) {
+	if p, ok := v.parsed[raw]; ok {
+		return p.ep, p.err
+	}
+	ep, err := checkback.ParseEndpoint(raw)
+	if len(v.parsed) >= maxParsed {
+		clear(v.parsed)
+	}
+	v.parsed[raw] = parsed{ep: ep, name: ep.String(), err: err}
+	return ep, err
+}
+
+// name is ep.String(), from the cache when ep was parsed by parse. Only
+// the run goroutine calls it.
+func (v *Verifier) name(ep checkback.Endpoint) string {
+	if p, ok := v.parsed[ep.Raw]; ok && p.err == nil {
+		return p.name
+	}
+	n := ep.String()
+	if len(v.parsed) < maxParsed {
+		v.parsed[ep.Raw] = parsed{ep: ep, name: n}
+	}
+	return n
 }
 
 // breakerHold tells whether j must not be called now because of its
@@ -490,7 +533,8 @@ func (v *Verifier) deferMsg(m *state.Message, ep checkback.Endpoint, at time.Tim
 // check runs one call and queues its result. The claim counted the
 // attempt (m.VerifyAttempts is its number); the result applies without
 // counting again.
-func (v *Verifier) check(ctx context.Context, m *state.Message, ep checkback.Endpoint, r *resolved, g *gate, done func(error)) {
+func (v *Verifier) check(ctx context.Context, j *job, g *gate, done func(error)) {
+	m, ep, r := &j.m, j.ep, j.r
 	n := max(m.VerifyAttempts, 1)
 	ctx, endSpan := v.checkSpan(ctx, m, ep, n)
 	id := g.begin()
@@ -530,7 +574,7 @@ func (v *Verifier) check(ctx context.Context, m *state.Message, ep checkback.End
 	}
 	v.m.total.WithLabelValues(ep.Protocol.String(), outcome).Inc()
 	if v.cfg.OnOutcome != nil {
-		v.cfg.OnOutcome(ep.String(), outcome)
+		v.cfg.OnOutcome(j.name, outcome)
 	}
 	v.emit(m, ep.Protocol, ev)
 }
