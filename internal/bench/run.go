@@ -350,7 +350,9 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 		}
 		dropSchema = func() {
 			if bc.rowVersions != nil {
-				rv, err := readRowVersions(ctx, bc.DSN, "ecbench_"+runID, appName(runID))
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				rv, err := readRowVersions(rctx, bc.DSN, "ecbench_"+runID, appName(runID))
+				cancel()
 				if err != nil {
 					bc.Logger.Warn("row versions not measured", "err", err)
 				} else {
