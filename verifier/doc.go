@@ -165,8 +165,9 @@
 //     no attempt burned) to the next claim, as one waiting in an
 //     endpoint's queue is. Buffered
 //     messages do not keep their payload.
-//   - Calls, one goroutine per running call, bounded by Workers and the
-//     endpoint caps (Storm control).
+//   - Calls, on a pool of worker goroutines (at most Workers, started as
+//     concurrency first needs them, kept until Stop), bounded by Workers
+//     and the endpoint caps (Storm control).
 //   - Appliers. One goroutine gathers answers into batches; a batch is
 //     handed to the first free of Appliers goroutines once it holds
 //     ApplyBatch answers or ApplyInterval has passed, and keeps growing

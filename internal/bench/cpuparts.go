@@ -40,8 +40,8 @@ type CPUParts struct {
 	// most ten), as "function share-of-center".
 	CenterTop []string `json:"center_top,omitempty"`
 	// CenterTopCode is the same with each sample charged to its innermost
-	// frame outside the standard library (the eventcenter, franz-go, pgx
-	// or resty function that led to the runtime's or net's work), or to
+	// frame outside the standard library (the eventcenter, franz-go or pgx
+	// function that led to the runtime's or net's work), or to
 	// "(standard library)" when the stack has none.
 	CenterTopCode []string `json:"center_top_code,omitempty"`
 }
