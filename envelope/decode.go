@@ -66,8 +66,8 @@ func (d Decoder) maxPayload() int {
 
 // native holds the ec-* header values of one record, still as bytes.
 type native struct {
-	typ, biz, key, topic, fkey, target, tag, verify, checkAfter []byte
-	seen                                                        uint16
+	typ, biz, key, topic, fkey, target, tag, verify, checkAfter, order []byte
+	seen                                                               uint16
 	forwarded                                                   int
 }
 
@@ -81,6 +81,7 @@ const (
 	seenTag
 	seenVerify
 	seenCheckAfter
+	seenOrder
 )
 
 func (n *native) set(name string, bit uint16, dst *[]byte, v []byte) *problem {
@@ -119,6 +120,8 @@ func (d Decoder) decode(r *Record) (Envelope, *problem) {
 			p = n.set(h.Key, seenVerify, &n.verify, h.Value)
 		case HeaderCheckAfter:
 			p = n.set(h.Key, seenCheckAfter, &n.checkAfter, h.Value)
+		case HeaderOrderKey:
+			p = n.set(h.Key, seenOrder, &n.order, h.Value)
 		default:
 			if strings.HasPrefix(h.Key, HeaderForwardPrefix) {
 				n.forwarded++
@@ -188,13 +191,14 @@ func (d Decoder) decodeNative(r *Record, n *native) (Envelope, *problem) {
 
 	// All strings of the envelope share one allocation.
 	var b strings.Builder
-	b.Grow(len(r.Key) + len(n.topic) + len(n.fkey) + len(n.target) + len(n.tag) + len(n.verify))
+	b.Grow(len(r.Key) + len(n.topic) + len(n.fkey) + len(n.target) + len(n.tag) + len(n.verify) + len(n.order))
 	b.Write(r.Key)
 	b.Write(n.topic)
 	b.Write(n.fkey)
 	b.Write(n.target)
 	b.Write(n.tag)
 	b.Write(n.verify)
+	b.Write(n.order)
 	s := b.String()
 	cut := func(k int) string {
 		v := s[:k]
@@ -209,6 +213,7 @@ func (d Decoder) decodeNative(r *Record, n *native) (Envelope, *problem) {
 	e.Target = cut(len(n.target))
 	e.Tag = cut(len(n.tag))
 	e.Verify = cut(len(n.verify))
+	e.OrderKey = cut(len(n.order))
 
 	if len(r.Value) != 0 {
 		e.Payload = r.Value

@@ -34,7 +34,7 @@ func Encode(e Envelope) (Record, error) {
 	nh := 3
 	if e.Type == Prepare {
 		nh += 1 + len(e.Headers)
-		for _, l := range [...]int{len(e.ForwardTopic), len(e.ForwardKey), len(e.Target), len(e.Tag), len(e.Verify), len(ca)} {
+		for _, l := range [...]int{len(e.ForwardTopic), len(e.ForwardKey), len(e.Target), len(e.Tag), len(e.Verify), len(e.OrderKey), len(ca)} {
 			if l != 0 {
 				n += l
 				nh++
@@ -66,6 +66,7 @@ func Encode(e Envelope) (Record, error) {
 		add(HeaderTarget, e.Target)
 		add(HeaderTag, e.Tag)
 		add(HeaderVerify, e.Verify)
+		add(HeaderOrderKey, e.OrderKey)
 		if len(ca) != 0 {
 			start := len(buf)
 			buf = append(buf, ca...)

@@ -74,6 +74,11 @@ type Envelope struct {
 	CheckAfter time.Duration
 	// Headers are copied to the forwarded message (ec-h-<name> → <name>).
 	Headers []Header
+	// OrderKey, when set, orders the message after every earlier-committed
+	// message of its bizID with the same order key, target and topic
+	// (ec-order-key; README "Ordering"). Producers send the control records
+	// of such a message to the partition of OrderPartitionKey.
+	OrderKey string
 
 	// Format is the wire format the envelope was decoded from.
 	Format Format
@@ -85,6 +90,13 @@ func (e *Envelope) ID() string { return Key(e.BizID, e.MessageKey) }
 
 // Key joins a bizID and a message key into the control record key.
 func Key(bizID, messageKey string) string { return bizID + ":" + messageKey }
+
+// OrderRoutingKey is the key whose partition the control records of a
+// message with an order key go to ("bizID:orderKey", hashed as Kafka's
+// default partitioner hashes record keys: murmur2), so that one key's
+// envelopes are read, and their COMMITs applied, in the order the producer
+// sent them. The record key itself stays Key(bizID, messageKey).
+func OrderRoutingKey(bizID, orderKey string) string { return bizID + ":" + orderKey }
 
 // SplitKey splits a control record key at its first ':' (bizID has no ':',
 // messageKey may have some).

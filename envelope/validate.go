@@ -23,6 +23,10 @@ const (
 	HeaderTag        = "ec-tag"
 	HeaderVerify     = "ec-verify"
 	HeaderCheckAfter = "ec-check-after"
+	// HeaderOrderKey is the order key of a PREPARE: messages of one bizID
+	// with the same order key, target and topic are forwarded in the order
+	// their COMMITs were applied (README "Ordering").
+	HeaderOrderKey = "ec-order-key"
 	// HeaderForwardPrefix starts a header copied to the forwarded message
 	// under the rest of its name.
 	HeaderForwardPrefix = "ec-h-"
@@ -42,6 +46,7 @@ const (
 	// MaxTopicLen is Kafka's topic name limit.
 	MaxTopicLen      = 249
 	MaxForwardKeyLen = 1024
+	MaxOrderKeyLen   = 255
 	MaxTargetLen     = 64
 	MaxTagLen        = 255
 	MaxVerifyLen     = 2048
@@ -78,7 +83,7 @@ func validate(e *Envelope) *problem {
 	}
 	if e.Type != Prepare {
 		if len(e.Payload) != 0 || e.ForwardTopic != "" || e.ForwardKey != "" || e.Target != "" ||
-			e.Tag != "" || e.Verify != "" || e.CheckAfter != 0 || len(e.Headers) != 0 {
+			e.Tag != "" || e.Verify != "" || e.CheckAfter != 0 || len(e.Headers) != 0 || e.OrderKey != "" {
 			return invalid("value", "%s carries no payload or routing (only prepare does)", e.Type)
 		}
 		return nil
@@ -87,6 +92,9 @@ func validate(e *Envelope) *problem {
 		return p
 	}
 	if p := checkText(HeaderForwardKey, e.ForwardKey, MaxForwardKeyLen, false); p != nil {
+		return p
+	}
+	if p := checkText(HeaderOrderKey, e.OrderKey, MaxOrderKeyLen, false); p != nil {
 		return p
 	}
 	if p := checkTarget(e.Target); p != nil {
