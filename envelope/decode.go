@@ -68,7 +68,7 @@ func (d Decoder) maxPayload() int {
 type native struct {
 	typ, biz, key, topic, fkey, target, tag, verify, checkAfter, order []byte
 	seen                                                               uint16
-	forwarded                                                   int
+	forwarded                                                          int
 }
 
 const (
