@@ -78,6 +78,10 @@ func Apply(cur Message, ev Event) (Message, Outcome, error) {
 		out, err = retryNow(&m, ev)
 	case KindCloseOrphan:
 		out, err = closeOrphan(&m, ev)
+	case KindReleaseOrder:
+		out, err = releaseOrder(&m)
+	case KindCloseHead:
+		out, err = closeHead(&m)
 	default:
 		return cur, Outcome{}, fmt.Errorf("%w: unknown kind %d", ErrBadEvent, ev.Kind)
 	}
@@ -121,7 +125,7 @@ func applyToNone(m Message, ev Event) (Message, Outcome, error) {
 // context).
 func sameBody(m *Message, b *Body) bool {
 	return bytes.Equal(m.Payload, b.Payload) && m.Target == b.Target && m.Topic == b.Topic &&
-		m.ForwardKey == b.ForwardKey && m.Tag == b.Tag && m.Verify == b.Verify
+		m.ForwardKey == b.ForwardKey && m.Tag == b.Tag && m.Verify == b.Verify && m.OrderKey == b.OrderKey
 }
 
 func setBody(m *Message, b *Body) {
@@ -133,6 +137,7 @@ func setBody(m *Message, b *Body) {
 	m.ForwardKey = b.ForwardKey
 	m.Tag = b.Tag
 	m.Verify = b.Verify
+	m.OrderKey = b.OrderKey
 }
 
 // prepare handles a PREPARE on an existing row: a duplicate, or the body of a
@@ -206,6 +211,9 @@ func sendFailed(m *Message, ev Event) Outcome {
 	m.LastError = ev.Err
 	if ev.Permanent || (ev.MaxAttempts > 0 && m.SendAttempts >= ev.MaxAttempts) {
 		m.SendStatus = SendDead
+		if ev.ReleaseOnDead {
+			m.OrderSeq = 0
+		}
 		return Outcome{Effect: Changed, Dead: true}
 	}
 	m.SendNextAt = ev.RetryAt
@@ -292,4 +300,29 @@ func ClaimCheckback(m Message, until time.Time) Message {
 	m.VerifyAttempts++
 	m.VerifyNextAt = until
 	return m
+}
+
+// releaseOrder: an operator lets the later messages of an ordered message's
+// key go on without it (see KindReleaseOrder).
+func releaseOrder(m *Message) (Outcome, error) {
+	if !m.HoldsOrder() {
+		return Outcome{}, fmt.Errorf("%w: only a sequenced COMMITTED message that is pending or DEAD holds an order key (this one: %s, send status %s, sequence %d)",
+			ErrWrongState, m.Status, m.SendStatus, m.OrderSeq)
+	}
+	m.OrderSeq = 0
+	return Outcome{Effect: Changed}, nil
+}
+
+// closeHead: an operator gives a message up and releases its order key (see
+// KindCloseHead).
+func closeHead(m *Message) (Outcome, error) {
+	if m.Status != Committed || !m.HasBody || m.SendStatus == SendSent {
+		return Outcome{}, wrongState(m, "close")
+	}
+	if m.SendStatus == SendDead && m.OrderSeq == 0 {
+		return Outcome{}, fmt.Errorf("%w: already DEAD and holding no order key", ErrWrongState)
+	}
+	m.SendStatus = SendDead
+	m.OrderSeq = 0
+	return Outcome{Effect: Changed}, nil
 }

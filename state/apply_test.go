@@ -33,6 +33,14 @@ func committed(s SendStatus) Message {
 	return m
 }
 
+// ordered is a committed message with an order key, sequenced (as the
+// store sequences it when it becomes sendable), in send status s.
+func ordered(s SendStatus) Message {
+	m := committed(s)
+	m.OrderKey, m.OrderSeq = "o-1", 7
+	return m
+}
+
 func rolledBack() Message {
 	m, _, _ := Apply(prepared(), Event{Kind: KindRollback, At: t0})
 	return m
@@ -140,6 +148,23 @@ func TestTable(t *testing.T) {
 		{"committed pending/close orphan", committed(SendPending), KindCloseOrphan, want{status: Committed, hasBody: true, err: ErrWrongState}},
 		{"committed sent/close orphan", committed(SendSent), KindCloseOrphan, want{status: Committed, send: SendSent, hasBody: true, err: ErrWrongState}},
 		{"committed dead/close orphan", committed(SendDead), KindCloseOrphan, want{status: Committed, send: SendDead, hasBody: true, err: ErrWrongState}},
+		{"committed pending/release order", committed(SendPending), KindReleaseOrder, want{status: Committed, hasBody: true, err: ErrWrongState}},
+		{"committed pending/close head", committed(SendPending), KindCloseHead, want{status: Committed, send: SendDead, hasBody: true, effect: Changed}},
+		{"committed sent/close head", committed(SendSent), KindCloseHead, want{status: Committed, send: SendSent, hasBody: true, err: ErrWrongState}},
+		{"committed dead/close head unordered", committed(SendDead), KindCloseHead, want{status: Committed, send: SendDead, hasBody: true, err: ErrWrongState}},
+		{"committed-nobody/close head", committedNoBody(), KindCloseHead, want{status: Committed, err: ErrWrongState}},
+		{"committed-nobody/release order", committedNoBody(), KindReleaseOrder, want{status: Committed, err: ErrWrongState}},
+		// COMMITTED, ordered (sequence 7 of key o-1)
+		{"ordered pending/release order", ordered(SendPending), KindReleaseOrder, want{status: Committed, hasBody: true, effect: Changed}},
+		{"ordered dead/release order", ordered(SendDead), KindReleaseOrder, want{status: Committed, send: SendDead, hasBody: true, effect: Changed}},
+		{"ordered sent/release order", ordered(SendSent), KindReleaseOrder, want{status: Committed, send: SendSent, hasBody: true, err: ErrWrongState}},
+		{"ordered pending/close head", ordered(SendPending), KindCloseHead, want{status: Committed, send: SendDead, hasBody: true, effect: Changed}},
+		{"ordered dead/close head", ordered(SendDead), KindCloseHead, want{status: Committed, send: SendDead, hasBody: true, effect: Changed}},
+		{"ordered sent/close head", ordered(SendSent), KindCloseHead, want{status: Committed, send: SendSent, hasBody: true, err: ErrWrongState}},
+		{"ordered pending/send failed", ordered(SendPending), KindSendFailed, want{status: Committed, hasBody: true, effect: Changed}},
+		{"ordered pending/sent", ordered(SendPending), KindSent, want{status: Committed, send: SendSent, hasBody: true, effect: Changed}},
+		{"ordered dead/retry", ordered(SendDead), KindRetryNow, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
+		{"ordered sent/redeliver", ordered(SendSent), KindRedeliver, want{status: Committed, hasBody: true, effect: Changed, sendable: true}},
 		// ROLLED_BACK
 		{"rolled-back-nobody/prepare fills body", rolledBackNoBody(), KindPrepare, want{status: RolledBack, hasBody: true, effect: Changed}},
 		{"rolled-back/prepare", rolledBack(), KindPrepare, want{status: RolledBack, hasBody: true}},
@@ -162,6 +187,11 @@ func TestTable(t *testing.T) {
 		{"verify-failed/retry reopens", verifyFailed(), KindRetryNow, want{status: Prepared, hasBody: true, effect: Changed}},
 		{"verify-failed/redeliver", verifyFailed(), KindRedeliver, want{status: VerifyFailed, hasBody: true, err: ErrWrongState}},
 		{"verify-failed/close orphan", verifyFailed(), KindCloseOrphan, want{status: VerifyFailed, hasBody: true, err: ErrWrongState}},
+		{"verify-failed/close head", verifyFailed(), KindCloseHead, want{status: VerifyFailed, hasBody: true, err: ErrWrongState}},
+		{"prepared/release order", prepared(), KindReleaseOrder, want{status: Prepared, hasBody: true, err: ErrWrongState}},
+		{"rolled-back/close head", rolledBack(), KindCloseHead, want{status: RolledBack, hasBody: true, err: ErrWrongState}},
+		{"none/release order", none(), KindReleaseOrder, want{status: None, err: ErrNoMessage}},
+		{"none/close head", none(), KindCloseHead, want{status: None, err: ErrNoMessage}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -390,4 +420,70 @@ func TestParseStatus(t *testing.T) {
 	}
 	_, err = ParseSendStatus("x")
 	require.Error(t, err)
+}
+
+// TestOrderData: the order key comes with the body, a different one is a
+// different body, and the hold rule follows the send status.
+func TestOrderData(t *testing.T) {
+	t.Parallel()
+	b := *body
+	b.OrderKey = "o-1"
+	m, _, err := Apply(none(), Event{Kind: KindPrepare, At: t0, Body: &b})
+	require.NoError(t, err)
+	require.Equal(t, "o-1", m.OrderKey)
+	require.False(t, m.NeedsOrderSeq(), "not sendable yet")
+	m, out, err := Apply(m, Event{Kind: KindCommit, At: t1})
+	require.NoError(t, err)
+	require.True(t, out.Sendable)
+	require.True(t, m.NeedsOrderSeq(), "sendable with a key and no sequence")
+	require.False(t, m.HoldsOrder(), "not sequenced yet")
+	m.OrderSeq = 3
+	require.False(t, m.NeedsOrderSeq())
+	require.True(t, m.HoldsOrder())
+
+	other := b
+	other.OrderKey = "o-2"
+	_, out, err = Apply(m, Event{Kind: KindPrepare, At: t1, Body: &other})
+	require.NoError(t, err)
+	require.True(t, out.BodyDiffers, "another order key is another body")
+
+	// DEAD holds the key by default, and releases it under ReleaseOnDead.
+	dead, out, err := Apply(m, Event{Kind: KindSendFailed, At: t1, Permanent: true, Err: "no"})
+	require.NoError(t, err)
+	require.True(t, out.Dead)
+	require.True(t, dead.HoldsOrder(), "a DEAD message holds its key by default")
+	require.Equal(t, int64(3), dead.OrderSeq)
+	skip, _, err := Apply(m, Event{Kind: KindSendFailed, At: t1, Permanent: true, Err: "no", ReleaseOnDead: true})
+	require.NoError(t, err)
+	require.False(t, skip.HoldsOrder())
+	require.Equal(t, int64(0), skip.OrderSeq)
+	require.Equal(t, "o-1", skip.OrderKey, "the key stays for the record")
+	// A failure that is not final keeps the key whatever the setting.
+	retry, _, err := Apply(m, Event{Kind: KindSendFailed, At: t1, MaxAttempts: 5, RetryAt: t1, ReleaseOnDead: true})
+	require.NoError(t, err)
+	require.True(t, retry.HoldsOrder())
+
+	// Retry of a DEAD holder keeps its place; a released one is sequenced
+	// again (NeedsOrderSeq) when it becomes sendable.
+	again, out, err := Apply(dead, Event{Kind: KindRetryNow, At: t1})
+	require.NoError(t, err)
+	require.True(t, out.Sendable)
+	require.Equal(t, int64(3), again.OrderSeq)
+	again, _, err = Apply(skip, Event{Kind: KindRetryNow, At: t1})
+	require.NoError(t, err)
+	require.True(t, again.NeedsOrderSeq())
+
+	// Sent: no longer holds.
+	sent, _, err := Apply(m, Event{Kind: KindSent, At: t1, Ref: "r"})
+	require.NoError(t, err)
+	require.False(t, sent.HoldsOrder())
+
+	// Closing the head gives it up and releases the key.
+	closed, _, err := Apply(m, Event{Kind: KindCloseHead, At: t1})
+	require.NoError(t, err)
+	require.Equal(t, SendDead, closed.SendStatus)
+	require.False(t, closed.HoldsOrder())
+	require.True(t, KindCloseHead.IsOperator())
+	require.True(t, KindReleaseOrder.IsOperator())
+	require.False(t, KindSendDeferred.IsOperator())
 }

@@ -34,6 +34,8 @@ var specColumns = []struct {
 	{"COMMITTED PENDING", func() Message { return committed(SendPending) }},
 	{"COMMITTED SENT", func() Message { return committed(SendSent) }},
 	{"COMMITTED DEAD", func() Message { return committed(SendDead) }},
+	{"COMMITTED PENDING, ordered", func() Message { return ordered(SendPending) }},
+	{"COMMITTED DEAD, ordered", func() Message { return ordered(SendDead) }},
 	{"ROLLED_BACK, no body", rolledBackNoBody},
 	{"ROLLED_BACK", rolledBack},
 	{"VERIFY_FAILED", verifyFailed},
@@ -45,6 +47,7 @@ var specKinds = []Kind{
 	KindCheckCommit, KindCheckRollback, KindCheckUnknown, KindCheckDeferred, KindCheckParked,
 	KindSent, KindSendFailed, KindSendDeferred,
 	KindResolveCommit, KindResolveRollback, KindRedeliver, KindRetryNow, KindCloseOrphan,
+	KindReleaseOrder, KindCloseHead,
 }
 
 // cell describes what Apply does to cur on ev.
@@ -79,6 +82,9 @@ func cell(cur Message, e Event) string {
 	}
 	if got.SendAttempts > cur.SendAttempts {
 		parts = append(parts, "attempt counted")
+	}
+	if cur.OrderSeq > 0 && got.OrderSeq == 0 {
+		parts = append(parts, "order key released")
 	}
 	if len(parts) == 0 {
 		switch {

@@ -57,6 +57,15 @@ func TestArrivalOrderDoesNotMatter(t *testing.T) {
 			}
 		}
 
+		// Half the messages carry an order key: it comes with the body
+		// whatever the order, and the message needs a sequence exactly
+		// when it is sendable.
+		b := body
+		if rng.IntN(2) == 0 {
+			ob := *body
+			ob.OrderKey = "o-1"
+			b = &ob
+		}
 		m := Message{BizID: "b", Key: "k"}
 		sendables, conflicts := 0, 0
 		at := t0
@@ -64,7 +73,7 @@ func TestArrivalOrderDoesNotMatter(t *testing.T) {
 			at = at.Add(time.Millisecond)
 			var out Outcome
 			var err error
-			m, out, err = Apply(m, Event{Kind: k, At: at, Body: body})
+			m, out, err = Apply(m, Event{Kind: k, At: at, Body: b})
 			require.NoError(t, err)
 			if out.Sendable {
 				sendables++
@@ -76,6 +85,8 @@ func TestArrivalOrderDoesNotMatter(t *testing.T) {
 		require.Equal(t, wantStatus, m.Status, "iteration %d: %v", iter, seq)
 		require.True(t, m.HasBody, "iteration %d: %v", iter, seq)
 		require.Equal(t, body.Payload, m.Payload)
+		require.Equal(t, b.OrderKey, m.OrderKey)
+		require.Equal(t, b.OrderKey != "" && wantStatus == Committed, m.NeedsOrderSeq(), "iteration %d: %v", iter, seq)
 		require.Equal(t, conflicts, m.Conflicts)
 		if wantStatus == Committed {
 			require.Equal(t, 1, sendables, "iteration %d: %v: sendable exactly once", iter, seq)
@@ -89,7 +100,7 @@ func TestArrivalOrderDoesNotMatter(t *testing.T) {
 		replayed := m
 		for _, k := range seq {
 			var out Outcome
-			replayed, out, _ = Apply(replayed, Event{Kind: k, At: at, Body: body})
+			replayed, out, _ = Apply(replayed, Event{Kind: k, At: at, Body: b})
 			require.False(t, out.Sendable, "replay made it sendable again: %v", seq)
 			require.NotEqual(t, Changed, out.Effect, "replay changed the row: %v", seq)
 		}

@@ -130,6 +130,20 @@ type Message struct {
 	// result recorded with another token is stale and ignored.
 	LeaseToken int64
 
+	// OrderKey is the message's order key (ec-order-key; "" for none): it
+	// is forwarded only after every earlier-sequenced message of its bizID
+	// with the same order key, target and topic that still holds the key
+	// (HoldsOrder).
+	OrderKey string
+	// OrderSeq is the message's place among them: assigned by the store,
+	// from a per-key counter in the transaction that makes the message
+	// sendable (its COMMIT, check-back commit answer or operator commit
+	// applied with its body), so commit order is sequence order whatever
+	// center applies it. 0 means unordered: no order key, not sendable
+	// yet, or released (KindReleaseOrder, KindCloseHead, or DEAD under
+	// Event.ReleaseOnDead).
+	OrderSeq int64
+
 	// LastError is the latest check-back or send failure, or why the
 	// message is parked.
 	LastError string
@@ -148,6 +162,21 @@ func (m *Message) MessageID() string { return envelope.Key(m.BizID, m.Key) }
 // Orphan tells whether m is an orphan COMMIT: committed, but its PREPARE
 // (the body) never arrived, so it cannot be forwarded.
 func (m *Message) Orphan() bool { return m.Status == Committed && !m.HasBody }
+
+// HoldsOrder tells whether the message holds back the later messages of
+// its order key: it is sequenced and committed, and neither sent nor
+// released (a DEAD message holds until an operator retries, closes or
+// releases it, unless its bizID releases on DEAD: Event.ReleaseOnDead).
+func (m *Message) HoldsOrder() bool {
+	return m.OrderSeq > 0 && m.Status == Committed && m.HasBody &&
+		(m.SendStatus == SendPending || m.SendStatus == SendDead)
+}
+
+// NeedsOrderSeq tells whether the store must assign m an OrderSeq before
+// writing it: it has an order key, is sendable and has none.
+func (m *Message) NeedsOrderSeq() bool {
+	return m.OrderKey != "" && m.OrderSeq == 0 && m.Sendable()
+}
 
 // Sendable tells whether the message is waiting to be forwarded.
 func (m *Message) Sendable() bool {
@@ -200,6 +229,16 @@ const (
 	// forwarding result, not an operator action (after KindCloseOrphan so
 	// that the numbers of the others stay as they were).
 	KindSendDeferred
+
+	// KindReleaseOrder (operator): an ordered message that is not sent
+	// stops holding its order key (OrderSeq 0): the later messages of the
+	// key go on, and it is sent, if still pending, without order. A retry
+	// or redelivery sequences it again, after the key's last message.
+	KindReleaseOrder
+	// KindCloseHead (operator): a committed message that is not sent is
+	// given up (DEAD) and stops holding its order key: it is never sent
+	// unless retried, and the later messages of the key go on.
+	KindCloseHead
 )
 
 var kindNames = map[Kind]string{
@@ -209,7 +248,7 @@ var kindNames = map[Kind]string{
 	KindCheckParked: "check_parked", KindSent: "sent", KindSendFailed: "send_failed",
 	KindResolveCommit: "resolve_commit", KindResolveRollback: "resolve_rollback",
 	KindRedeliver: "redeliver", KindRetryNow: "retry_now", KindCloseOrphan: "close_orphan",
-	KindSendDeferred: "send_deferred",
+	KindSendDeferred: "send_deferred", KindReleaseOrder: "release_order", KindCloseHead: "close_head",
 }
 
 func (k Kind) String() string {
@@ -220,7 +259,9 @@ func (k Kind) String() string {
 }
 
 // IsOperator tells whether k is an operator action.
-func (k Kind) IsOperator() bool { return k >= KindResolveCommit && k <= KindCloseOrphan }
+func (k Kind) IsOperator() bool {
+	return (k >= KindResolveCommit && k <= KindCloseOrphan) || k == KindReleaseOrder || k == KindCloseHead
+}
 
 // Body is what a PREPARE carries.
 type Body struct {
@@ -231,6 +272,8 @@ type Body struct {
 	ForwardKey string
 	Tag        string
 	Verify     string
+	// OrderKey is the message's order key (ec-order-key); "" for none.
+	OrderKey string
 	// CheckAfter is the resolved delay before the first check-back
 	// (envelope value or the configured default).
 	CheckAfter time.Duration
@@ -252,6 +295,10 @@ type Event struct {
 	MaxAttempts int
 	// Permanent marks a send failure that retrying cannot fix.
 	Permanent bool
+	// ReleaseOnDead, for KindSendFailed: when the failure makes the message
+	// DEAD, it also releases its order key (the bizID's "skip" setting);
+	// without it a DEAD message holds the key (the default, "hold").
+	ReleaseOnDead bool
 	// Err is the failure or reason, kept as LastError.
 	Err string
 	// Ref is the broker reference for KindSent.
