@@ -31,7 +31,10 @@ type Store interface {
 
 	// ClaimSends leases up to Limit committed messages with a body that are
 	// due for sending in the given partitions. Two concurrent claimers never
-	// get the same message while its lease runs.
+	// get the same message while its lease runs. With Claim.Ordered it
+	// skips every message behind an earlier-sequenced one of its order key
+	// that still holds the key (state.Message.HoldsOrder), whatever
+	// partition or center that one belongs to.
 	ClaimSends(ctx context.Context, c Claim) ([]state.Message, error)
 	// ClaimCheckbacks leases up to Limit PREPARED messages whose check-back
 	// is due in the given partitions, and counts the attempt the claim is
@@ -131,6 +134,12 @@ type ApplyRequest struct {
 	// retries the transaction, and concurrently (a sharded store applies
 	// its shards' parts at once).
 	Forward ForwardFunc
+	// Ordered enforces per-key order on what the batch makes sendable: a
+	// message behind an earlier-sequenced one of its order key that still
+	// holds the key is neither leased, nor forwarded, nor returned; it is
+	// written due now, for a claim to take once the key is free. Messages
+	// with an order key are sequenced whether or not it is set.
+	Ordered bool
 }
 
 // ForwardFunc sends messages and returns one result per message, in order
@@ -171,6 +180,9 @@ type Claim struct {
 	Partitions []int32
 	Limit      int
 	Lease      time.Duration
+	// Ordered (ClaimSends only) skips messages held back by their order
+	// key (see Store.ClaimSends).
+	Ordered bool
 }
 
 // Sent is one successful send.
@@ -254,4 +266,37 @@ type AuditEntry struct {
 	// Before and After are the statuses around the action.
 	Before string
 	After  string
+}
+
+// OrderRef names the queue a message with an order key is ordered in: its
+// bizID, order key, target and topic (state.Message.OrderKey).
+type OrderRef struct {
+	BizID, OrderKey, Target, Topic string
+}
+
+// OrderOf returns the queue m is ordered in.
+func OrderOf(m *state.Message) OrderRef {
+	return OrderRef{BizID: m.BizID, OrderKey: m.OrderKey, Target: m.Target, Topic: m.Topic}
+}
+
+// BlockedKey is an order key whose head (its lowest-sequenced message that
+// still holds the key: state.Message.HoldsOrder) is DEAD or has failed at
+// least once, so the later messages of the key wait.
+type BlockedKey struct {
+	OrderRef
+	// Head is the head message (without payload and headers).
+	Head Summary
+	// Waiting is how many later messages of the key hold it too.
+	Waiting int64
+	// Since is when the head was committed (DecidedAt): how long the key
+	// has been held at most.
+	Since time.Time
+}
+
+// Orderer is implemented by the stores that keep per-key order: the
+// operator's view of blocked keys.
+type Orderer interface {
+	// BlockedKeys returns up to limit keys whose head is DEAD or has
+	// failed (SendAttempts > 0), oldest head first.
+	BlockedKeys(ctx context.Context, bizID string, limit int) ([]BlockedKey, error)
 }

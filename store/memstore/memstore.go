@@ -37,6 +37,8 @@ type Store struct {
 	auditIDs    []int64
 	lastAuditID int64
 	ids         int64
+	// counters are the order sequence counters, per queue.
+	counters map[store.OrderRef]int64
 
 	calls Calls
 	fail  struct{ apply, claimSends, claimCheckbacks, markSent []error }
@@ -55,7 +57,8 @@ func New(now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{now: now, rows: map[store.MessageRef]*state.Message{}, byID: map[int64]store.MessageRef{}}
+	s := &Store{now: now, rows: map[store.MessageRef]*state.Message{}, byID: map[int64]store.MessageRef{},
+		counters: map[store.OrderRef]int64{}}
 	s.core, _ = sqlcore.NewCore("memstore", txRunner{s}, now, nil, 1, nil, nil) // cannot fail
 	return s
 }
@@ -96,6 +99,44 @@ func (t memTx) LoadRetryNow(_ context.Context, bizID string, after int64, limit 
 func (t memTx) Write(_ context.Context, _ map[store.MessageRef]*state.Message, f *store.Folded) error {
 	t.s.write(f)
 	return nil
+}
+
+// AssignSeqs implements sqlcore.Tx: the counters are a map.
+func (t memTx) AssignSeqs(_ context.Context, need []*state.Message) error {
+	count := map[store.OrderRef]int64{}
+	for _, m := range need {
+		count[store.OrderOf(m)]++
+	}
+	for r, n := range count {
+		t.s.counters[r] += n
+	}
+	return sqlcore.Number(need, count, t.s.counters)
+}
+
+// Holders implements sqlcore.Tx.
+func (t memTx) Holders(_ context.Context, refs []store.OrderRef, exclude []int64) (map[store.OrderRef]int64, error) {
+	want := make(map[store.OrderRef]bool, len(refs))
+	for _, r := range refs {
+		want[r] = true
+	}
+	low := t.s.holders(func(m *state.Message) bool { return want[store.OrderOf(m)] && !slices.Contains(exclude, m.ID) })
+	return low, nil
+}
+
+// holders returns the lowest sequence of the holders of each queue among
+// the rows keep accepts. s.mu must be held.
+func (s *Store) holders(keep func(m *state.Message) bool) map[store.OrderRef]int64 {
+	low := map[store.OrderRef]int64{}
+	for _, m := range s.rows {
+		if !m.HoldsOrder() || !keep(m) {
+			continue
+		}
+		r := store.OrderOf(m)
+		if l, ok := low[r]; !ok || m.OrderSeq < l {
+			low[r] = m.OrderSeq
+		}
+	}
+	return low
 }
 
 // FailApply makes the next Apply calls fail with errs, in order.
@@ -184,8 +225,13 @@ func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message,
 	if err := s.begin(ctx, &s.calls.ClaimSends, &s.fail.claimSends); err != nil {
 		return nil, err
 	}
+	free := func(*state.Message) bool { return true }
+	if c.Ordered {
+		low := s.holders(func(*state.Message) bool { return true })
+		free = func(m *state.Message) bool { return m.OrderSeq == 0 || low[store.OrderOf(m)] >= m.OrderSeq }
+	}
 	return s.claim(c, func(m *state.Message) time.Time { return m.SendNextAt },
-		func(m *state.Message) bool { return m.Sendable() },
+		func(m *state.Message) bool { return m.Sendable() && free(m) },
 		func(m *state.Message, until time.Time) { m.SendNextAt = until })
 }
 

@@ -60,6 +60,22 @@ func (t myTx) LoadRetryNow(ctx context.Context, bizID string, after int64, limit
 	return dialect.LoadRetryNow(ctx, sqlcore.SQLDB(t.tx), bizID, after, limit)
 }
 
+// orderSQL is MySQL's dialect of the ordering steps.
+var orderSQL = sqlcore.OrderSQL{Param: sqlcore.QuestionParam, Upsert: sqlcore.MySQLUpsert}
+
+// AssignSeqs implements sqlcore.Tx. The counters are read back after the
+// upsert: a transaction reads its own writes (and the sessions run READ
+// COMMITTED).
+func (t myTx) AssignSeqs(ctx context.Context, need []*state.Message) error {
+	return sqlcore.SQLOrder{DB: sqlcore.SQLDB(t.tx), SQL: orderSQL}.AssignSeqs(ctx, need)
+}
+
+// Holders implements sqlcore.Tx: a plain read, which under READ COMMITTED
+// sees what committed before it.
+func (t myTx) Holders(ctx context.Context, refs []store.OrderRef, exclude []int64) (map[store.OrderRef]int64, error) {
+	return sqlcore.SQLOrder{DB: sqlcore.SQLDB(t.tx), SQL: orderSQL}.Holders(ctx, refs, exclude)
+}
+
 // Write implements sqlcore.Tx.
 func (t myTx) Write(ctx context.Context, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
 	if t.s.beforeWrite != nil && len(f.Inserts) > 0 {
@@ -107,19 +123,19 @@ func batches(ms []*state.Message) [][]*state.Message {
 
 const insertColumns = "biz_id, message_key, `partition`, status, has_body, payload, headers, target, topic, forward_key, tag, verify, " +
 	"verify_attempts, verify_next_at, send_status, send_attempts, send_next_at, send_ref, lease_token, last_error, conflicts, " +
-	"created_at, updated_at, decided_at, sent_at"
+	"created_at, updated_at, decided_at, sent_at, order_key, order_seq"
 
-const nInsertColumns = 25
+const nInsertColumns = 27
 
 func insertArgs(args []any, m *state.Message) []any {
 	return append(args, m.BizID, m.Key, m.Partition, int16(m.Status), m.HasBody, codec.PayloadArg(m), codec.HeadersArg(m),
 		m.Target, m.Topic, m.ForwardKey, m.Tag, m.Verify, m.VerifyAttempts, dt(m.VerifyNextAt),
 		int16(m.SendStatus), m.SendAttempts, dt(m.SendNextAt), m.SendRef, m.LeaseToken, m.LastError, m.Conflicts,
-		dt(m.CreatedAt), dt(m.UpdatedAt), dt(m.DecidedAt), dt(m.SentAt))
+		dt(m.CreatedAt), dt(m.UpdatedAt), dt(m.DecidedAt), dt(m.SentAt), m.OrderKey, m.OrderSeq)
 }
 
 const updateBodySQL = `UPDATE eventcenter_messages SET has_body = TRUE, payload = ?, headers = ?, target = ?, topic = ?,
-	forward_key = ?, tag = ?, verify = ? WHERE id = ?`
+	forward_key = ?, tag = ?, verify = ?, order_key = ? WHERE id = ?`
 
 // writeFolded writes a Fold result: multi-row INSERTs (a duplicate key is
 // a concurrent insert: sqlcore.ErrInsertRace), then the new rows' ids, multi-row
@@ -165,7 +181,7 @@ func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*s
 	}
 	for _, m := range bodies {
 		if _, err := tx.ExecContext(ctx, updateBodySQL, codec.PayloadArg(m), codec.HeadersArg(m), m.Target, m.Topic, m.ForwardKey,
-			m.Tag, m.Verify, m.ID); err != nil {
+			m.Tag, m.Verify, m.OrderKey, m.ID); err != nil {
 			return fmt.Errorf("update message %s: %w", m.MessageID(), err)
 		}
 	}
@@ -220,6 +236,7 @@ var updateCols = []updateCol{
 	{"updated_at", func(m *state.Message) any { return dt(m.UpdatedAt) }},
 	{"decided_at", func(m *state.Message) any { return dt(m.DecidedAt) }},
 	{"sent_at", func(m *state.Message) any { return dt(m.SentAt) }},
+	{"order_seq", func(m *state.Message) any { return m.OrderSeq }},
 }
 
 func sameArg(a, b any) bool {
@@ -333,12 +350,22 @@ func mustJSON(v any) string {
 const (
 	claimSendsSQL = `SELECT ` + "%s" + ` FROM eventcenter_messages
 		WHERE ` + "`partition`" + ` = ? AND send_due_at <= ? ORDER BY send_due_at LIMIT ? FOR UPDATE SKIP LOCKED`
+	// claimOrderedSendsSQL skips the messages held back by their order key
+	// (Claim.Ordered). The rows its subquery reads are not locked (a
+	// locking clause covers the outer table only) and are read as
+	// committed: a holder another transaction has locked counts as it was
+	// last committed, never skipped.
+	claimOrderedSendsSQL = `SELECT ` + "%s" + ` FROM eventcenter_messages
+		WHERE ` + "`partition`" + ` = ? AND send_due_at <= ? AND %s ORDER BY send_due_at LIMIT ? FOR UPDATE SKIP LOCKED`
 	claimCheckbacksSQL = `SELECT ` + "%s" + ` FROM eventcenter_messages
 		WHERE ` + "`partition`" + ` = ? AND verify_due_at <= ? ORDER BY verify_due_at LIMIT ? FOR UPDATE SKIP LOCKED`
 )
 
 // ClaimSends implements store.Store.
 func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	if c.Ordered {
+		return s.claim(ctx, "claim sends", c, fmt.Sprintf(claimOrderedSendsSQL, columns, sqlcore.OrderFree("eventcenter_messages")), false)
+	}
 	return s.claim(ctx, "claim sends", c, fmt.Sprintf(claimSendsSQL, columns), false)
 }
 

@@ -126,6 +126,8 @@ func insertStmt(ms []*state.Message) (string, []any) {
 		tsColumn(ms, "updated_at", func(m *state.Message) pgtype.Timestamptz { return ts(m.UpdatedAt) }),
 		tsColumn(ms, "decided_at", func(m *state.Message) pgtype.Timestamptz { return ts(m.DecidedAt) }),
 		tsColumn(ms, "sent_at", func(m *state.Message) pgtype.Timestamptz { return ts(m.SentAt) }),
+		column(ms, "order_key", "text", func(m *state.Message) string { return m.OrderKey }, eqv),
+		column(ms, "order_seq", "bigint", func(m *state.Message) int64 { return m.OrderSeq }, eqv),
 	}
 	r := newRowSource()
 	names := make([]string, len(cols))
@@ -166,6 +168,7 @@ func updateStmt(ms []*state.Message, loaded map[store.MessageRef]*state.Message)
 		tsColumn(ms, "updated_at", func(m *state.Message) pgtype.Timestamptz { return ts(m.UpdatedAt) }),
 		tsColumn(ms, "decided_at", func(m *state.Message) pgtype.Timestamptz { return ts(m.DecidedAt) }),
 		tsColumn(ms, "sent_at", func(m *state.Message) pgtype.Timestamptz { return ts(m.SentAt) }),
+		column(ms, "order_seq", "bigint", func(m *state.Message) int64 { return m.OrderSeq }, eqv),
 	}
 	var bodyCols []col
 	if withBody {
@@ -186,6 +189,7 @@ func updateStmt(ms []*state.Message, loaded map[store.MessageRef]*state.Message)
 			body("forward_key", "text", func(m *state.Message) string { return m.ForwardKey }),
 			body("tag", "text", func(m *state.Message) string { return m.Tag }),
 			body("verify", "text", func(m *state.Message) string { return m.Verify }),
+			body("order_key", "text", func(m *state.Message) string { return m.OrderKey }),
 		}
 	}
 	r := newRowSource()

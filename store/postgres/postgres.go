@@ -230,6 +230,19 @@ func (t *pgTx) LoadRetryNow(ctx context.Context, bizID string, after int64, limi
 	return dialect.LoadRetryNow(ctx, pgDB{t.conn}, bizID, after, limit)
 }
 
+// orderSQL is PostgreSQL's dialect of the ordering steps.
+var orderSQL = sqlcore.OrderSQL{Param: dialect.Param, Upsert: sqlcore.PostgresUpsert}
+
+// AssignSeqs implements sqlcore.Tx.
+func (t *pgTx) AssignSeqs(ctx context.Context, need []*state.Message) error {
+	return sqlcore.SQLOrder{DB: pgDB{t.conn}, SQL: orderSQL}.AssignSeqs(ctx, need)
+}
+
+// Holders implements sqlcore.Tx.
+func (t *pgTx) Holders(ctx context.Context, refs []store.OrderRef, exclude []int64) (map[store.OrderRef]int64, error) {
+	return sqlcore.SQLOrder{DB: pgDB{t.conn}, SQL: orderSQL}.Holders(ctx, refs, exclude)
+}
+
 // Write sends the writes, with COMMIT unless there are inserts.
 func (t *pgTx) Write(ctx context.Context, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
 	var b pgx.Batch
@@ -377,6 +390,15 @@ var claimSendsSQL = claimSQL("send_next_at = $1, lease_token = $2",
 	pendingSendByID+" AND send_next_at <= $4",
 	"send_next_at")
 
+// claimOrderedSendsSQL is claimSendsSQL that skips the messages held back
+// by their order key (Claim.Ordered): in the index walk, so that a long
+// queue behind a blocked key does not fill the candidates, and again under
+// the lock.
+var claimOrderedSendsSQL = claimSQL("send_next_at = $1, lease_token = $2",
+	sqlcore.PendingSend("has_body")+" AND send_next_at <= $4 AND "+sqlcore.OrderFree("eventcenter_messages"),
+	pendingSendByID+" AND send_next_at <= $4 AND "+sqlcore.OrderFree("eventcenter_messages"),
+	"send_next_at")
+
 // claimCheckbacksSQL counts the attempt each claim is for (state.ClaimCheckback):
 // a call whose center dies before its answer is written still counts.
 var claimCheckbacksSQL = claimSQL("verify_next_at = $1, lease_token = $2, verify_attempts = verify_attempts + 1",
@@ -386,6 +408,9 @@ var claimCheckbacksSQL = claimSQL("verify_next_at = $1, lease_token = $2, verify
 
 // ClaimSends implements store.Store.
 func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	if c.Ordered {
+		return s.claim(ctx, "claim sends", c, claimOrderedSendsSQL)
+	}
 	return s.claim(ctx, "claim sends", c, claimSendsSQL)
 }
 

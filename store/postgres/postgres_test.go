@@ -37,6 +37,12 @@ func TestConformance(t *testing.T) {
 	storetest.Exercise(t, newStore)
 }
 
+// Per-key order: sequences, the claim rule, the fast path (issue 26).
+func TestOrder(t *testing.T) {
+	t.Parallel()
+	storetest.ExerciseOrder(t, newStore)
+}
+
 func TestSchemaCheck(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Pool(t)

@@ -39,6 +39,13 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// ErrOrderAcrossShards: per-key order (ApplyRequest.Ordered,
+// Claim.Ordered) needs the messages of a key, their sequence counter and
+// the claim rule in one database, and a store of several shards places
+// messages by their message key. Messages keep their order key and a
+// per-shard sequence; they are forwarded without order.
+var ErrOrderAcrossShards = errors.New("sharded store: per-key order is not available across several shards")
+
 // New returns a store over shards; every bucket must be mapped to exactly
 // one shard.
 func New(shards []Shard) (*Store, error) {
@@ -105,6 +112,9 @@ func (s *Store) each(fn func(i int, st store.Store) error) error {
 // is returned, and the caller replays the whole batch (a no-op where it
 // was committed).
 func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
+	if req.Ordered && len(s.shards) > 1 {
+		return store.ApplyResult{}, ErrOrderAcrossShards
+	}
 	parts := make([][]int, len(s.shards))
 	for i, c := range req.Changes {
 		sh := s.m.Shard(c.BizID, c.Key)
@@ -117,7 +127,8 @@ func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyR
 		if len(parts[i]) == 0 {
 			return nil
 		}
-		sub := store.ApplyRequest{SendLease: req.SendLease, Forward: forwardWithOuterIDs(req.Forward, i), Changes: req.Changes}
+		sub := store.ApplyRequest{SendLease: req.SendLease, Forward: forwardWithOuterIDs(req.Forward, i), Changes: req.Changes,
+			Ordered: req.Ordered}
 		if len(parts[i]) < len(req.Changes) { // the batch spans shards
 			sub.Changes = make([]store.Change, len(parts[i]))
 			for j, k := range parts[i] {
@@ -169,6 +180,9 @@ func forwardWithOuterIDs(forward store.ForwardFunc, shard int) store.ForwardFunc
 // then what a shard left unused is offered to the shards that filled their
 // share.
 func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	if c.Ordered && len(s.shards) > 1 {
+		return nil, ErrOrderAcrossShards
+	}
 	return s.claim(ctx, c, store.Store.ClaimSends)
 }
 

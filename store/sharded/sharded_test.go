@@ -154,3 +154,17 @@ func TestClaimsAndCursor(t *testing.T) {
 	_, err = three.List(t.Context(), store.Filter{Cursor: p.Next})
 	require.ErrorContains(t, err, "made for 2 shards, there are 3")
 }
+
+// A store of one shard keeps per-key order as its shard does; several
+// shards refuse it rather than keep it per shard only.
+func TestOrder(t *testing.T) {
+	t.Parallel()
+	storetest.ExerciseOrder(t, func(t *testing.T, now func() time.Time) store.Store { return memShards(t, now, 1) })
+	s := memShards(t, time.Now, 2)
+	_, err := s.Apply(t.Context(), store.ApplyRequest{Ordered: true, Changes: []store.Change{storetest.Commit("b", "k", 0, time.Now())}})
+	require.ErrorIs(t, err, sharded.ErrOrderAcrossShards)
+	_, err = s.ClaimSends(t.Context(), store.Claim{Partitions: []int32{0}, Limit: 1, Lease: time.Second, Ordered: true})
+	require.ErrorIs(t, err, sharded.ErrOrderAcrossShards)
+	_, err = s.ClaimSends(t.Context(), store.Claim{Partitions: []int32{0}, Limit: 1, Lease: time.Second})
+	require.NoError(t, err, "unordered claims as before")
+}

@@ -96,6 +96,8 @@ func insertCols(ms []*state.Message) []col {
 		m("updated_at", func(m *state.Message) any { return micro(m.UpdatedAt) }),
 		m("decided_at", func(m *state.Message) any { return micro(m.DecidedAt) }),
 		m("sent_at", func(m *state.Message) any { return micro(m.SentAt) }),
+		m("order_key", func(m *state.Message) any { return m.OrderKey }),
+		m("order_seq", func(m *state.Message) any { return m.OrderSeq }),
 	}
 }
 
@@ -119,6 +121,7 @@ func updateCols(ms []*state.Message) []col {
 		m("updated_at", func(m *state.Message) any { return micro(m.UpdatedAt) }),
 		m("decided_at", func(m *state.Message) any { return micro(m.DecidedAt) }),
 		m("sent_at", func(m *state.Message) any { return micro(m.SentAt) }),
+		m("order_seq", func(m *state.Message) any { return m.OrderSeq }),
 	}
 }
 

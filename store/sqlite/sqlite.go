@@ -259,13 +259,26 @@ func (t liteTx) LoadRetryNow(ctx context.Context, bizID string, after int64, lim
 	return dialect.LoadRetryNow(ctx, sqlcore.SQLDB(t.tx), bizID, after, limit)
 }
 
+// orderSQL is SQLite's dialect of the ordering steps.
+var orderSQL = sqlcore.OrderSQL{Param: sqlcore.QuestionParam, Upsert: sqlcore.SQLiteUpsert}
+
+// AssignSeqs implements sqlcore.Tx.
+func (t liteTx) AssignSeqs(ctx context.Context, need []*state.Message) error {
+	return sqlcore.SQLOrder{DB: sqlcore.SQLDB(t.tx), SQL: orderSQL}.AssignSeqs(ctx, need)
+}
+
+// Holders implements sqlcore.Tx.
+func (t liteTx) Holders(ctx context.Context, refs []store.OrderRef, exclude []int64) (map[store.OrderRef]int64, error) {
+	return sqlcore.SQLOrder{DB: sqlcore.SQLDB(t.tx), SQL: orderSQL}.Holders(ctx, refs, exclude)
+}
+
 // Write implements sqlcore.Tx.
 func (t liteTx) Write(ctx context.Context, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
 	return writeFolded(ctx, t.tx, loaded, f)
 }
 
 const updateBodySQL = `UPDATE eventcenter_messages SET has_body = 1, payload = ?, headers = ?, target = ?, topic = ?,
-	forward_key = ?, tag = ?, verify = ? WHERE id = ?`
+	forward_key = ?, tag = ?, verify = ?, order_key = ? WHERE id = ?`
 
 // writeFolded writes a Fold result with multi-row statements (the driver
 // parses every statement it runs, so one statement per row would cost a
@@ -306,7 +319,7 @@ func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*s
 	}
 	for _, m := range bodies {
 		if _, err := tx.ExecContext(ctx, updateBodySQL, codec.PayloadArg(m), codec.HeadersArg(m), m.Target, m.Topic, m.ForwardKey,
-			m.Tag, m.Verify, m.ID); err != nil {
+			m.Tag, m.Verify, m.OrderKey, m.ID); err != nil {
 			return fmt.Errorf("update message %s: %w", m.MessageID(), err)
 		}
 	}
@@ -369,9 +382,13 @@ func partitionsJSON(ps []int32) string {
 
 // ClaimSends implements store.Store.
 func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	free := ""
+	if c.Ordered {
+		free = " AND " + sqlcore.OrderFree("eventcenter_messages")
+	}
 	return s.claim(ctx, "claim sends", c, `UPDATE eventcenter_messages SET send_next_at = ?, lease_token = ?
 		WHERE id IN (SELECT id FROM eventcenter_messages
-			WHERE `+dialect.PendingSend()+`
+			WHERE `+dialect.PendingSend()+free+`
 			AND partition IN (SELECT value FROM json_each(?)) AND send_next_at <= ?
 			ORDER BY send_next_at LIMIT ?)
 		RETURNING `+codec.Columns)

@@ -28,6 +28,12 @@ func TestConformance(t *testing.T) {
 	storetest.Exercise(t, newStore)
 }
 
+// Per-key order: sequences, the claim rule, the fast path (issue 26).
+func TestOrder(t *testing.T) {
+	t.Parallel()
+	storetest.ExerciseOrder(t, newStore)
+}
+
 func TestOpenTwiceKeepsData(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ec.db")

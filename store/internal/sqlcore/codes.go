@@ -15,6 +15,7 @@ var (
 	RolledBack  = lit(state.RolledBack)
 	SendPending = lit(state.SendPending)
 	SendSent    = lit(state.SendSent)
+	SendDead    = lit(state.SendDead)
 )
 
 func lit[T ~int16](c T) string { return strconv.Itoa(int(c)) }

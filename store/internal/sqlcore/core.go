@@ -26,6 +26,13 @@ type Tx interface {
 	// It is the transaction's last statement: a driver may send its
 	// COMMIT with it.
 	Write(ctx context.Context, loaded map[store.MessageRef]*state.Message, f *store.Folded) error
+	// AssignSeqs numbers need (sendable, with an order key and no
+	// sequence) from their queues' counters, in order (see SQLOrder).
+	AssignSeqs(ctx context.Context, need []*state.Message) error
+	// Holders returns, per queue of refs, the lowest sequence of the
+	// messages that hold it (state.Message.HoldsOrder), leaving out the
+	// rows of ids (the batch's, whose new state counts instead).
+	Holders(ctx context.Context, refs []store.OrderRef, exclude []int64) (map[store.OrderRef]int64, error)
 }
 
 // Driver runs transactions.
@@ -127,6 +134,9 @@ func (c *Core) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyRe
 				return fmt.Errorf("load messages: %w", err)
 			}
 			f := store.Fold(loaded, req.Changes)
+			if err := order(ctx, tx, &f, req.Ordered); err != nil {
+				return err
+			}
 			codec.Prepare(ctx, &f, c.now(), req)
 			if err := tx.Write(ctx, loaded, &f); err != nil {
 				return err
@@ -168,6 +178,9 @@ func (c *Core) RetryNowBizID(ctx context.Context, bizID string, who store.Actor)
 			now := codec.Time(c.now())
 			loaded, changes := retryNowChanges(ms, now, who)
 			f := store.Fold(loaded, changes)
+			if err := order(ctx, tx, &f, false); err != nil {
+				return err
+			}
 			codec.Prepare(ctx, &f, now, store.ApplyRequest{})
 			if err := tx.Write(ctx, loaded, &f); err != nil {
 				return err

@@ -107,7 +107,7 @@ func (d *Dialect[T]) scan(r Row, full bool) (store.Summary, error) {
 	}
 	dest = append(dest, &m.Target, &m.Topic, &m.ForwardKey, &m.Tag, &m.Verify, &va, &vna,
 		&sst, &sa, &sna, &m.SendRef, &m.LeaseToken, &lastErr, &conf,
-		&ca, &ua, &da, &sat)
+		&ca, &ua, &da, &sat, &m.OrderKey, &m.OrderSeq)
 	if err := r.Scan(dest...); err != nil {
 		return s, err
 	}

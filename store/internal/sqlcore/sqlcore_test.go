@@ -88,6 +88,12 @@ type fakeTx struct {
 
 func (f *fakeTx) InTx(_ context.Context, fn func(Tx) error) error { return fn(f) }
 
+func (f *fakeTx) AssignSeqs(context.Context, []*state.Message) error { return nil }
+
+func (f *fakeTx) Holders(context.Context, []store.OrderRef, []int64) (map[store.OrderRef]int64, error) {
+	return nil, nil
+}
+
 func (f *fakeTx) Load(context.Context, []store.MessageRef) (map[store.MessageRef]*state.Message, error) {
 	return map[store.MessageRef]*state.Message{}, nil
 }

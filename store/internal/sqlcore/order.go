@@ -1,0 +1,240 @@
+package sqlcore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// OrderSQL is what the ordering steps need of a dialect.
+type OrderSQL struct {
+	// Param returns the n-th (from 1) statement parameter.
+	Param func(n int) string
+	// Upsert ends the counters' INSERT: it adds the inserted last_seq to
+	// an existing row's ("ON CONFLICT ... DO UPDATE", "ON DUPLICATE KEY
+	// UPDATE").
+	Upsert string
+}
+
+// PostgresUpsert and SQLiteUpsert are OrderSQL.Upsert for PostgreSQL and
+// SQLite (the same clause), MySQLUpsert for MySQL and MariaDB.
+const (
+	PostgresUpsert = `ON CONFLICT (biz_id, order_key, target, topic) DO UPDATE SET last_seq = eventcenter_order_keys.last_seq + excluded.last_seq`
+	SQLiteUpsert   = PostgresUpsert
+	MySQLUpsert    = `ON DUPLICATE KEY UPDATE last_seq = last_seq + VALUES(last_seq)`
+)
+
+// HoldsOrder is state.Message.HoldsOrder in SQL for the row prefix a (""
+// or "h."): sequenced, and pending or DEAD. A sequence is only assigned to
+// a committed message with a body, and such a message stays committed.
+func HoldsOrder(a string) string {
+	return a + "order_seq > 0 AND " + a + "send_status IN (" + SendPending + ", " + SendDead + ")"
+}
+
+// OrderFree is "the row of table or alias a is not held back by its order
+// key": it has no sequence, or no earlier-sequenced message of its queue
+// holds the key. The claims add it with Claim.Ordered; the holders' index
+// (eventcenter_messages_order_holders) answers the NOT EXISTS.
+func OrderFree(a string) string {
+	return `(` + a + `.order_seq = 0 OR NOT EXISTS (SELECT 1 FROM eventcenter_messages h
+		WHERE h.biz_id = ` + a + `.biz_id AND h.order_key = ` + a + `.order_key AND h.target = ` + a + `.target
+		AND h.topic = ` + a + `.topic AND ` + HoldsOrder("h.") + ` AND h.order_seq < ` + a + `.order_seq))`
+}
+
+// orderChunk bounds the queues of one ordering statement.
+const orderChunk = 200
+
+// order sequences the messages a batch made sendable that have an order
+// key and no sequence, and with ordered drops from f.Sendable those held
+// back by an earlier-sequenced message of their queue (they are written due
+// now, unleased: a claim takes them once the key is free).
+func order(ctx context.Context, tx Tx, f *store.Folded, ordered bool) error {
+	var need []*state.Message
+	for _, m := range f.Sendable {
+		if m.NeedsOrderSeq() {
+			need = append(need, m)
+		}
+	}
+	if len(need) > 0 {
+		if err := tx.AssignSeqs(ctx, need); err != nil {
+			return fmt.Errorf("sequence order keys: %w", err)
+		}
+	}
+	if !ordered {
+		return nil
+	}
+	var cands []*state.Message
+	for _, m := range f.Sendable {
+		if m.OrderSeq > 0 {
+			cands = append(cands, m)
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	exclude := make([]int64, 0, len(f.Updates))
+	for _, m := range f.Updates {
+		exclude = append(exclude, m.ID)
+	}
+	low, err := tx.Holders(ctx, Queues(cands), exclude)
+	if err != nil {
+		return fmt.Errorf("read order holders: %w", err)
+	}
+	f.DropHeld(low)
+	return nil
+}
+
+// Queues returns the distinct queues of ms, sorted (counters are locked in
+// this order by every transaction: no deadlock between two of them).
+func Queues(ms []*state.Message) []store.OrderRef {
+	seen := map[store.OrderRef]bool{}
+	var out []store.OrderRef
+	for _, m := range ms {
+		r := store.OrderOf(m)
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.OrderRef) int {
+		return strings.Compare(a.BizID+"\x00"+a.OrderKey+"\x00"+a.Target+"\x00"+a.Topic,
+			b.BizID+"\x00"+b.OrderKey+"\x00"+b.Target+"\x00"+b.Topic)
+	})
+	return out
+}
+
+// SQLOrder runs the ordering steps of a SQL transaction.
+type SQLOrder struct {
+	DB  DB
+	SQL OrderSQL
+}
+
+// queueWhere returns "(biz_id = ? AND ...) OR ..." for refs, its parameters
+// numbered from first.
+func (o SQLOrder) queueWhere(refs []store.OrderRef, first int) (string, []any) {
+	var b strings.Builder
+	args := make([]any, 0, 4*len(refs))
+	n := first
+	for i, r := range refs {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		p := o.SQL.Param
+		fmt.Fprintf(&b, "(biz_id = %s AND order_key = %s AND target = %s AND topic = %s)", p(n), p(n+1), p(n+2), p(n+3))
+		n += 4
+		args = append(args, r.BizID, r.OrderKey, r.Target, r.Topic)
+	}
+	return b.String(), args
+}
+
+// AssignSeqs implements Tx.AssignSeqs: it adds each queue's count of need
+// to its counter (eventcenter_order_keys, one row per queue, created at
+// its first message) and numbers need from the counters' new values, in
+// batch order. The counter rows stay locked until the transaction ends: a
+// concurrent batch of the same queue, on any center, waits and numbers
+// after this one, so sequence order is the order the COMMITs were applied.
+func (o SQLOrder) AssignSeqs(ctx context.Context, need []*state.Message) error {
+	count := map[store.OrderRef]int64{}
+	for _, m := range need {
+		count[store.OrderOf(m)]++
+	}
+	all := Queues(need)
+	last := make(map[store.OrderRef]int64, len(all))
+	p := o.SQL.Param
+	for lo := 0; lo < len(all); lo += orderChunk {
+		refs := all[lo:min(lo+orderChunk, len(all))]
+		var vals strings.Builder
+		args := make([]any, 0, 5*len(refs))
+		for i, r := range refs {
+			if i > 0 {
+				vals.WriteString(", ")
+			}
+			n := 5*i + 1
+			fmt.Fprintf(&vals, "(%s, %s, %s, %s, %s)", p(n), p(n+1), p(n+2), p(n+3), p(n+4))
+			args = append(args, r.BizID, r.OrderKey, r.Target, r.Topic, count[r])
+		}
+		rows, err := o.DB.Query(ctx, `INSERT INTO eventcenter_order_keys (biz_id, order_key, target, topic, last_seq) VALUES `+
+			vals.String()+` `+o.SQL.Upsert, args...)
+		if err != nil {
+			return fmt.Errorf("count: %w", err)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("count: %w", err)
+		}
+		where, wargs := o.queueWhere(refs, 1)
+		rows, err = o.DB.Query(ctx, `SELECT biz_id, order_key, target, topic, last_seq FROM eventcenter_order_keys WHERE `+where, wargs...)
+		if err != nil {
+			return fmt.Errorf("read counters: %w", err)
+		}
+		if err := readQueues(rows, last); err != nil {
+			return fmt.Errorf("read counters: %w", err)
+		}
+	}
+	return Number(need, count, last)
+}
+
+// Number numbers need, in order, so that each queue's last message gets
+// last[queue] and the count[queue] before it the numbers below.
+func Number(need []*state.Message, count, last map[store.OrderRef]int64) error {
+	next := make(map[store.OrderRef]int64, len(count))
+	for r, n := range count {
+		l, ok := last[r]
+		if !ok {
+			return fmt.Errorf("counter of %s:%s (target %q, topic %q) not found after its update", r.BizID, r.OrderKey, r.Target, r.Topic)
+		}
+		next[r] = l - n + 1
+	}
+	for _, m := range need {
+		r := store.OrderOf(m)
+		m.OrderSeq = next[r]
+		next[r]++
+	}
+	return nil
+}
+
+// readQueues reads rows of (biz_id, order_key, target, topic, n) into out
+// and closes rows.
+func readQueues(rows Rows, out map[store.OrderRef]int64) error {
+	defer rows.Close()
+	for rows.Next() {
+		var r store.OrderRef
+		var n int64
+		if err := rows.Scan(&r.BizID, &r.OrderKey, &r.Target, &r.Topic, &n); err != nil {
+			return err
+		}
+		out[r] = n
+	}
+	return rows.Err()
+}
+
+// Holders implements Tx.Holders.
+func (o SQLOrder) Holders(ctx context.Context, refs []store.OrderRef, exclude []int64) (map[store.OrderRef]int64, error) {
+	low := map[store.OrderRef]int64{}
+	for lo := 0; lo < len(refs); lo += orderChunk {
+		chunk := refs[lo:min(lo+orderChunk, len(refs))]
+		where, args := o.queueWhere(chunk, 1)
+		q := `SELECT biz_id, order_key, target, topic, min(order_seq) FROM eventcenter_messages WHERE ` +
+			HoldsOrder("") + ` AND (` + where + `)`
+		if len(exclude) > 0 {
+			ps := make([]string, len(exclude))
+			for i, id := range exclude {
+				ps[i] = o.SQL.Param(len(args) + 1)
+				args = append(args, id)
+			}
+			q += ` AND id NOT IN (` + strings.Join(ps, ", ") + `)`
+		}
+		rows, err := o.DB.Query(ctx, q+` GROUP BY biz_id, order_key, target, topic`, args...)
+		if err != nil {
+			return nil, err
+		}
+		if err := readQueues(rows, low); err != nil {
+			return nil, err
+		}
+	}
+	return low, nil
+}

@@ -1,0 +1,350 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// PrepareOrdered returns a PREPARE change whose body carries an order key.
+func PrepareOrdered(biz, key, orderKey string, partition int32, at time.Time) store.Change {
+	c := Prepare(biz, key, partition, at)
+	c.Event.Body.OrderKey = orderKey
+	return c
+}
+
+// ExerciseOrder runs the per-key order suite (issue 26) against the store
+// newStore makes: sequences in commit order, and the claim rule in the
+// claims and in Apply's fast path (Claim.Ordered, ApplyRequest.Ordered).
+func ExerciseOrder(t *testing.T, newStore NewStore) {
+	t.Helper()
+	t.Run("SequenceIsCommitOrder", func(t *testing.T) { t.Parallel(); testSequenceIsCommitOrder(t, newStore) })
+	t.Run("ConcurrentCommitsOfOneKey", func(t *testing.T) { t.Parallel(); testConcurrentSequences(t, newStore) })
+	t.Run("LeaseExpiresWhileLaterIsDue", func(t *testing.T) { t.Parallel(); testOrderLeaseExpiry(t, newStore) })
+	t.Run("HeadOnAnotherPartition", func(t *testing.T) { t.Parallel(); testOrderOtherPartition(t, newStore) })
+	t.Run("HeadDeadHolds", func(t *testing.T) { t.Parallel(); testOrderDeadHolds(t, newStore) })
+	t.Run("HeadDeadReleases", func(t *testing.T) { t.Parallel(); testOrderDeadReleases(t, newStore) })
+	t.Run("RetryingHeadHolds", func(t *testing.T) { t.Parallel(); testOrderRetries(t, newStore) })
+	t.Run("InlineSendSkipsHeld", func(t *testing.T) { t.Parallel(); testOrderInline(t, newStore) })
+	t.Run("OperatorCloseAndRelease", func(t *testing.T) { t.Parallel(); testOrderOperator(t, newStore) })
+	t.Run("QueuesAreIndependent", func(t *testing.T) { t.Parallel(); testOrderQueues(t, newStore) })
+}
+
+// allParts are the partitions the order tests use.
+var allParts = []int32{0, 1, 2, 3}
+
+func (b *bundle) claimOrdered(t *testing.T, parts ...int32) []string {
+	t.Helper()
+	if len(parts) == 0 {
+		parts = allParts
+	}
+	got, err := b.s.ClaimSends(t.Context(), store.Claim{Partitions: parts, Limit: 100, Lease: lease, Ordered: true})
+	require.NoError(t, err)
+	return sortedKeys(got)
+}
+
+func sortedKeys(ms []state.Message) []string {
+	ks := []string{}
+	for _, m := range ms {
+		ks = append(ks, m.Key)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// applyOrdered applies changes as the center does with ordering on.
+func (b *bundle) applyOrdered(t *testing.T, changes ...store.Change) store.ApplyResult {
+	t.Helper()
+	res, err := b.s.Apply(t.Context(), store.ApplyRequest{Changes: changes, SendLease: lease, Ordered: true})
+	require.NoError(t, err)
+	for i, o := range res.Outcomes {
+		require.NoError(t, o.Err, "change %d", i)
+	}
+	return res
+}
+
+// commitOrdered prepares and commits keys of order key ok in order, one
+// batch each, key i on partition part(i); it returns the Apply results.
+func (b *bundle) commitOrdered(t *testing.T, ok string, keys []string, part func(int) int32) []store.ApplyResult {
+	t.Helper()
+	var out []store.ApplyResult
+	for i, k := range keys {
+		b.applyOrdered(t, PrepareOrdered(biz, k, ok, part(i), b.now()))
+		out = append(out, b.applyOrdered(t, Commit(biz, k, part(i), b.now())))
+	}
+	return out
+}
+
+func (b *bundle) markSent(t *testing.T, keys ...string) {
+	t.Helper()
+	var sent []store.Sent
+	for _, k := range keys {
+		sent = append(sent, store.Sent{ID: b.get(t, biz, k).ID, Ref: "ref/" + k})
+	}
+	require.NoError(t, b.s.MarkSent(t.Context(), sent))
+}
+
+func part0(int) int32 { return 0 }
+
+// Sequences are assigned when the COMMIT is applied, in that order, not in
+// PREPARE order; within a batch in change order; a COMMIT that comes
+// before its PREPARE is sequenced when the body arrives (the message
+// becomes sendable then). Messages without an order key stay at 0.
+func testSequenceIsCommitOrder(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	for _, k := range []string{"a", "b", "c", "d", "e"} {
+		b.apply(t, PrepareOrdered(biz, k, "o-1", 1, b.now()))
+	}
+	b.apply(t, Prepare(biz, "plain", 1, b.now()), Commit(biz, "plain", 1, b.now()))
+	b.apply(t, Commit(biz, "c", 1, b.now()))
+	b.apply(t, Commit(biz, "a", 1, b.now()))
+	b.apply(t, Commit(biz, "e", 1, b.now()), Commit(biz, "b", 1, b.now()))
+	b.apply(t, Commit(biz, "late", 2, b.now()))
+	b.apply(t, PrepareOrdered(biz, "late", "o-1", 2, b.now()))
+	b.apply(t, Commit(biz, "d", 1, b.now()))
+	want := map[string]int64{"c": 1, "a": 2, "e": 3, "b": 4, "late": 5, "d": 6, "plain": 0}
+	for k, seq := range want {
+		m := b.get(t, biz, k)
+		require.Equal(t, seq, m.OrderSeq, "%s", k)
+		if k != "plain" {
+			require.Equal(t, "o-1", m.OrderKey, "%s", k)
+		}
+	}
+	// Replaying a COMMIT does not sequence again.
+	b.apply(t, Commit(biz, "c", 1, b.now()))
+	require.Equal(t, int64(1), b.get(t, biz, "c").OrderSeq)
+}
+
+// Commits of one key applied concurrently (several centers, different
+// partitions) never get the same sequence.
+func testConcurrentSequences(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	const workers, each = 4, 10
+	var keys []string
+	for w := range workers {
+		for i := range each {
+			k := fmt.Sprintf("w%d-%02d", w, i)
+			keys = append(keys, k)
+			b.apply(t, PrepareOrdered(biz, k, "hot", int32(w), b.now()))
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				k := fmt.Sprintf("w%d-%02d", w, i)
+				_, err := b.s.Apply(context.Background(), store.ApplyRequest{SendLease: lease, Ordered: true,
+					Changes: []store.Change{Commit(biz, k, int32(w), b.now())}})
+				if err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	seen := map[int64]string{}
+	for _, k := range keys {
+		seq := b.get(t, biz, k).OrderSeq
+		require.Positive(t, seq, k)
+		require.Empty(t, seen[seq], "%s and %s got sequence %d", seen[seq], k, seq)
+		seen[seq] = k
+	}
+	require.Len(t, seen, workers*each)
+	for seq := int64(1); seq <= workers*each; seq++ {
+		require.NotEmpty(t, seen[seq], "sequence %d missing", seq)
+	}
+}
+
+// The head is leased (handed to a forwarder that died); the later message
+// is due but held, by the claims (ordered) and the fast path alike; when the
+// head's lease expires the claim takes the head, not the later one; once
+// the head is sent the later one goes.
+func testOrderLeaseExpiry(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	res := b.commitOrdered(t, "o-1", []string{"a", "b"}, part0)
+	require.Equal(t, []string{"a"}, sortedKeys(res[0].Sendable), "the head is handed out at once")
+	require.Empty(t, res[1].Sendable, "the later one is held, not leased")
+	mb := b.get(t, biz, "b")
+	require.True(t, mb.Sendable())
+	require.False(t, mb.SendNextAt.After(b.now()), "held: due now, not leased")
+
+	require.Empty(t, b.claimOrdered(t), "head leased, the later one held")
+	// Today's rule without order would take b now: the difference.
+	got, err := b.s.ClaimSends(t.Context(), store.Claim{Partitions: allParts, Limit: 10, Lease: lease})
+	require.NoError(t, err)
+	require.Equal(t, []string{"b"}, sortedKeys(got), "an unordered claim takes the due later message")
+
+	b2 := setup(t, newStore) // the same with the ordered claim only
+	b2.commitOrdered(t, "o-1", []string{"a", "b"}, part0)
+	b2.clock.Advance(lease + time.Second)
+	require.Equal(t, []string{"a"}, b2.claimOrdered(t), "the lease expired: the head again, never the later one")
+	require.Empty(t, b2.claimOrdered(t), "head re-leased")
+	b2.markSent(t, "a")
+	require.Equal(t, []string{"b"}, b2.claimOrdered(t), "head sent: the next one goes")
+}
+
+// The head is on a partition the claimer does not own (another center's):
+// the later message, on an owned partition, still waits for it.
+func testOrderOtherPartition(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	b.commitOrdered(t, "o-1", []string{"a", "b"}, func(i int) int32 { return int32(1 + i) })
+	b.clock.Advance(lease + time.Second)
+	require.Empty(t, b.claimOrdered(t, 2), "b on partition 2 waits for a on partition 1")
+	require.Equal(t, []string{"a"}, b.claimOrdered(t, 1))
+	require.Empty(t, b.claimOrdered(t, 2), "a leased by the other center: still held")
+	b.markSent(t, "a")
+	require.Equal(t, []string{"b"}, b.claimOrdered(t, 2))
+}
+
+func (b *bundle) failSend(t *testing.T, key string, permanent, release bool) state.Outcome {
+	t.Helper()
+	res := b.applyOrdered(t, Event(biz, key, 0, state.Event{Kind: state.KindSendFailed, At: b.now(),
+		RetryAt: b.now().Add(time.Minute), MaxAttempts: 5, Permanent: permanent, ReleaseOnDead: release, Err: "broker says no"}))
+	return res.Outcomes[0].Outcome
+}
+
+// A DEAD head holds its key by default: the later ones wait until an
+// operator retries it (it keeps its place) or closes it.
+func testOrderDeadHolds(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	b.commitOrdered(t, "o-1", []string{"a", "b", "c"}, part0)
+	require.True(t, b.failSend(t, "a", true, false).Dead)
+	b.clock.Advance(time.Hour)
+	require.Empty(t, b.claimOrdered(t), "a DEAD head holds the key")
+
+	// Retry: the head is due again and keeps its place.
+	res := b.applyOrdered(t, Operator(biz, "a", state.KindRetryNow, b.now(), "ops"))
+	require.NoError(t, res.Outcomes[0].Err)
+	require.Equal(t, []string{"a"}, sortedKeys(res.Sendable), "the retried head is handed out")
+	require.Equal(t, int64(1), b.get(t, biz, "a").OrderSeq)
+	b.markSent(t, "a")
+	require.Equal(t, []string{"b"}, b.claimOrdered(t))
+}
+
+// Under the bizID's skip setting (ReleaseOnDead) a DEAD head releases the
+// key: the next one goes.
+func testOrderDeadReleases(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	b.commitOrdered(t, "o-1", []string{"a", "b"}, part0)
+	require.True(t, b.failSend(t, "a", true, true).Dead)
+	m := b.get(t, biz, "a")
+	require.Equal(t, state.SendDead, m.SendStatus)
+	require.Zero(t, m.OrderSeq, "released")
+	require.Equal(t, []string{"b"}, b.claimOrdered(t))
+}
+
+// A head that failed and waits for its retry holds the key: the later one
+// is not sent meanwhile, though it is due.
+func testOrderRetries(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	b.commitOrdered(t, "o-1", []string{"a", "b"}, part0)
+	require.Equal(t, state.Changed, b.failSend(t, "a", false, true).Effect)
+	require.Empty(t, b.claimOrdered(t), "a waits for its backoff, b for a")
+	b.clock.Advance(time.Minute)
+	require.Equal(t, []string{"a"}, b.claimOrdered(t), "a is due again, b still waits")
+	b.markSent(t, "a")
+	require.Equal(t, []string{"b"}, b.claimOrdered(t))
+}
+
+// Apply's inline send (ApplyRequest.Forward) is offered only the messages
+// no earlier one holds back, in a batch and across batches; a key of its
+// own in the same batch is offered.
+func testOrderInline(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	var mu sync.Mutex
+	var offered []string
+	send := func(_ context.Context, msgs []state.Message) []store.Forwarded {
+		mu.Lock()
+		defer mu.Unlock()
+		out := make([]store.Forwarded, len(msgs))
+		for i, m := range msgs {
+			offered = append(offered, m.Key)
+			out[i] = store.Forwarded{Sent: m.Key != "a"} // a's send is not acknowledged in time
+		}
+		return out
+	}
+	apply := func(changes ...store.Change) store.ApplyResult {
+		res, err := b.s.Apply(t.Context(), store.ApplyRequest{Changes: changes, SendLease: lease, Forward: send, Ordered: true})
+		require.NoError(t, err)
+		return res
+	}
+	apply(PrepareOrdered(biz, "a", "o-1", 0, b.now()), PrepareOrdered(biz, "b", "o-1", 1, b.now()),
+		PrepareOrdered(biz, "x", "o-2", 2, b.now()), PrepareOrdered(biz, "c", "o-1", 3, b.now()))
+	res := apply(Commit(biz, "a", 0, b.now()), Commit(biz, "b", 1, b.now()), Commit(biz, "x", 2, b.now()))
+	slices.Sort(offered)
+	require.Equal(t, []string{"a", "x"}, offered, "b waits behind a in the same batch")
+	require.Equal(t, []string{"a"}, sortedKeys(res.Sendable), "a not acknowledged: handed over leased")
+	require.Equal(t, []string{"x"}, sortedKeys(res.Forwarded))
+	offered = nil
+	res = apply(Commit(biz, "c", 3, b.now()))
+	require.Empty(t, offered, "c waits behind a (leased) and b (held)")
+	require.Empty(t, res.Sendable)
+	b.markSent(t, "a")
+	require.Equal(t, []string{"b"}, b.claimOrdered(t), "then b, and only b")
+}
+
+// Operators free a blocked key: closing the head (it is never sent), or
+// releasing it (it is sent without order); both are audited.
+func testOrderOperator(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	b.commitOrdered(t, "o-1", []string{"a", "b", "c"}, part0)
+	require.True(t, b.failSend(t, "a", true, false).Dead)
+	res := b.applyOrdered(t, Operator(biz, "a", state.KindCloseHead, b.now(), "ops"))
+	require.Equal(t, changed, res.Outcomes[0].Outcome)
+	require.Equal(t, []string{"b"}, b.claimOrdered(t), "a closed: b goes")
+	ma := b.get(t, biz, "a")
+	require.Equal(t, state.SendDead, ma.SendStatus)
+	require.Zero(t, ma.OrderSeq)
+	audit, err := b.s.Audit(t.Context(), biz, "a")
+	require.NoError(t, err)
+	require.Equal(t, "close_head", audit[len(audit)-1].Action)
+
+	// b is leased and fails; release it: c goes, and b is retried without
+	// order.
+	require.Equal(t, state.Changed, b.failSend(t, "b", false, false).Effect)
+	require.Empty(t, b.claimOrdered(t))
+	b.applyOrdered(t, Operator(biz, "b", state.KindReleaseOrder, b.now(), "ops"))
+	require.Equal(t, []string{"c"}, b.claimOrdered(t), "b released: c goes")
+	b.markSent(t, "c")
+	b.clock.Advance(time.Minute)
+	require.Equal(t, []string{"b"}, b.claimOrdered(t), "released b is still sent, without order")
+
+	// A released message retried later is sequenced again, after the
+	// key's last message.
+	res = b.applyOrdered(t, Operator(biz, "a", state.KindRetryNow, b.now(), "ops"))
+	require.NoError(t, res.Outcomes[0].Err)
+	require.Equal(t, int64(4), b.get(t, biz, "a").OrderSeq)
+	require.Equal(t, []string{"a"}, sortedKeys(res.Sendable), "nothing holds the key before it")
+}
+
+// The queue is bizID, order key, target and topic: a blocked key holds
+// only its own queue.
+func testOrderQueues(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	b.commitOrdered(t, "o-1", []string{"a"}, part0)
+	res := b.commitOrdered(t, "o-2", []string{"x"}, part0)
+	require.Equal(t, []string{"x"}, sortedKeys(res[0].Sendable), "another key")
+	other := PrepareOrdered("other", "y", "o-1", 0, b.now())
+	b.applyOrdered(t, other)
+	res = []store.ApplyResult{b.applyOrdered(t, Commit("other", "y", 0, b.now()))}
+	require.Equal(t, []string{"y"}, sortedKeys(res[0].Sendable), "another bizID")
+	topic := PrepareOrdered(biz, "z", "o-1", 0, b.now())
+	topic.Event.Body.Topic = "payments"
+	b.applyOrdered(t, topic)
+	res = []store.ApplyResult{b.applyOrdered(t, Commit(biz, "z", 0, b.now()))}
+	require.Equal(t, []string{"z"}, sortedKeys(res[0].Sendable), "another topic")
+	require.Equal(t, int64(1), b.get(t, biz, "z").OrderSeq, "its own counter")
+}
