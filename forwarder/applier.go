@@ -39,6 +39,9 @@ type Applier struct {
 	to     Handoff
 	lease  time.Duration
 	inline *Forwarder // nil: no inline sends
+	// ordered is the forwarder's per-key order gate (Config.Ordered); nil
+	// means off.
+	ordered func() bool
 }
 
 // NewApplier returns an Applier over st that hands sendable messages to
@@ -55,6 +58,7 @@ func NewApplier(st ApplyStore, to Handoff, lease time.Duration) *Applier {
 // lease setting, forward.lease).
 func (f *Forwarder) Applier(st ApplyStore) *Applier {
 	a := NewApplier(st, f, f.cfg.Lease)
+	a.ordered = f.cfg.Ordered
 	if f.cfg.InlineTimeout > 0 {
 		a.inline = f
 	}
@@ -67,6 +71,7 @@ func (f *Forwarder) Applier(st ApplyStore) *Applier {
 // HandsOff).
 func (a *Applier) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
 	req.SendLease = a.lease
+	req.Ordered = a.ordered != nil && a.ordered()
 	if a.inline != nil {
 		req.Forward = a.inline.inlineSender()
 	}

@@ -193,6 +193,19 @@ type Config struct {
 	// Breaker pauses a target that keeps failing.
 	Breaker Breaker
 
+	// Ordered tells whether per-key order is on (the cluster level gate:
+	// every instance runs a release that keeps it). When it is, the scan's
+	// claims and the fast path's applies skip messages held back by an
+	// earlier-committed message of their order key (store.Claim.Ordered,
+	// store.ApplyRequest.Ordered). nil means never; messages with an order
+	// key are then forwarded without order, as before.
+	Ordered func() bool
+	// ReleaseOnDead tells, per bizID, whether a message that goes DEAD
+	// releases its order key ("skip": the later ones go on) instead of
+	// holding it until an operator acts ("hold", the default). nil means
+	// hold for every bizID.
+	ReleaseOnDead func(bizID string) bool
+
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger, scoped by the caller; nil means slog.Default() with
@@ -249,6 +262,12 @@ func (c *Config) setDefaults() {
 	def(&c.Breaker.MaxCooldown, max(30*time.Second, c.Breaker.Cooldown))
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Ordered == nil {
+		c.Ordered = func() bool { return false }
+	}
+	if c.ReleaseOnDead == nil {
+		c.ReleaseOnDead = func(string) bool { return false }
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default().With("component", "forwarder")

@@ -361,12 +361,13 @@ func (f *Forwarder) newFailure(label string, m *state.Message, err error, now ti
 			Partition:  m.Partition,
 			LeaseToken: m.LeaseToken,
 			Event: state.Event{
-				Kind:        state.KindSendFailed,
-				At:          now,
-				RetryAt:     now.Add(f.cfg.Backoff.Delay(m.SendAttempts)),
-				MaxAttempts: f.cfg.MaxAttempts,
-				Permanent:   IsPermanent(err),
-				Err:         err.Error(),
+				Kind:          state.KindSendFailed,
+				At:            now,
+				RetryAt:       now.Add(f.cfg.Backoff.Delay(m.SendAttempts)),
+				MaxAttempts:   f.cfg.MaxAttempts,
+				Permanent:     IsPermanent(err),
+				Err:           err.Error(),
+				ReleaseOnDead: m.OrderSeq > 0 && f.cfg.ReleaseOnDead(m.BizID),
 			},
 		},
 	}
@@ -415,7 +416,7 @@ func (f *Forwarder) scan(ctx context.Context) bool {
 	if limit <= 0 {
 		return false // every queue is full; the workers are behind
 	}
-	msgs, err := f.st.ClaimSends(ctx, store.Claim{Partitions: parts, Limit: limit, Lease: f.cfg.Lease})
+	msgs, err := f.st.ClaimSends(ctx, store.Claim{Partitions: parts, Limit: limit, Lease: f.cfg.Lease, Ordered: f.cfg.Ordered()})
 	if err != nil {
 		if ctx.Err() == nil {
 			f.log.Warn("claim due sends failed; retrying at the next scan", "err", err)
@@ -519,7 +520,7 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 		if err == nil {
 			l.sent.Inc()
 			br.marks = append(br.marks, mark{
-				sent: store.Sent{ID: m.ID, Ref: res[i].Ref}, decided: m.DecidedAt, bizID: m.BizID,
+				sent: store.Sent{ID: m.ID, Ref: res[i].Ref}, decided: m.DecidedAt, bizID: m.BizID, ordered: m.OrderSeq > 0,
 			})
 			continue
 		}

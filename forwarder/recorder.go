@@ -14,6 +14,9 @@ type mark struct {
 	sent    store.Sent
 	decided time.Time
 	bizID   string
+	// ordered: the message has an order sequence; once its mark is
+	// written, the next message of its key may be due (rescan).
+	ordered bool
 }
 
 // failure is one failed send waiting to be written.
@@ -171,6 +174,7 @@ func (r *recorder) flush(ctx context.Context) error {
 		}
 		now := f.cfg.Now()
 		for _, m := range r.marks[:n] {
+			r.rescan = r.rescan || m.ordered
 			if !m.decided.IsZero() {
 				f.met.commitToSent.Observe(max(now.Sub(m.decided), 0).Seconds())
 			}
@@ -213,8 +217,9 @@ func (r *recorder) flush(ctx context.Context) error {
 		r.defers = shift(r.defers, n)
 	}
 	if r.rescan {
-		// Released handoffs are due now: claim them as soon as the queues
-		// have room.
+		// Released handoffs are due now, and so may be the next messages
+		// of the order keys just marked sent: claim them as soon as the
+		// queues have room.
 		r.rescan = false
 		select {
 		case f.rescan <- struct{}{}:

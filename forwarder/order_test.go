@@ -1,0 +1,115 @@
+package forwarder_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/forwarder"
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// commitOrdered prepares and commits n messages of one order key through
+// the fast path (inline sends, handoff), one COMMIT per Apply, as ingest
+// applies them in control-record order; it returns their ids in commit
+// order.
+func (h *harness) commitOrdered(t *testing.T, a *forwarder.Applier, n int, orderKey string) []string {
+	t.Helper()
+	var ids []string
+	for range n {
+		h.seq++
+		key := fmt.Sprintf("key-%d", h.seq)
+		at := h.clock.Now()
+		body := &state.Body{Payload: []byte("p-" + key), Topic: "biz-topic", ForwardKey: orderKey, OrderKey: orderKey, CheckAfter: time.Minute}
+		_, err := a.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{
+			{BizID: "shop", Key: key, Partition: 0, Event: state.Event{Kind: state.KindPrepare, At: at, Body: body}}}})
+		require.NoError(t, err)
+		_, err = a.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{
+			{BizID: "shop", Key: key, Partition: 0, Event: state.Event{Kind: state.KindCommit, At: at}}}})
+		require.NoError(t, err)
+		ids = append(ids, "shop:"+key)
+	}
+	return ids
+}
+
+// firstOccurrences returns the ids the target received, first occurrence
+// of each only, in order.
+func firstOccurrences(ft *fakeTarget) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range ft.sent() {
+		if !seen[r.ID] {
+			seen[r.ID] = true
+			out = append(out, r.ID)
+		}
+	}
+	return out
+}
+
+// The head of a key fails twice; the later messages of the key wait for it
+// (fast path and scan alike) and arrive after it, in commit order. With
+// ordering off, they overtake it: the rule is what keeps the order.
+func TestOrderedKeyWaitsForItsFailingHead(t *testing.T) {
+	t.Parallel()
+	for _, ordered := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ordered=%v", ordered), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, func(c *forwarder.Config) { c.Ordered = func() bool { return ordered } })
+			var fails atomic.Int32
+			h.targets["main"].setFail(func(r forwarder.Record) error {
+				if r.ID == "shop:key-1" && fails.Add(1) <= 2 {
+					return errBroker
+				}
+				return nil
+			})
+			ids := h.commitOrdered(t, h.f.Applier(h.st), 5, "order-7")
+			require.Eventually(t, func() bool {
+				h.clock.Advance(500 * time.Millisecond) // the head's backoff
+				return len(firstOccurrences(h.targets["main"])) == len(ids)
+			}, 10*time.Second, 5*time.Millisecond)
+			got := firstOccurrences(h.targets["main"])
+			if ordered {
+				require.Equal(t, ids, got, "commit order")
+			} else {
+				require.NotEqual(t, ids, got, "without the rule the failing head is overtaken")
+			}
+		})
+	}
+}
+
+// A DEAD head holds the key unless its bizID releases on DEAD.
+func TestOrderedDeadHeadHoldsOrReleases(t *testing.T) {
+	t.Parallel()
+	for _, release := range []bool{false, true} {
+		t.Run(fmt.Sprintf("release=%v", release), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, func(c *forwarder.Config) {
+				c.Ordered = func() bool { return true }
+				c.ReleaseOnDead = func(biz string) bool { return release && biz == "shop" }
+			})
+			h.targets["main"].setFail(func(r forwarder.Record) error {
+				if r.ID == "shop:key-1" {
+					return forwarder.Permanent(errBroker)
+				}
+				return nil
+			})
+			ids := h.commitOrdered(t, h.f.Applier(h.st), 3, "order-7")
+			head := h.waitStatus(t, state.Message{BizID: "shop", Key: "key-1"}, state.SendDead)
+			if release {
+				require.Zero(t, head.OrderSeq)
+				require.Eventually(t, func() bool { return len(firstOccurrences(h.targets["main"])) == 2 }, 10*time.Second, 5*time.Millisecond)
+				require.Equal(t, ids[1:], firstOccurrences(h.targets["main"]))
+				return
+			}
+			require.Positive(t, head.OrderSeq)
+			time.Sleep(100 * time.Millisecond) // scans run every 10ms
+			h.clock.Advance(time.Hour)
+			time.Sleep(100 * time.Millisecond)
+			require.Empty(t, firstOccurrences(h.targets["main"]), "the DEAD head holds the key")
+		})
+	}
+}
