@@ -68,6 +68,10 @@ type Config struct {
 	// only go DEAD at send time. An unknown target should return nil (the
 	// forwarder reports it).
 	CheckTopic func(target, topic string) error
+	// OrderByForwardKey, when set, names the bizIDs whose messages without
+	// an ec-order-key are ordered by their forward key (the forward key
+	// is then the order key); nil means none.
+	OrderByForwardKey func(bizID string) bool
 	// MaxPollRecords bounds the records taken per poll (over all
 	// partitions).
 	MaxPollRecords int
@@ -214,6 +218,15 @@ const MaxMaxPayload = 1<<30 - RecordOverhead - 8<<10
 func (c *Config) maxRecord() int { return c.MaxPayload + RecordOverhead }
 
 // checkAfter resolves the first check-back delay of an envelope.
+// orderKey is the order key of a PREPARE: its ec-order-key, or its
+// forward key when its bizID is ordered by forward key.
+func (c *Config) orderKey(e *envelope.Envelope) string {
+	if e.OrderKey != "" || e.ForwardKey == "" || c.OrderByForwardKey == nil || !c.OrderByForwardKey(e.BizID) {
+		return e.OrderKey
+	}
+	return e.ForwardKey
+}
+
 func (c *Config) checkAfter(e *envelope.Envelope) time.Duration {
 	if e.CheckAfter > 0 {
 		return e.CheckAfter

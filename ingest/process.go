@@ -245,14 +245,23 @@ func (in *Ingester) change(e *envelope.Envelope, partition int32, now time.Time)
 	switch e.Type {
 	case envelope.Prepare:
 		c.Event.Kind = state.KindPrepare
+		ok := in.cfg.orderKey(e)
+		fk := e.ForwardKey
+		if fk == "" {
+			// One key, one partition or queue: an ordered message without
+			// a forward key is keyed by its order key, or its consumers
+			// could read the key's messages from several partitions.
+			fk = ok
+		}
 		c.Event.Body = &state.Body{
 			Payload:    e.Payload,
 			Headers:    e.Headers,
 			Target:     e.Target,
 			Topic:      e.ForwardTopic,
-			ForwardKey: e.ForwardKey,
+			ForwardKey: fk,
 			Tag:        e.Tag,
 			Verify:     e.Verify,
+			OrderKey:   ok,
 			CheckAfter: in.cfg.checkAfter(e),
 		}
 	case envelope.Commit:

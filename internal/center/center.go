@@ -171,6 +171,8 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		InlineTimeout: cfg.Forward.InlineTimeout,
 		Backoff:       forwarder.Backoff{Base: cfg.Forward.BackoffBase, Cap: cfg.Forward.BackoffCap},
 		MaxAttempts:   cfg.Forward.MaxAttempts,
+		Ordered:       c.Ordering,
+		ReleaseOnDead: cfg.Forward.Order.ReleaseOnDead,
 		Now:           opt.Now,
 		Logger:        opt.Logger.With("component", "forwarder"),
 		Registerer:    reg,
@@ -221,22 +223,23 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		ingestStore = tracing.Store(fast, opt.TracerProvider)
 	}
 	c.Ingester, err = ingest.New(ingest.Config{
-		Brokers:         cfg.Kafka.Brokers,
-		ControlTopic:    cfg.Kafka.ControlTopic,
-		DLQTopic:        cfg.Kafka.DLQ(),
-		Group:           cfg.Kafka.Group,
-		MaxPayload:      cfg.Ingest.MaxPayloadBytes,
-		CheckAfter:      vcfg.FirstDelay,
-		Parallelism:     cfg.Ingest.Parallelism,
-		MinApplyRecords: cfg.Ingest.MinApplyRecords,
-		FreshFetchWait:  cfg.Ingest.FreshFetchWait,
-		DLQRetryBudget:  cfg.Ingest.DLQRetryBudget,
-		DLQCompression:  cfg.Kafka.Compression,
-		CheckTopic:      targetTopicCheck(cfg.Forward),
-		ClientOptions:   append(append(ingestOpts, kafkaAuth...), opt.KafkaOptions...),
-		Now:             opt.Now,
-		Logger:          opt.Logger.With("component", "ingest"),
-		Registerer:      reg,
+		Brokers:           cfg.Kafka.Brokers,
+		ControlTopic:      cfg.Kafka.ControlTopic,
+		DLQTopic:          cfg.Kafka.DLQ(),
+		Group:             cfg.Kafka.Group,
+		MaxPayload:        cfg.Ingest.MaxPayloadBytes,
+		CheckAfter:        vcfg.FirstDelay,
+		Parallelism:       cfg.Ingest.Parallelism,
+		MinApplyRecords:   cfg.Ingest.MinApplyRecords,
+		FreshFetchWait:    cfg.Ingest.FreshFetchWait,
+		DLQRetryBudget:    cfg.Ingest.DLQRetryBudget,
+		DLQCompression:    cfg.Kafka.Compression,
+		CheckTopic:        targetTopicCheck(cfg.Forward),
+		OrderByForwardKey: cfg.Forward.Order.ByForwardKey,
+		ClientOptions:     append(append(ingestOpts, kafkaAuth...), opt.KafkaOptions...),
+		Now:               opt.Now,
+		Logger:            opt.Logger.With("component", "ingest"),
+		Registerer:        reg,
 	}, ingestStore, c.Owned)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
@@ -409,6 +412,7 @@ func (c *Center) ready(w http.ResponseWriter, r *http.Request) {
 	_, _ = fmt.Fprintf(w, "ok: owns %d partitions\n", len(c.Owned.Partitions()))
 	lv := c.level.State()
 	_, _ = fmt.Fprintf(w, "cluster level %d, this instance %d: %s\n", lv.Level, FeatureLevel, lv.Reason)
+	_, _ = fmt.Fprintln(w, orderingState(lv))
 }
 
 // Addr is the HTTP server's address once started.

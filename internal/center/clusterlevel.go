@@ -25,7 +25,12 @@ import (
 // when the cluster level (the lowest level any live instance reports) is
 // at least L. Raise it in the release that adds such a feature; releases
 // before this one report nothing and count as level 0.
-const FeatureLevel = 1
+const FeatureLevel = 2
+
+// OrderLevel is the cluster level at which per-key order switches on
+// (level 2: every instance claims and applies in key order; an instance
+// of level 1 would forward ordered messages without order).
+const OrderLevel = 2
 
 // LevelState is what an instance knows of the cluster's level.
 type LevelState struct {
@@ -168,7 +173,8 @@ func (g *levelGate) tick(ctx context.Context) {
 	g.mu.Unlock()
 	if s.Level != old.Level || s.Instances != old.Instances {
 		g.log.Info("cluster level", "level", s.Level, "this_instance_level", g.self.Level,
-			"instances", s.Instances, "group_members", s.Members, "reason", s.Reason)
+			"instances", s.Instances, "group_members", s.Members, "reason", s.Reason,
+			"per_key_order", s.AtLeast(OrderLevel))
 	}
 }
 
@@ -203,6 +209,20 @@ func (c *Center) newLevelGate(cfg config.Config, opt Options) *levelGate {
 	self := postgres.Instance{ID: newInstanceID(), Level: FeatureLevel, Version: version.Version, StartedAt: time.Now()}
 	return newLevelGate(reg, kafkaGroupMembers(kadm.NewClient(c.dlqClient), cfg.Kafka.Group), self, interval,
 		opt.Logger.With("component", "clusterlevel", "instance", self.ID))
+}
+
+// Ordering tells whether per-key order is on: the cluster level is at
+// least OrderLevel. Until then messages with an order key are stored with
+// their order key and sequence, and forwarded without order.
+func (c *Center) Ordering() bool { return c.level != nil && c.level.State().AtLeast(OrderLevel) }
+
+// orderingState says, for /readyz and the logs, whether per-key order is
+// on and why.
+func orderingState(lv LevelState) string {
+	if lv.AtLeast(OrderLevel) {
+		return "per-key order: on"
+	}
+	return fmt.Sprintf("per-key order: off until the cluster level reaches %d (messages with an order key are stored with their order data and forwarded without order)", OrderLevel)
 }
 
 // ClusterLevel is the cluster's feature level as this instance last saw

@@ -102,3 +102,12 @@ func TestLevelGateWithoutRegistry(t *testing.T) {
 	require.Zero(t, g.State().Level)
 	require.Contains(t, g.State().Reason, "does not record instances")
 }
+
+// Per-key order switches on only at OrderLevel, and /readyz says so.
+func TestOrderingFollowsTheClusterLevel(t *testing.T) {
+	t.Parallel()
+	require.GreaterOrEqual(t, FeatureLevel, OrderLevel, "this release keeps per-key order")
+	require.Contains(t, orderingState(LevelState{Level: OrderLevel - 1}), "per-key order: off until the cluster level reaches 2")
+	require.Equal(t, "per-key order: on", orderingState(LevelState{Level: OrderLevel}))
+	require.False(t, (&Center{}).Ordering(), "no gate: off")
+}

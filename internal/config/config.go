@@ -188,6 +188,50 @@ type Forward struct {
 	// must be shorter than lease.
 	InlineTimeout time.Duration `yaml:"inline_timeout" env:"EVENTCENTER_FORWARD_INLINE_TIMEOUT"`
 	Targets       []Target      `yaml:"targets"`
+	// Order configures per-key order (README "Ordering").
+	Order Order `yaml:"order"`
+}
+
+// Order configures per-key order.
+type Order struct {
+	// Dead is what a message that goes DEAD does to its order key by
+	// default: "hold" (the later messages wait for an operator; the
+	// default) or "skip" (they go on).
+	Dead string `yaml:"dead" env:"EVENTCENTER_FORWARD_ORDER_DEAD"`
+	// Biz overrides Dead per bizID and can order a bizID by forward key.
+	Biz []OrderBiz `yaml:"biz"`
+}
+
+// OrderBiz is the order setting of one bizID.
+type OrderBiz struct {
+	BizID string `yaml:"biz_id"`
+	// Dead overrides Order.Dead ("" keeps it).
+	Dead string `yaml:"dead"`
+	// ByForwardKey orders the bizID's messages without an ec-order-key by
+	// their forward key.
+	ByForwardKey bool `yaml:"by_forward_key"`
+}
+
+// ReleaseOnDead tells whether a DEAD message of bizID releases its order
+// key (setting "skip").
+func (o Order) ReleaseOnDead(bizID string) bool {
+	d := o.Dead
+	for _, b := range o.Biz {
+		if b.BizID == bizID && b.Dead != "" {
+			d = b.Dead
+		}
+	}
+	return d == "skip"
+}
+
+// ByForwardKey tells whether bizID is ordered by forward key.
+func (o Order) ByForwardKey(bizID string) bool {
+	for _, b := range o.Biz {
+		if b.BizID == bizID {
+			return b.ByForwardKey
+		}
+	}
+	return false
 }
 
 // Target is one named forward target.
@@ -356,6 +400,7 @@ func Default() Config {
 			ScanInterval: forwarder.DefaultScanInterval, Lease: forwarder.DefaultLease, SendTimeout: forwarder.DefaultSendTimeout,
 			InlineTimeout: forwarder.DefaultInlineTimeout,
 			Targets:       []Target{{Name: "kafka", Type: "kafka"}},
+			Order:         Order{Dead: "hold"},
 		},
 		Checkback: Checkback{
 			Policy: Policy{FirstDelay: verifier.DefaultFirstDelay, BackoffBase: verifier.DefaultBackoffBase,
@@ -711,6 +756,17 @@ func (c *Config) validateForward(bad func(string, string, ...any)) {
 	}
 	if f.InlineTimeout == 0 || f.InlineTimeout >= f.Lease {
 		bad("forward.inline_timeout", "must be shorter than forward.lease (%s), and not 0 (negative turns inline sends off)", f.Lease)
+	}
+	if f.Order.Dead != "" && f.Order.Dead != "hold" && f.Order.Dead != "skip" {
+		bad("forward.order.dead", "must be hold or skip, not %q", f.Order.Dead)
+	}
+	for i, b := range f.Order.Biz {
+		if b.BizID == "" {
+			bad(fmt.Sprintf("forward.order.biz[%d].biz_id", i), "required")
+		}
+		if b.Dead != "" && b.Dead != "hold" && b.Dead != "skip" {
+			bad(fmt.Sprintf("forward.order.biz[%d].dead", i), "must be hold or skip, not %q", b.Dead)
+		}
 	}
 	names := map[string]bool{}
 	for i, t := range f.Targets {

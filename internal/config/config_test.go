@@ -84,6 +84,8 @@ func TestValidationNamesTheField(t *testing.T) {
 		"ingest:\n  fresh_fetch_wait: 1s\n":                                          "ingest.fresh_fetch_wait",
 		"forward:\n  inline_timeout: 30s\n":                                          "forward.inline_timeout",
 		"forward:\n  inline_timeout: 0s\n":                                           "forward.inline_timeout",
+		"forward:\n  order:\n    dead: drop\n":                                       "forward.order.dead",
+		"forward:\n  order:\n    biz:\n      - {biz_id: a, dead: x}\n":               "forward.order.biz[0].dead",
 	}
 	for body, field := range cases {
 		base := "store:\n  driver: sqlite\n  dsn: /tmp/x.db\n"
@@ -214,4 +216,14 @@ func TestMySQLStore(t *testing.T) {
 		require.ErrorContains(t, err, "store.dsn", dsn)
 		require.NotContains(t, err.Error(), "hunter2", dsn)
 	}
+}
+
+func TestOrderSettings(t *testing.T) {
+	cfg, err := Load(write(t, "store:\n  driver: sqlite\n  dsn: /tmp/x.db\nforward:\n  order:\n    dead: hold\n    biz:\n      - {biz_id: pay, dead: skip}\n      - {biz_id: ship, by_forward_key: true}\n"))
+	require.NoError(t, err)
+	require.True(t, cfg.Forward.Order.ReleaseOnDead("pay"))
+	require.False(t, cfg.Forward.Order.ReleaseOnDead("ship"), "the default: hold")
+	require.True(t, cfg.Forward.Order.ByForwardKey("ship"))
+	require.False(t, cfg.Forward.Order.ByForwardKey("pay"))
+	require.Equal(t, "hold", Default().Forward.Order.Dead)
 }
