@@ -40,6 +40,14 @@ type Message struct {
 	// CheckAfter delays the first check-back (rounded up to whole
 	// milliseconds); 0 means the center's default.
 	CheckAfter time.Duration
+	// OrderKey, when set, makes the center forward this message after
+	// every earlier-committed message of BizID with the same order key,
+	// target and topic (ec-order-key; README "Ordering"). The producer
+	// sends the message's envelopes to the control partition of
+	// BizID:OrderKey; with Prepare, decide it with CommitOrdered or
+	// RollbackOrdered (Transact does). Without a ForwardKey, the center
+	// uses the order key as the forward key.
+	OrderKey string
 }
 
 // ID returns the message id "bizID:key", the control record key and the
@@ -68,5 +76,6 @@ func (m *Message) envelope(defaultVerify string) envelope.Envelope {
 		Verify:       verify,
 		CheckAfter:   checkAfter,
 		Headers:      m.Headers,
+		OrderKey:     m.OrderKey,
 	}
 }

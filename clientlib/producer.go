@@ -72,9 +72,11 @@ func NewProducer(opts ...Option) (*Producer, error) {
 			kgo.SeedBrokers(cfg.brokers...),
 			kgo.RequiredAcks(kgo.AllISRAcks()),
 			// Kafka's default partitioner for keyed records: murmur2 of
-			// the key, like the Java client and kcat, so that every
-			// client library puts a message's envelopes on one partition.
-			kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+			// the key, like the Java client, so that every client
+			// library puts a message's envelopes on one partition; the
+			// envelopes of a message with an order key go to the
+			// partition of bizID:orderKey (Partitioner).
+			kgo.RecordPartitioner(Partitioner()),
 			kgo.ProducerLinger(defaultLinger),
 			compression,
 			kgo.WithLogger(kslog.New(kafkaLog)),
@@ -119,7 +121,7 @@ func (p *Producer) ControlTopic() string { return p.topic }
 func (p *Producer) Prepare(ctx context.Context, msg Message) error {
 	e := msg.envelope(p.defaultVerify)
 	e.Headers = withTraceContext(ctx, e.Headers)
-	if err := p.send(ctx, e); err != nil {
+	if err := p.send(routed(ctx, msg.BizID, msg.OrderKey), e); err != nil {
 		return fmt.Errorf("prepare %s: %w", msg.ID(), err)
 	}
 	return nil
@@ -162,7 +164,7 @@ func (p *Producer) Transact(ctx context.Context, msg Message, fn func(ctx contex
 	if err := p.Prepare(ctx, msg); err != nil {
 		if !errors.Is(err, envelope.ErrInvalid) {
 			dctx, cancel := p.decisionContext(ctx)
-			if rerr := p.Rollback(dctx, msg.BizID, msg.Key); rerr != nil {
+			if rerr := p.RollbackOrdered(dctx, msg.BizID, msg.Key, msg.OrderKey); rerr != nil {
 				p.log.WarnContext(ctx, "eventcenter: rollback after a failed prepare not sent; check-back will settle the message",
 					"id", msg.ID(), "err", rerr)
 			}
@@ -173,14 +175,14 @@ func (p *Producer) Transact(ctx context.Context, msg Message, fn func(ctx contex
 	if err := fn(ctx); err != nil {
 		dctx, cancel := p.decisionContext(ctx)
 		defer cancel()
-		if rerr := p.Rollback(dctx, msg.BizID, msg.Key); rerr != nil {
+		if rerr := p.RollbackOrdered(dctx, msg.BizID, msg.Key, msg.OrderKey); rerr != nil {
 			return errors.Join(err, fmt.Errorf("transact: %w (check-back will settle the message)", rerr))
 		}
 		return err
 	}
 	dctx, cancel := p.decisionContext(ctx)
 	defer cancel()
-	if err := p.Commit(dctx, msg.BizID, msg.Key); err != nil {
+	if err := p.CommitOrdered(dctx, msg.BizID, msg.Key, msg.OrderKey); err != nil {
 		return fmt.Errorf("transact: %w: %w", ErrCommitUnsent, err)
 	}
 	return nil
@@ -199,6 +201,7 @@ func (p *Producer) send(ctx context.Context, e envelope.Envelope) error {
 		return err
 	}
 	rec := kafkarec.Record(p.topic, r)
+	rec.Context = ctx
 	if err := p.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
 		return fmt.Errorf("produce to %s: %w", p.topic, err)
 	}

@@ -60,3 +60,22 @@ func TestOrderRoutingKey(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "orders:o-1", envelope.OrderRoutingKey("orders", "o-1"))
 }
+
+// Kafka's own murmur2 values (the Java client's Utils.murmur2 test
+// vectors) and partitions.
+func TestPartitionForIsKafkasMurmur2(t *testing.T) {
+	t.Parallel()
+	// org.apache.kafka.common.utils.UtilsTest#testMurmur2.
+	for key, want := range map[string]int32{
+		"21":                         -973932308,
+		"foobar":                     -790332482,
+		"a-little-bit-long-string":   -985981536,
+		"a-little-bit-longer-string": -1486304829,
+		"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+		"abc": 479470107,
+	} {
+		got := envelope.PartitionFor(key, 1<<30)
+		require.Equal(t, want&0x7fffffff%(1<<30), got, "%s", key)
+	}
+	require.Panics(t, func() { envelope.PartitionFor("k", 0) })
+}
