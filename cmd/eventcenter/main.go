@@ -48,7 +48,7 @@ Configuration precedence, lowest first: built-in defaults, the YAML file
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return cliflags.Check(cmd.Flags(), flagRules)
 	}
-	root.AddCommand(newServe(), newDev(), newMigrate(), newMoveBuckets(), newVersion(), newHealthcheck(), cli.NewCommand())
+	root.AddCommand(newServe(), newDev(), newMigrate(), newMoveBuckets(), newVersion(), newHealthcheck(), newPartitionFor(), cli.NewCommand())
 	return root
 }
 
