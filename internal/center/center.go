@@ -412,7 +412,7 @@ func (c *Center) ready(w http.ResponseWriter, r *http.Request) {
 	_, _ = fmt.Fprintf(w, "ok: owns %d partitions\n", len(c.Owned.Partitions()))
 	lv := c.level.State()
 	_, _ = fmt.Fprintf(w, "cluster level %d, this instance %d: %s\n", lv.Level, FeatureLevel, lv.Reason)
-	_, _ = fmt.Fprintln(w, orderingState(lv))
+	_, _ = fmt.Fprintln(w, orderingState(lv, c.Ordering()))
 }
 
 // Addr is the HTTP server's address once started.
@@ -445,6 +445,9 @@ func (c *Center) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	// The cluster level once, before the forwarder and ingest start: a
+	// restarted center knows at once whether per-key order is on.
+	c.level.tick(ctx)
 	for _, s := range []struct {
 		name  string
 		start func(context.Context) error

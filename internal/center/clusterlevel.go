@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -124,6 +125,13 @@ type levelGate struct {
 
 	mu    sync.Mutex
 	state LevelState
+	// ordered latches per-key order on: once the cluster level reached
+	// OrderLevel, a member that joins and has not reported yet (a
+	// restarted center of this release, most likely) does not switch it
+	// off again. Enforcing order never loses or holds a message for good;
+	// an older release that joins forwards without order whatever this
+	// instance does.
+	ordered atomic.Bool
 }
 
 func newInstanceID() string {
@@ -171,6 +179,9 @@ func (g *levelGate) tick(ctx context.Context) {
 	old := g.state
 	g.state = s
 	g.mu.Unlock()
+	if s.AtLeast(OrderLevel) && !g.ordered.Swap(true) {
+		g.log.Info("per-key order on: every live instance keeps it", "level", s.Level)
+	}
 	if s.Level != old.Level || s.Instances != old.Instances {
 		g.log.Info("cluster level", "level", s.Level, "this_instance_level", g.self.Level,
 			"instances", s.Instances, "group_members", s.Members, "reason", s.Reason,
@@ -214,12 +225,15 @@ func (c *Center) newLevelGate(cfg config.Config, opt Options) *levelGate {
 // Ordering tells whether per-key order is on: the cluster level is at
 // least OrderLevel. Until then messages with an order key are stored with
 // their order key and sequence, and forwarded without order.
-func (c *Center) Ordering() bool { return c.level != nil && c.level.State().AtLeast(OrderLevel) }
+// Once on, it stays on in this instance (see levelGate.ordered); Start
+// works the level out once before the forwarder starts, so a restarted
+// center does not forward in its first seconds without order.
+func (c *Center) Ordering() bool { return c.level != nil && c.level.ordered.Load() }
 
 // orderingState says, for /readyz and the logs, whether per-key order is
 // on and why.
-func orderingState(lv LevelState) string {
-	if lv.AtLeast(OrderLevel) {
+func orderingState(lv LevelState, on bool) string {
+	if on {
 		return "per-key order: on"
 	}
 	return fmt.Sprintf("per-key order: off until the cluster level reaches %d (messages with an order key are stored with their order data and forwarded without order)", OrderLevel)

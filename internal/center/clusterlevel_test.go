@@ -107,7 +107,38 @@ func TestLevelGateWithoutRegistry(t *testing.T) {
 func TestOrderingFollowsTheClusterLevel(t *testing.T) {
 	t.Parallel()
 	require.GreaterOrEqual(t, FeatureLevel, OrderLevel, "this release keeps per-key order")
-	require.Contains(t, orderingState(LevelState{Level: OrderLevel - 1}), "per-key order: off until the cluster level reaches 2")
-	require.Equal(t, "per-key order: on", orderingState(LevelState{Level: OrderLevel}))
+	require.Contains(t, orderingState(LevelState{Level: OrderLevel - 1}, false), "per-key order: off until the cluster level reaches 2")
+	require.Equal(t, "per-key order: on", orderingState(LevelState{Level: OrderLevel}, true))
 	require.False(t, (&Center{}).Ordering(), "no gate: off")
+
+	// Latched: a member that has not reported yet does not switch it off.
+	reg := &memRegistry{}
+	members := 1
+	g := newLevelGate(reg, func(context.Context) int { return members }, postgres.Instance{ID: "a", Level: FeatureLevel, Version: "v"},
+		time.Second, slog.New(slog.DiscardHandler))
+	c := &Center{level: g}
+	g.tick(t.Context())
+	require.True(t, c.Ordering())
+	members = 2 // a restarted center joined the group, not reported yet
+	g.tick(t.Context())
+	require.Zero(t, g.State().Level)
+	require.True(t, c.Ordering(), "stays on")
 }
+
+// memRegistry is an instance registry in memory (no ttl).
+type memRegistry struct{ in []postgres.Instance }
+
+func (r *memRegistry) Report(_ context.Context, in postgres.Instance) error {
+	for i := range r.in {
+		if r.in[i].ID == in.ID {
+			r.in[i] = in
+			return nil
+		}
+	}
+	r.in = append(r.in, in)
+	return nil
+}
+
+func (r *memRegistry) Live(context.Context, time.Duration) ([]postgres.Instance, error) { return r.in, nil }
+
+func (r *memRegistry) Forget(context.Context, string) error { return nil }
