@@ -3,6 +3,7 @@ package soak
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,11 @@ import (
 type collector struct {
 	mu      sync.Mutex
 	byKey   map[string]int // forwarded records per message key
+	// byOrder lists, per order key, the message keys of its forwarded
+	// records in the order read (duplicates included). One order key's
+	// records share a forward key, so one partition: read order is their
+	// order in the topic.
+	byOrder map[string][]string
 	bad     []string       // records whose ec-id or payload do not match
 	records int
 	offsets map[int32]int64 // next offset per partition
@@ -31,7 +37,7 @@ func startCollector(brokers []string) (*collector, context.CancelFunc, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("collector: %w", err)
 	}
-	c := &collector{byKey: map[string]int{}, offsets: map[int32]int64{}, cl: cl, done: make(chan struct{})}
+	c := &collector{byKey: map[string]int{}, byOrder: map[string][]string{}, offsets: map[int32]int64{}, cl: cl, done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		defer close(c.done)
@@ -63,11 +69,15 @@ func (c *collector) add(r *kgo.Record) {
 	defer c.mu.Unlock()
 	c.records++
 	c.offsets[r.Partition] = r.Offset + 1
-	if !ok || string(r.Value) != string(payloadOf(key)) || string(r.Key) != "fk-"+key {
+	orderKey, ordered := strings.CutPrefix(string(r.Key), orderFKPrefix)
+	if !ok || string(r.Value) != string(payloadOf(key)) || (string(r.Key) != "fk-"+key && !ordered) {
 		c.bad = append(c.bad, fmt.Sprintf("partition %d offset %d: ec-id %q key %q value %.40q", r.Partition, r.Offset, id, r.Key, r.Value))
 		return
 	}
 	c.byKey[key]++
+	if ordered {
+		c.byOrder[orderKey] = append(c.byOrder[orderKey], key)
+	}
 }
 
 func (c *collector) forwarded(key string) int {
@@ -100,6 +110,8 @@ type row struct {
 	hasBody  bool
 	attempts int
 	created  time.Time
+	orderKey string
+	orderSeq int64
 }
 
 func readStore(ctx context.Context, dsn string) (map[string]row, error) {
@@ -108,7 +120,7 @@ func readStore(ctx context.Context, dsn string) (map[string]row, error) {
 		return nil, fmt.Errorf("read store: %w", err)
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT message_key, status, send_status, has_body, verify_attempts, created_at
+	rows, err := conn.Query(ctx, `SELECT message_key, status, send_status, has_body, verify_attempts, created_at, order_key, order_seq
 		FROM eventcenter_messages WHERE biz_id = $1`, bizID)
 	if err != nil {
 		return nil, fmt.Errorf("read store: %w", err)
@@ -117,7 +129,7 @@ func readStore(ctx context.Context, dsn string) (map[string]row, error) {
 	for rows.Next() {
 		var k string
 		var r row
-		if err := rows.Scan(&k, &r.status, &r.sendStat, &r.hasBody, &r.attempts, &r.created); err != nil {
+		if err := rows.Scan(&k, &r.status, &r.sendStat, &r.hasBody, &r.attempts, &r.created, &r.orderKey, &r.orderSeq); err != nil {
 			return nil, fmt.Errorf("read store: %w", err)
 		}
 		out[k] = r
@@ -242,6 +254,7 @@ func check(now time.Time, msgs map[string]message, calls map[string]int, col *co
 			over.fail("check-back for unknown key %q", k)
 		}
 	}
+	order := checkOrder(msgs, col, rows)
 	faults := &Invariant{Name: "every fault injected and undone as planned"}
 	for _, e := range rep.FaultErrors {
 		faults.fail("%s", e)
@@ -250,7 +263,56 @@ func check(now time.Time, msgs map[string]message, calls map[string]int, col *co
 	for _, e := range rep.UnexpectedExits {
 		exits.fail("%s", e)
 	}
-	rep.Invariants = []*Invariant{lost, leaked, stale, dup, over, faults, exits}
+	rep.Invariants = []*Invariant{lost, leaked, stale, dup, over, order, faults, exits}
+}
+
+// checkOrder checks per-key order: for every order key, a record of the
+// message with sequence s (the order the center applied the COMMITs) is
+// read only after the first record of every message of the key with a
+// lower sequence. So the first occurrences are in commit order, and a
+// duplicate never comes before its predecessor's first delivery.
+func checkOrder(msgs map[string]message, col *collector, rows map[string]row) *Invariant {
+	inv := &Invariant{Name: "per order key: first deliveries in commit order, no record before its predecessors' first"}
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	for orderKey, keys := range col.byOrder {
+		// The key's sequenced messages, by sequence.
+		var seqs []int64
+		bySeq := map[int64]string{}
+		for k, r := range rows {
+			if r.orderKey == orderKey && r.orderSeq > 0 {
+				seqs = append(seqs, r.orderSeq)
+				bySeq[r.orderSeq] = k
+			}
+		}
+		slices.Sort(seqs)
+		rank := make(map[string]int, len(seqs))
+		for i, s := range seqs {
+			rank[bySeq[s]] = i
+		}
+		seen := make([]bool, len(seqs))
+		prefix := 0 // seen[:prefix] are all true
+		for i, k := range keys {
+			if msgs[k].orderKey != orderKey {
+				inv.fail("%s forwarded with the forward key of order key %s, which it does not have", k, orderKey)
+				continue
+			}
+			rk, ok := rank[k]
+			if !ok {
+				inv.fail("%s (order key %s) forwarded but has no order sequence in the store", k, orderKey)
+				continue
+			}
+			if rk > prefix {
+				inv.fail("order key %s: %s (sequence %d) read at position %d before %s (sequence %d) was ever read",
+					orderKey, k, seqs[rk], i, bySeq[seqs[prefix]], seqs[prefix])
+			}
+			seen[rk] = true
+			for prefix < len(seen) && seen[prefix] {
+				prefix++
+			}
+		}
+	}
+	return inv
 }
 
 func decisionName(d decision) string {

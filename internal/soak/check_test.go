@@ -18,7 +18,7 @@ func forwardedRecord(key, value string) *kgo.Record {
 }
 
 func newTestCollector() *collector {
-	return &collector{byKey: map[string]int{}, offsets: map[int32]int64{}}
+	return &collector{byKey: map[string]int{}, byOrder: map[string][]string{}, offsets: map[int32]int64{}}
 }
 
 func violations(rep *Report) map[string]int {
@@ -86,13 +86,14 @@ func TestCheckFindsViolations(t *testing.T) {
 	require.False(t, rep.OK())
 	got := violations(rep)
 	want := map[string]int{
-		"every committed message forwarded at least once":              1, // lost
-		"no rolled-back (or undecided) message forwarded or committed": 2, // leak, wrong
-		"no message PREPARED beyond its last scheduled check-back":     1, // stale
-		"no message forwarded twice except with the same ec-id":        2, // dup's payload, stranger
-		"check-back calls per message <= attempt limit (6)":            1, // called
-		"every fault injected and undone as planned":                   0,
-		"no center exited unless the soak killed or stopped it":        0,
+		"every committed message forwarded at least once":                                           1, // lost
+		"no rolled-back (or undecided) message forwarded or committed":                              2, // leak, wrong
+		"no message PREPARED beyond its last scheduled check-back":                                  1, // stale
+		"no message forwarded twice except with the same ec-id":                                     2, // dup's payload, stranger
+		"check-back calls per message <= attempt limit (6)":                                         1, // called
+		"per order key: first deliveries in commit order, no record before its predecessors' first": 0, // TestCheckOrder
+		"every fault injected and undone as planned":                                                0,
+		"no center exited unless the soak killed or stopped it":                                     0,
 	}
 	require.Equal(t, want, got, rep.String())
 }
@@ -169,4 +170,38 @@ func TestCenterExitsAreRecordedUnlessCaused(t *testing.T) {
 	require.NoError(t, c.start())
 	require.NoError(t, c.stop(10*time.Second))
 	require.Empty(t, c.unexpectedExits(), "killed and stopped by the soak")
+}
+
+func orderedRecord(key, orderKey string) *kgo.Record {
+	return &kgo.Record{Key: []byte(orderFKPrefix + orderKey), Value: payloadOf(key),
+		Headers: []kgo.RecordHeader{{Key: "ec-id", Value: []byte(bizID + ":" + key)}}}
+}
+
+// The per-key order invariant: first deliveries in sequence order, and a
+// duplicate after its predecessors' first deliveries pass; an inversion, or
+// a record before a predecessor's first, fails.
+func TestCheckOrder(t *testing.T) {
+	t.Parallel()
+	msgs := map[string]message{}
+	rows := map[string]row{}
+	for i, k := range []string{"a", "b", "c"} {
+		msgs[k] = message{key: k, kind: kindCommit, decision: committed, envelopeSent: true, orderKey: "o1"}
+		rows[k] = row{status: stCommitted, orderKey: "o1", orderSeq: int64(i + 1)}
+	}
+	run := func(keys ...string) int {
+		col := newTestCollector()
+		for _, k := range keys {
+			col.add(orderedRecord(k, "o1"))
+		}
+		return checkOrder(msgs, col, rows).Violations
+	}
+	require.Zero(t, run("a", "b", "c"))
+	require.Zero(t, run("a", "a", "b", "a", "c", "b"), "duplicates after the first deliveries")
+	require.Equal(t, 1, run("a", "c", "b"), "c before b")
+	require.Equal(t, 1, run("b", "a", "c", "b"), "b before a; its later duplicate is fine")
+	require.Equal(t, 2, run("a", "c", "c", "b"), "a duplicate of c before b's first delivery counts too")
+	// A message with the order key's forward key but another order key,
+	// or without a sequence, is a violation as well.
+	msgs["x"] = message{key: "x", kind: kindCommit, decision: committed, orderKey: "o2"}
+	require.Equal(t, 1, run("a", "x"))
 }

@@ -40,6 +40,13 @@ type workload struct {
 
 func payloadOf(key string) []byte { return []byte("payload-" + key) }
 
+// orderKeys is how many order keys the producers use; orderFKPrefix
+// starts the forward key of an ordered message (then its order key).
+const (
+	orderKeys     = 16
+	orderFKPrefix = "ok-"
+)
+
 // pick chooses a message kind: 55% commit, 15% rollback, 10%
 // commit-before-prepare, 15% left for check-back, 5% orphans.
 func pick(r *rand.Rand) kind {
@@ -118,10 +125,20 @@ func (w *workload) run(ctx, finish context.Context) error {
 func (w *workload) one(ctx context.Context, r *rand.Rand, p *clientlib.Producer, raw *kgo.Client) {
 	k := pick(r)
 	key := fmt.Sprintf("m%07d", w.seq.Add(1))
-	m := &message{key: key, kind: k}
+	orderKey := ""
+	if k != kindCommitFirst && r.IntN(2) == 0 {
+		// Half the messages that go through clientlib carry one of a few
+		// order keys, forward-keyed by it (one business partition per key):
+		// the ordering invariant reads them back in commit order.
+		orderKey = fmt.Sprintf("o%02d", r.IntN(orderKeys))
+	}
+	m := &message{key: key, kind: k, orderKey: orderKey}
 	w.truth.add(m)
 	msg := clientlib.Message{BizID: bizID, Key: key, Payload: payloadOf(key), ForwardTopic: businessTopic,
 		ForwardKey: "fk-" + key, Verify: w.verify, Headers: []clientlib.Header{{Key: "kind", Value: []byte(kindNames[k])}}}
+	if orderKey != "" {
+		msg.OrderKey, msg.ForwardKey = orderKey, orderFKPrefix+orderKey
+	}
 	sendCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	decide := func(d decision) { w.truth.update(key, func(m *message) { m.decision = d }) }

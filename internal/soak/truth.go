@@ -43,6 +43,8 @@ type message struct {
 	envelopeSent bool
 	// incomplete: a raw record could not be written before the run ended.
 	incomplete bool
+	// orderKey is the message's order key ("" for none).
+	orderKey string
 }
 
 // truth is the producers' side: every message's local decision, and the
