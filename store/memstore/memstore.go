@@ -562,3 +562,33 @@ func (s *Store) PurgeAudit(ctx context.Context, before time.Time, limit int) (in
 
 // Close implements store.Store; it does nothing.
 func (s *Store) Close() error { return nil }
+
+// BlockedKeys implements store.Orderer.
+func (s *Store) BlockedKeys(ctx context.Context, bizID string, limit int) ([]store.BlockedKey, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	low := s.holders(func(*state.Message) bool { return true })
+	var out []store.BlockedKey
+	for _, m := range s.rows {
+		r := store.OrderOf(m)
+		if !m.HoldsOrder() || low[r] != m.OrderSeq || (bizID != "" && m.BizID != bizID) ||
+			(m.SendStatus != state.SendDead && m.SendAttempts == 0) {
+			continue
+		}
+		b := store.BlockedKey{OrderRef: r, Since: m.DecidedAt, Head: store.Summary{Message: *clone(m), PayloadSize: len(m.Payload)}}
+		b.Head.Payload, b.Head.Headers = nil, nil
+		for _, w := range s.rows {
+			if w.HoldsOrder() && store.OrderOf(w) == r && w.OrderSeq > m.OrderSeq {
+				b.Waiting++
+			}
+		}
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(a, b store.BlockedKey) int {
+		return cmp.Or(a.Since.Compare(b.Since), cmp.Compare(a.Head.ID, b.Head.ID))
+	})
+	return out[:min(len(out), max(1, min(limit, 1000)))], nil
+}

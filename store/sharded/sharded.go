@@ -639,3 +639,21 @@ func (s *Store) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// BlockedKeys implements store.Orderer for a store of one shard (ordering
+// is not kept across several: ErrOrderAcrossShards); with several it
+// returns ErrOrderAcrossShards.
+func (s *Store) BlockedKeys(ctx context.Context, bizID string, limit int) ([]store.BlockedKey, error) {
+	if len(s.shards) > 1 {
+		return nil, ErrOrderAcrossShards
+	}
+	o, ok := s.shards[0].Store.(store.Orderer)
+	if !ok {
+		return nil, fmt.Errorf("sharded blocked keys: shard 0 does not keep per-key order")
+	}
+	bs, err := o.BlockedKeys(ctx, bizID, limit)
+	for i := range bs {
+		bs[i].Head.ID = outerID(bs[i].Head.ID, 0)
+	}
+	return bs, err
+}

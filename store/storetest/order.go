@@ -36,6 +36,7 @@ func ExerciseOrder(t *testing.T, newStore NewStore) {
 	t.Run("InlineSendSkipsHeld", func(t *testing.T) { t.Parallel(); testOrderInline(t, newStore) })
 	t.Run("OperatorCloseAndRelease", func(t *testing.T) { t.Parallel(); testOrderOperator(t, newStore) })
 	t.Run("QueuesAreIndependent", func(t *testing.T) { t.Parallel(); testOrderQueues(t, newStore) })
+	t.Run("BlockedKeys", func(t *testing.T) { t.Parallel(); testBlockedKeys(t, newStore) })
 }
 
 // allParts are the partitions the order tests use.
@@ -347,4 +348,47 @@ func testOrderQueues(t *testing.T, newStore NewStore) {
 	res = []store.ApplyResult{b.applyOrdered(t, Commit(biz, "z", 0, b.now()))}
 	require.Equal(t, []string{"z"}, sortedKeys(res[0].Sendable), "another topic")
 	require.Equal(t, int64(1), b.get(t, biz, "z").OrderSeq, "its own counter")
+}
+
+// testBlockedKeys: the operator's view lists a key whose head is DEAD or
+// failing, with its head and how many wait behind it, oldest first; not a
+// key whose head simply waits for its first send.
+func testBlockedKeys(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	o, ok := b.s.(store.Orderer)
+	require.True(t, ok, "the store keeps per-key order: it lists blocked keys")
+	b.commitOrdered(t, "o-1", []string{"a", "b", "c"}, part0)
+	b.clock.Advance(time.Second)
+	b.commitOrdered(t, "o-2", []string{"x", "y"}, part0)
+	b.commitOrdered(t, "o-3", []string{"fresh", "behind"}, part0)
+	got, err := o.BlockedKeys(t.Context(), "", 10)
+	require.NoError(t, err)
+	require.Empty(t, got, "no head failed yet")
+
+	b.failSend(t, "x", false, false)
+	b.failSend(t, "a", true, false)
+	got, err = o.BlockedKeys(t.Context(), "", 10)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, "a", got[0].Head.Key, "oldest commit first")
+	require.Equal(t, "o-1", got[0].OrderKey)
+	require.Equal(t, state.SendDead, got[0].Head.SendStatus)
+	require.Equal(t, "broker says no", got[0].Head.LastError)
+	require.EqualValues(t, 2, got[0].Waiting)
+	require.Equal(t, "x", got[1].Head.Key)
+	require.EqualValues(t, 1, got[1].Waiting)
+	require.Nil(t, got[0].Head.Payload, "a summary")
+
+	got, err = o.BlockedKeys(t.Context(), "other", 10)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	got, err = o.BlockedKeys(t.Context(), biz, 1)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+
+	b.applyOrdered(t, Operator(biz, "a", state.KindCloseHead, b.now(), "ops"))
+	got, err = o.BlockedKeys(t.Context(), "", 10)
+	require.NoError(t, err)
+	require.Len(t, got, 1, "a closed: b is o-1's head and has not failed")
+	require.Equal(t, "x", got[0].Head.Key)
 }

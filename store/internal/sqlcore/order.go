@@ -238,3 +238,52 @@ func (o SQLOrder) Holders(ctx context.Context, refs []store.OrderRef, exclude []
 	}
 	return low, nil
 }
+
+// sameQueue is "p is in the queue of h" for row aliases p and h.
+func sameQueue(p, h string) string {
+	return p + ".biz_id = " + h + ".biz_id AND " + p + ".order_key = " + h + ".order_key AND " +
+		p + ".target = " + h + ".target AND " + p + ".topic = " + h + ".topic"
+}
+
+// BlockedKeys implements store.Orderer: the heads (lowest-sequenced
+// holders) that are DEAD or have failed, oldest commit first, each with
+// the number of holders behind it.
+func (d *Dialect[T]) BlockedKeys(ctx context.Context, db DB, bizID string, limit int) ([]store.BlockedKey, error) {
+	limit = max(1, min(limit, 1000))
+	w := &where[T]{d: d}
+	bizCond := ""
+	if bizID != "" {
+		bizCond = " AND h.biz_id = " + w.next(bizID)
+	}
+	q := `SELECT ` + d.ListColumns() + ` FROM eventcenter_messages WHERE id IN (
+		SELECT h.id FROM eventcenter_messages h
+		WHERE ` + HoldsOrder("h.") + ` AND (h.send_status = ` + SendDead + ` OR h.send_attempts > 0)` + bizCond + `
+		AND NOT EXISTS (SELECT 1 FROM eventcenter_messages p WHERE ` + sameQueue("p", "h") + ` AND ` + HoldsOrder("p.") + `
+			AND p.order_seq < h.order_seq))
+		ORDER BY decided_at, id LIMIT ` + w.next(limit)
+	rows, err := db.Query(ctx, q, w.args...)
+	if err != nil {
+		return nil, fmt.Errorf("blocked keys: %w", d.translate(err))
+	}
+	heads, err := Collect(rows, d.ScanSummary)
+	if err != nil {
+		return nil, fmt.Errorf("blocked keys: %w", d.translate(err))
+	}
+	out := make([]store.BlockedKey, len(heads))
+	for i, h := range heads {
+		out[i] = store.BlockedKey{OrderRef: store.OrderOf(&h.Message), Head: h, Since: h.DecidedAt}
+		cw := &where[T]{d: d}
+		cq := `SELECT count(*) FROM eventcenter_messages WHERE biz_id = ` + cw.next(h.BizID) + ` AND order_key = ` + cw.next(h.OrderKey) +
+			` AND target = ` + cw.next(h.Target) + ` AND topic = ` + cw.next(h.Topic) + ` AND ` + HoldsOrder("") +
+			` AND order_seq > ` + cw.next(h.OrderSeq)
+		if err := db.QueryRow(ctx, cq, cw.args...).Scan(&out[i].Waiting); err != nil {
+			return nil, fmt.Errorf("blocked keys: count behind %s: %w", h.MessageID(), d.translate(err))
+		}
+	}
+	return out, nil
+}
+
+// BlockedKeys implements store.Orderer.
+func (r Reads[T]) BlockedKeys(ctx context.Context, bizID string, limit int) ([]store.BlockedKey, error) {
+	return r.d.BlockedKeys(ctx, r.db, bizID, limit)
+}
