@@ -17,6 +17,9 @@ var (
 	// ErrNotMigrated: the database schema is missing or older than this
 	// binary; run "eventcenter migrate".
 	ErrNotMigrated = errors.New("database schema not migrated")
+	// ErrOrderUnavailable: the store cannot keep per-key order (a sharded
+	// store of several shards).
+	ErrOrderUnavailable = errors.New("per-key order is not available on this store")
 )
 
 // Store is what the center needs from its database. Every method is safe for

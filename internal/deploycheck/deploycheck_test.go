@@ -61,7 +61,8 @@ func TestAlertsCoverTheRequiredConditions(t *testing.T) {
 		"eventcenter_dead_messages",             // DEAD > 0
 		"eventcenter_verify_failed_messages",    // VERIFY_FAILED > 0
 		"eventcenter_oldest_prepared_age_seconds",
-		"eventcenter_oldest_orphan_commit_age_seconds", // a COMMIT waiting for its PREPARE
+		"eventcenter_oldest_orphan_commit_age_seconds",     // a COMMIT waiting for its PREPARE
+		"eventcenter_oldest_blocked_order_key_age_seconds", // an order key held by its head
 		"eventcenter_consumer_lag",
 		"eventcenter_owned_partitions", // nobody consuming
 		"eventcenter_dlq_total",

@@ -1,13 +1,15 @@
 // Package storemetrics exports gauges read from the store on a timer: messages
 // by bizID, status and send status, the age of the oldest PREPARED message per
 // bizID, the number of orphan COMMITs (committed without a body) and the age
-// of the oldest per bizID, and the DEAD / VERIFY_FAILED / unsent-committed
+// of the oldest per bizID, the blocked order keys and the age of the oldest
+// per bizID, and the DEAD / VERIFY_FAILED / unsent-committed
 // totals that alerts watch. bizID labels come only from configuration (others are "other"), so
 // label cardinality stays bounded.
 package storemetrics
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -48,7 +50,13 @@ type Collector struct {
 	unsent       prometheus.Gauge
 	orphans      prometheus.Gauge
 	oldestOrphan *prometheus.GaugeVec
+	blocked      prometheus.Gauge
+	oldestBlock  *prometheus.GaugeVec
 }
+
+// blockedLimit bounds the blocked keys one refresh reads: the gauge
+// counts at most this many.
+const blockedLimit = 1000
 
 // New returns a collector; Start runs it.
 func New(cfg Config, st Store) *Collector {
@@ -85,11 +93,20 @@ func New(cfg Config, st Store) *Collector {
 			Name: "eventcenter_oldest_orphan_commit_age_seconds", Help: "Age of the oldest orphan COMMIT (committed without a body) per bizID.",
 		}, []string{"biz_id"}),
 	}
+	c.blocked = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "eventcenter_blocked_order_keys",
+		Help: "Order keys whose head message is DEAD or failing, holding back the later messages of the key (counted up to 1000).",
+	})
+	c.oldestBlock = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eventcenter_oldest_blocked_order_key_age_seconds",
+		Help: "Seconds since the head of the oldest blocked order key was committed, per bizID (0: none blocked).",
+	}, []string{"biz_id"})
 	for _, b := range cfg.BizIDs {
 		c.known[b] = true
 	}
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(c.messages, c.oldest, c.dead, c.verifyFailed, c.unsent, c.orphans, c.oldestOrphan)
+		cfg.Registerer.MustRegister(c.messages, c.oldest, c.dead, c.verifyFailed, c.unsent, c.orphans, c.oldestOrphan,
+			c.blocked, c.oldestBlock)
 	}
 	c.Loop = lifecycle.NewLoop(cfg.Interval, func(ctx context.Context) {
 		if err := c.Refresh(ctx); err != nil && ctx.Err() == nil {
@@ -159,6 +176,9 @@ func (c *Collector) Refresh(ctx context.Context) error {
 		c.oldestOrphan.WithLabelValues(l).Set(age)
 	}
 	c.orphans.Set(nOrphans)
+	if err := c.refreshBlocked(ctx, now); err != nil {
+		return err
+	}
 	c.dead.Set(dead)
 	c.verifyFailed.Set(vf)
 	c.unsent.Set(unsent)
@@ -180,4 +200,29 @@ func (c *Collector) ages(oldest map[string]time.Time, now time.Time) map[string]
 		}
 	}
 	return ages
+}
+
+// refreshBlocked sets the blocked-key gauges from a store that keeps
+// per-key order (store.Orderer); others leave them at 0.
+func (c *Collector) refreshBlocked(ctx context.Context, now time.Time) error {
+	heads := map[string]time.Time{}
+	n := 0
+	if o, ok := c.st.(store.Orderer); ok {
+		bs, err := o.BlockedKeys(ctx, "", blockedLimit)
+		if err != nil && !errors.Is(err, store.ErrOrderUnavailable) {
+			return err
+		}
+		n = len(bs)
+		for _, b := range bs {
+			if t, ok := heads[b.BizID]; !ok || b.Since.Before(t) {
+				heads[b.BizID] = b.Since
+			}
+		}
+	}
+	c.blocked.Set(float64(n))
+	c.oldestBlock.Reset()
+	for l, age := range c.ages(heads, now) {
+		c.oldestBlock.WithLabelValues(l).Set(age)
+	}
+	return nil
 }

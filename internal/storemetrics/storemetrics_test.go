@@ -105,3 +105,42 @@ func TestRefreshError(t *testing.T) {
 	c := New(Config{}, fakeStore{err: errors.New("db down")})
 	require.ErrorContains(t, c.Refresh(t.Context()), "db down")
 }
+
+// orderStore is a fakeStore that keeps per-key order.
+type orderStore struct {
+	fakeStore
+	blocked []store.BlockedKey
+	err     error
+}
+
+func (o orderStore) BlockedKeys(context.Context, string, int) ([]store.BlockedKey, error) {
+	return o.blocked, o.err
+}
+
+func TestBlockedOrderKeyGauges(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	st := orderStore{blocked: []store.BlockedKey{
+		{OrderRef: store.OrderRef{BizID: "orders", OrderKey: "o-1"}, Since: now.Add(-5 * time.Minute)},
+		{OrderRef: store.OrderRef{BizID: "orders", OrderKey: "o-2"}, Since: now.Add(-time.Minute)},
+		{OrderRef: store.OrderRef{BizID: "x1", OrderKey: "o-1"}, Since: now.Add(-30 * time.Second)},
+	}}
+	c := New(Config{BizIDs: []string{"orders", "idle"}, Now: func() time.Time { return now }, Registerer: prometheus.NewRegistry()}, st)
+	require.NoError(t, c.Refresh(t.Context()))
+	require.Equal(t, 3.0, testutil.ToFloat64(c.blocked))
+	require.NoError(t, testutil.CollectAndCompare(c.oldestBlock, strings.NewReader(`
+# HELP eventcenter_oldest_blocked_order_key_age_seconds Seconds since the head of the oldest blocked order key was committed, per bizID (0: none blocked).
+# TYPE eventcenter_oldest_blocked_order_key_age_seconds gauge
+eventcenter_oldest_blocked_order_key_age_seconds{biz_id="idle"} 0
+eventcenter_oldest_blocked_order_key_age_seconds{biz_id="orders"} 300
+eventcenter_oldest_blocked_order_key_age_seconds{biz_id="other"} 30
+`)))
+
+	// A store that cannot keep order leaves the gauges at 0; another error fails the refresh.
+	st.err = store.ErrOrderUnavailable
+	c = New(Config{Now: func() time.Time { return now }}, st)
+	require.NoError(t, c.Refresh(t.Context()))
+	st.err = errors.New("db down")
+	c = New(Config{Now: func() time.Time { return now }}, st)
+	require.ErrorContains(t, c.Refresh(t.Context()), "db down")
+}

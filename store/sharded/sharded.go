@@ -44,7 +44,7 @@ var _ store.Store = (*Store)(nil)
 // the claim rule in one database, and a store of several shards places
 // messages by their message key. Messages keep their order key and a
 // per-shard sequence; they are forwarded without order.
-var ErrOrderAcrossShards = errors.New("sharded store: per-key order is not available across several shards")
+var ErrOrderAcrossShards = fmt.Errorf("sharded store of several shards: %w", store.ErrOrderUnavailable)
 
 // New returns a store over shards; every bucket must be mapped to exactly
 // one shard.
