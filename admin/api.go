@@ -25,6 +25,7 @@ func (h *handler) routesAPI() {
 	h.mux.Handle("GET "+p+"/messages/{bizID}/{key...}", h.api(ScopeRead, h.apiGet))
 	h.mux.Handle("GET "+p+"/messages/{bizID}", h.api(ScopeRead, h.apiGet))
 	h.mux.Handle("GET "+p+"/counts", h.api(ScopeRead, h.apiCounts))
+	h.mux.Handle("GET "+p+"/blocked", h.api(ScopeRead, h.apiBlocked))
 	h.mux.Handle("POST "+p+"/messages/{bizID}/{rest...}", h.api(ScopeAdmin, h.apiAction))
 	h.mux.Handle("POST "+p+"/bizids/{bizID}/retry", h.api(ScopeAdmin, h.apiBizRetry))
 	h.mux.Handle("GET "+p+"/dlq", h.api(ScopeRead, h.apiDLQList))
@@ -323,6 +324,48 @@ func (h *handler) counts(r *http.Request) (adminapi.Counts, error) {
 	return out, nil
 }
 
+// blocked reads the blocked order keys (bizID "" for all).
+func (h *handler) blocked(r *http.Request, bizID string, limit int) (adminapi.BlockedKeys, error) {
+	out := adminapi.BlockedKeys{Keys: []adminapi.BlockedKey{}}
+	o, ok := h.st.(store.Orderer)
+	if !ok {
+		return out, nil
+	}
+	bs, err := o.BlockedKeys(r.Context(), bizID, limit)
+	if errors.Is(err, store.ErrOrderUnavailable) {
+		return out, nil
+	}
+	if err != nil {
+		return out, fmt.Errorf("blocked keys: %w", err)
+	}
+	for _, b := range bs {
+		out.Keys = append(out.Keys, adminapi.BlockedKey{BizID: b.BizID, OrderKey: b.OrderKey, Target: b.Target, Topic: b.Topic,
+			Head: summaryAPI(b.Head), Waiting: b.Waiting, Since: b.Since.UTC()})
+	}
+	return out, nil
+}
+
+func (h *handler) apiBlocked(w http.ResponseWriter, r *http.Request, _ principal) error {
+	q := r.URL.Query()
+	if err := checkQuery(q, "biz_id", "limit"); err != nil {
+		return err
+	}
+	limit := 100
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			return badRequest("limit: %q, want 1 to 1000", l)
+		}
+		limit = n
+	}
+	out, err := h.blocked(r, q.Get("biz_id"), limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
 func (h *handler) apiCounts(w http.ResponseWriter, r *http.Request, _ principal) error {
 	if err := checkQuery(r.URL.Query()); err != nil {
 		return err
@@ -389,7 +432,7 @@ func actionKind(action, decision string) (state.Kind, error) {
 		default:
 			return 0, badRequest("decision: %q, want commit or rollback", decision)
 		}
-	case actionRedeliver, actionRetry, actionCloseOrphan:
+	case actionRedeliver, actionRetry, actionCloseOrphan, actionCloseHead, actionRelease:
 		if decision != "" {
 			return 0, badRequest("decision: only for resolve")
 		}
@@ -398,10 +441,14 @@ func actionKind(action, decision string) (state.Kind, error) {
 			return state.KindRedeliver, nil
 		case actionCloseOrphan:
 			return state.KindCloseOrphan, nil
+		case actionCloseHead:
+			return state.KindCloseHead, nil
+		case actionRelease:
+			return state.KindReleaseOrder, nil
 		}
 		return state.KindRetryNow, nil
 	}
-	return 0, &apiError{http.StatusNotFound, fmt.Sprintf("unknown action %q (want resolve, redeliver, retry or close-orphan)", action)}
+	return 0, &apiError{http.StatusNotFound, fmt.Sprintf("unknown action %q (want resolve, redeliver, retry, close-orphan, close-head or release)", action)}
 }
 
 // act applies one operator action through the store, with an audit record,
@@ -464,7 +511,7 @@ func (h *handler) apiAction(w http.ResponseWriter, r *http.Request, p principal)
 	bizID := r.PathValue("bizID")
 	key, action := splitAction(r.PathValue("rest"))
 	if key = pathKey(r, key); key == "" {
-		return &apiError{http.StatusNotFound, fmt.Sprintf("no such endpoint: POST %s (want .../messages/{bizID}/{key}/resolve|redeliver|retry|close-orphan)", r.URL.Path)}
+		return &apiError{http.StatusNotFound, fmt.Sprintf("no such endpoint: POST %s (want .../messages/{bizID}/{key}/resolve|redeliver|retry|close-orphan|close-head|release)", r.URL.Path)}
 	}
 	if err := messageRef(bizID, key); err != nil {
 		return err

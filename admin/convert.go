@@ -34,6 +34,7 @@ func toAPI(m state.Message) adminapi.Message {
 		Target: m.Target, Topic: m.Topic, ForwardKey: m.ForwardKey, Tag: m.Tag, Verify: m.Verify,
 		VerifyAttempts: m.VerifyAttempts, SendAttempts: m.SendAttempts,
 		SendRef: m.SendRef, LastError: m.LastError, Conflicts: m.Conflicts,
+		OrderKey: m.OrderKey, OrderSeq: m.OrderSeq,
 		PayloadSize: len(m.Payload),
 		CreatedAt:   tp(m.CreatedAt), UpdatedAt: tp(m.UpdatedAt), DecidedAt: tp(m.DecidedAt), SentAt: tp(m.SentAt),
 	}
@@ -88,6 +89,8 @@ const (
 	actionRedeliver   = adminapi.ActionRedeliver
 	actionRetry       = adminapi.ActionRetry
 	actionCloseOrphan = adminapi.ActionCloseOrphan
+	actionCloseHead   = adminapi.ActionCloseHead
+	actionRelease     = adminapi.ActionRelease
 )
 
 // allowedActions asks the state machine which operator actions m's state
@@ -98,7 +101,8 @@ func allowedActions(m state.Message, now time.Time) []string {
 		name string
 		kind state.Kind
 	}{{actionResolve, state.KindResolveCommit}, {actionRedeliver, state.KindRedeliver}, {actionRetry, state.KindRetryNow},
-		{actionCloseOrphan, state.KindCloseOrphan}} {
+		{actionCloseOrphan, state.KindCloseOrphan}, {actionCloseHead, state.KindCloseHead},
+		{actionRelease, state.KindReleaseOrder}} {
 		if _, _, err := state.Apply(m, state.Event{Kind: a.kind, At: now}); err == nil {
 			out = append(out, a.name)
 		}

@@ -21,7 +21,7 @@ import (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-var pageNames = []string{"login", "overview", "messages", "message", "dlq", "dlqrecord", "error"}
+var pageNames = []string{"login", "overview", "messages", "message", "dlq", "dlqrecord", "blocked", "error"}
 
 // uiMsgURL is the console page of a message: /ui/m/{bizID}/{key}, escaped
 // as the API paths are.
@@ -258,6 +258,7 @@ func (h *handler) routesUI() {
 	h.mux.HandleFunc("POST /ui/m/{bizID}/{rest...}", h.uiAction)
 	h.mux.HandleFunc("POST /ui/bizids/{bizID}/retry", h.post(true, h.uiBizRetry))
 	h.mux.HandleFunc("GET /ui/dlq", h.ui(h.uiDLQ))
+	h.mux.HandleFunc("GET /ui/blocked", h.ui(h.uiBlocked))
 	h.mux.HandleFunc("GET /ui/dlq/{partition}/{offset}", h.ui(h.uiDLQRecord))
 	h.mux.HandleFunc("POST /ui/dlq/{partition}/{offset}/replay", h.post(true, h.uiDLQReplay))
 	h.mux.HandleFunc("/ui/", h.ui(func(w http.ResponseWriter, r *http.Request, p principal) (*page, error) {
@@ -438,6 +439,8 @@ var doneMessages = map[string]string{
 	"redeliver":        "Redelivery scheduled.",
 	"retry_now":        "Retry scheduled now.",
 	"close_orphan":     "Orphan COMMIT closed as rolled back; it will never be forwarded.",
+	"close_head":       "Closed: DEAD, never sent unless retried; the later messages of its order key go on.",
+	"release_order":    "Order key released: the later messages go on; this one is sent without order.",
 }
 
 func (h *handler) messagePage(r *http.Request, bizID, key string) (*page, error) {
@@ -547,6 +550,15 @@ func (h *handler) uiDLQ(w http.ResponseWriter, r *http.Request, p principal) (*p
 		}
 	}
 	return pg, nil
+}
+
+// uiBlocked lists the blocked order keys (?biz_id= for one bizID).
+func (h *handler) uiBlocked(w http.ResponseWriter, r *http.Request, _ principal) (*page, error) {
+	bs, err := h.blocked(r, strings.TrimSpace(r.URL.Query().Get("biz_id")), 200)
+	if err != nil {
+		return nil, err
+	}
+	return &page{tmpl: "blocked", Title: "Blocked order keys", Data: map[string]any{"Keys": bs.Keys}}, nil
 }
 
 // uiDLQRecord shows one whole dead-letter record.

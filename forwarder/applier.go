@@ -115,3 +115,12 @@ func (s fastStore) Apply(ctx context.Context, req store.ApplyRequest) (store.App
 
 // HandsOff tells whether sendable messages are handed to a forwarder.
 func (s fastStore) HandsOff() bool { return s.a.HandsOff() }
+
+// BlockedKeys passes store.Orderer through to the wrapped store
+// (store.ErrOrderUnavailable when it does not keep per-key order).
+func (s fastStore) BlockedKeys(ctx context.Context, bizID string, limit int) ([]store.BlockedKey, error) {
+	if o, ok := s.Store.(store.Orderer); ok {
+		return o.BlockedKeys(ctx, bizID, limit)
+	}
+	return nil, store.ErrOrderUnavailable
+}

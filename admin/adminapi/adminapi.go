@@ -36,6 +36,10 @@ type Message struct {
 	SendRef   string `json:"send_ref,omitempty"`
 	LastError string `json:"last_error,omitempty"`
 	Conflicts int    `json:"conflicts,omitempty"`
+	// OrderKey is the message's order key (ec-order-key); OrderSeq its
+	// place in its key's commit order (0: unordered, or released).
+	OrderKey string `json:"order_key,omitempty"`
+	OrderSeq int64  `json:"order_seq,omitempty"`
 
 	PayloadSize int `json:"payload_size"`
 
@@ -254,6 +258,12 @@ const (
 	ActionRedeliver   = "redeliver"
 	ActionRetry       = "retry"
 	ActionCloseOrphan = "close-orphan"
+	// ActionCloseHead gives up the head of a blocked order key (DEAD, never
+	// sent unless retried) and lets the key's later messages go on.
+	ActionCloseHead = "close-head"
+	// ActionRelease lets the later messages of a message's order key go on
+	// without it; it is still sent, without order.
+	ActionRelease = "release"
 )
 
 // ActionPath is the path of an action (resolve, redeliver, retry, close-orphan) on one
@@ -279,4 +289,24 @@ func DLQRecordPath(partition int32, offset int64) string {
 // DLQReplayPath is the path that replays one dead-letter record.
 func DLQReplayPath(partition int32, offset int64) string {
 	return Prefix + "/dlq/" + strconv.FormatInt(int64(partition), 10) + "/" + strconv.FormatInt(offset, 10) + "/replay"
+}
+
+// BlockedKey is an order key whose head message is DEAD or failing: the
+// later messages of the key wait for it.
+type BlockedKey struct {
+	BizID    string `json:"biz_id"`
+	OrderKey string `json:"order_key"`
+	Target   string `json:"target,omitempty"`
+	Topic    string `json:"topic"`
+	// Head is the message that holds the key (its last_error says why).
+	Head Message `json:"head"`
+	// Waiting is how many later messages of the key wait behind it.
+	Waiting int64 `json:"waiting"`
+	// Since is when the head was committed.
+	Since time.Time `json:"since"`
+}
+
+// BlockedKeys is GET /api/v1/blocked.
+type BlockedKeys struct {
+	Keys []BlockedKey `json:"keys"`
 }

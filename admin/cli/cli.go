@@ -67,7 +67,8 @@ the token is --token, else $` + EnvToken + `.`,
 	pf.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	pf.DurationVar(&o.timeout, "timeout", 30*time.Second, "request timeout")
 	cmd.AddCommand(o.listCmd(), o.getCmd(), o.countsCmd(), o.resolveCmd(), o.actionCmd("redeliver"),
-		o.actionCmd("retry"), o.actionCmd(adminapi.ActionCloseOrphan), o.retryBizCmd(), o.dlqCmd(), o.auditCmd())
+		o.actionCmd("retry"), o.actionCmd(adminapi.ActionCloseOrphan), o.actionCmd(adminapi.ActionCloseHead),
+		o.actionCmd(adminapi.ActionRelease), o.blockedCmd(), o.retryBizCmd(), o.dlqCmd(), o.auditCmd())
 	return cmd
 }
 
@@ -282,6 +283,40 @@ func detailTable(tw *tabwriter.Writer, d adminapi.MessageDetail) {
 
 var countColumns = []string{"PREPARED", "VERIFY_FAILED", "COMMITTED/PENDING", "COMMITTED/DEAD", "COMMITTED/SENT", "ROLLED_BACK"}
 
+func (o *options) blockedCmd() *cobra.Command {
+	var bizID string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "blocked",
+		Short: "List the order keys held by a DEAD or failing head message, oldest first",
+		Long: `List the order keys whose head message (the earliest committed one not yet
+sent) is DEAD or has failed: the later messages of the key wait for it. Fix
+the cause and "retry" the head, or "close-head" it (never sent) or "release"
+it (sent without order), each with a reason.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			bs, err := c.Blocked(cmd.Context(), bizID, limit)
+			if err != nil {
+				return fmt.Errorf("blocked: %w", err)
+			}
+			return o.emit(cmd.OutOrStdout(), bs, func(tw *tabwriter.Writer) {
+				fmt.Fprintln(tw, "BIZID\tORDER KEY\tTOPIC\tHEAD\tSEND STATUS\tATTEMPTS\tWAITING\tSINCE\tERROR")
+				for _, b := range bs.Keys {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", b.BizID, b.OrderKey, b.Topic, b.Head.ID,
+						b.Head.SendStatus, b.Head.SendAttempts, b.Waiting, b.Since.UTC().Format(time.RFC3339), b.Head.LastError)
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&bizID, "biz-id", "", "only this bizID")
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many keys (server default 100, at most 1000)")
+	return cmd
+}
+
 func (o *options) countsCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "counts",
@@ -383,6 +418,10 @@ func (o *options) actionCmd(name string) *cobra.Command {
 	switch name {
 	case "retry":
 		short = "Check back (PREPARED, VERIFY_FAILED) or send (pending, DEAD) a message now, with fresh attempts"
+	case adminapi.ActionCloseHead:
+		short = "Give up the head of a blocked order key (DEAD, never sent unless retried): the later messages of the key go on"
+	case adminapi.ActionRelease:
+		short = "Let the later messages of a message's order key go on without it (it is still sent, without order)"
 	case adminapi.ActionCloseOrphan:
 		short = "Close an orphan COMMIT (committed, PREPARE never arrived) as rolled back: it is never forwarded"
 		long = short + `.
@@ -414,6 +453,10 @@ the topic was what was wrong). A COMMITTED message with a body is refused.`
 				act = c.Retry
 			case adminapi.ActionCloseOrphan:
 				act = c.CloseOrphan
+			case adminapi.ActionCloseHead:
+				act = c.CloseHead
+			case adminapi.ActionRelease:
+				act = c.Release
 			}
 			res, err := act(cmd.Context(), biz, key, reason)
 			if err != nil {

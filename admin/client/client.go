@@ -206,6 +206,36 @@ func (c *Client) CloseOrphan(ctx context.Context, bizID, key, reason string) (ad
 		adminapi.ActionRequest{Reason: reason}, &out)
 }
 
+// CloseHead gives up the head of a blocked order key: it goes DEAD (never
+// sent unless retried) and the later messages of its key go on.
+func (c *Client) CloseHead(ctx context.Context, bizID, key, reason string) (adminapi.ActionResult, error) {
+	var out adminapi.ActionResult
+	return out, c.do(ctx, http.MethodPost, adminapi.ActionPath(bizID, key, adminapi.ActionCloseHead), nil,
+		adminapi.ActionRequest{Reason: reason}, &out)
+}
+
+// Release lets the later messages of a message's order key go on without
+// it; the message is still sent, without order.
+func (c *Client) Release(ctx context.Context, bizID, key, reason string) (adminapi.ActionResult, error) {
+	var out adminapi.ActionResult
+	return out, c.do(ctx, http.MethodPost, adminapi.ActionPath(bizID, key, adminapi.ActionRelease), nil,
+		adminapi.ActionRequest{Reason: reason}, &out)
+}
+
+// Blocked lists the order keys whose head is DEAD or failing (bizID ""
+// for all; limit 0 for the server's default).
+func (c *Client) Blocked(ctx context.Context, bizID string, limit int) (adminapi.BlockedKeys, error) {
+	q := url.Values{}
+	if bizID != "" {
+		q.Set("biz_id", bizID)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out adminapi.BlockedKeys
+	return out, c.do(ctx, http.MethodGet, adminapi.Prefix+"/blocked", q, nil, &out)
+}
+
 // RetryBizID retries every unfinished message of a bizID now.
 func (c *Client) RetryBizID(ctx context.Context, bizID, reason string) (adminapi.BulkRetryResult, error) {
 	var out adminapi.BulkRetryResult

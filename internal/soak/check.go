@@ -255,6 +255,12 @@ func check(now time.Time, msgs map[string]message, calls map[string]int, col *co
 		}
 	}
 	order := checkOrder(msgs, col, rows)
+	col.mu.Lock()
+	rep.OrderKeys = len(col.byOrder)
+	for _, ks := range col.byOrder {
+		rep.OrderedRecords += len(ks)
+	}
+	col.mu.Unlock()
 	faults := &Invariant{Name: "every fault injected and undone as planned"}
 	for _, e := range rep.FaultErrors {
 		faults.fail("%s", e)

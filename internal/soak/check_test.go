@@ -196,6 +196,12 @@ func TestCheckOrder(t *testing.T) {
 		return checkOrder(msgs, col, rows).Violations
 	}
 	require.Zero(t, run("a", "b", "c"))
+	col := newTestCollector()
+	col.add(orderedRecord("a", "o1"))
+	rep := &Report{Kinds: map[string]int{}}
+	check(time.Now(), msgs, nil, col, rows, rep)
+	require.Equal(t, 1, rep.OrderedRecords)
+	require.Equal(t, 1, rep.OrderKeys)
 	require.Zero(t, run("a", "a", "b", "a", "c", "b"), "duplicates after the first deliveries")
 	require.Equal(t, 1, run("a", "c", "b"), "c before b")
 	require.Equal(t, 1, run("b", "a", "c", "b"), "b before a; its later duplicate is fine")

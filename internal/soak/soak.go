@@ -43,6 +43,9 @@ type Report struct {
 	ProducedPerSec float64
 
 	ForwardedRecords, ForwardedIDs int
+	// OrderedRecords are the forwarded records of messages with an order
+	// key, over OrderKeys keys (what the per-key order invariant read).
+	OrderedRecords, OrderKeys int
 	// ForwardPerSec is distinct forwarded messages per second from the
 	// start of production until the last one was read back.
 	ForwardPerSec float64
@@ -98,6 +101,7 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "producer: %.0f msg/s, %d sends failed (settled by check-back)\n", r.ProducedPerSec, r.ProduceErrors)
 	fmt.Fprintf(&b, "forwarded: %d messages in %d records (duplicate rate %.4f); %.0f msg/s while producing, %.0f msg/s until the last\n",
 		r.ForwardedIDs, r.ForwardedRecords, r.DuplicateRate(), r.ForwardWhileProducing, r.ForwardPerSec)
+	fmt.Fprintf(&b, "ordered: %d records of %d order keys checked for commit order\n", r.OrderedRecords, r.OrderKeys)
 	for i, n := range r.PerCenter {
 		fmt.Fprintf(&b, "  center %d: %.0f sent (%d starts)\n", i, n, r.Restarts[i])
 	}
