@@ -139,6 +139,8 @@ func (r *memRegistry) Report(_ context.Context, in postgres.Instance) error {
 	return nil
 }
 
-func (r *memRegistry) Live(context.Context, time.Duration) ([]postgres.Instance, error) { return r.in, nil }
+func (r *memRegistry) Live(context.Context, time.Duration) ([]postgres.Instance, error) {
+	return r.in, nil
+}
 
 func (r *memRegistry) Forget(context.Context, string) error { return nil }

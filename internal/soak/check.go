@@ -17,14 +17,14 @@ import (
 
 // collector reads the business topic from the start for the whole run.
 type collector struct {
-	mu      sync.Mutex
-	byKey   map[string]int // forwarded records per message key
+	mu    sync.Mutex
+	byKey map[string]int // forwarded records per message key
 	// byOrder lists, per order key, the message keys of its forwarded
 	// records in the order read (duplicates included). One order key's
 	// records share a forward key, so one partition: read order is their
 	// order in the topic.
 	byOrder map[string][]string
-	bad     []string       // records whose ec-id or payload do not match
+	bad     []string // records whose ec-id or payload do not match
 	records int
 	offsets map[int32]int64 // next offset per partition
 	cl      *kgo.Client
