@@ -118,6 +118,8 @@ A progress line per second goes to stderr, the table to stdout.`,
 	f.DurationVar(&cfg.Duration, "duration", 0, "how long to send (0: until --messages are sent)")
 	f.Float64Var(&cfg.Rate, "rate", 0, "target messages/s over all producers (0: as fast as possible)")
 	f.IntVar(&cfg.Payload, "payload", cfg.Payload, "payload bytes")
+	f.IntVar(&cfg.OrderKeys, "order-keys", 0, "give messages order keys: message i gets key i mod N (0: none; order is kept with the postgres store)")
+	f.BoolVar(&cfg.HotKey, "hot-key", false, "give every message the same order key")
 	f.IntVar(&cfg.Producers, "producers", cfg.Producers, "clientlib producers (Kafka clients)")
 	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "goroutines sending through each producer")
 	f.Float64Var(&cfg.RollbackRatio, "rollback-ratio", 0, "share of messages rolled back")

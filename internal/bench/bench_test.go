@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +139,8 @@ func TestValidate(t *testing.T) {
 		"drain":       {func(c *Config) { c.DrainTimeout = 0 }, "drain-timeout"},
 		"partitions":  {func(c *Config) { c.Partitions = 0 }, "partitions"},
 		"concurrency": {func(c *Config) { c.Concurrency = 0 }, "concurrency"},
+		"order keys":  {func(c *Config) { c.OrderKeys = -1 }, "order-keys"},
+		"hot and n":   {func(c *Config) { c.OrderKeys, c.HotKey = 3, true }, "hot-key"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -151,6 +154,36 @@ func TestValidate(t *testing.T) {
 	}
 	cfg := Default()
 	require.NoError(t, cfg.Validate())
+}
+
+// With order keys, every message carries one (round robin), and all are
+// forwarded in key order by the PostgreSQL store (the level gate opens).
+func TestRunPostgresOrderKeys(t *testing.T) {
+	t.Parallel()
+	dsn := os.Getenv("EVENTCENTER_TEST_POSTGRES")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("EVENTCENTER_TEST_POSTGRES is not set")
+		}
+		t.Skip("EVENTCENTER_TEST_POSTGRES is not set")
+	}
+	cfg := Default()
+	cfg.Store, cfg.DSN = "postgres", dsn
+	cfg.Messages, cfg.Concurrency, cfg.Partitions = 300, 8, 2
+	cfg.OrderKeys = 7
+	cfg.Baselines = false
+	require.Equal(t, "ok-3", cfg.orderKey(10))
+	rep, err := Run(t.Context(), cfg)
+	require.NoError(t, err)
+	require.Zero(t, rep.Center.Errors, rep.Center.FirstError)
+	require.EqualValues(t, 300, rep.Center.Forwarded)
+	require.Equal(t, 7, rep.Config.OrderKeys)
+	var table strings.Builder
+	require.NoError(t, rep.WriteTable(&table))
+	require.Contains(t, table.String(), "7 distinct")
+	hot := Config{HotKey: true}
+	require.Equal(t, "hot", hot.orderKey(5))
+	require.Empty(t, (&Config{}).orderKey(5))
 }
 
 func TestHistogram(t *testing.T) {

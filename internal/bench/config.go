@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,12 @@ type Config struct {
 	// committed with Transact.
 	RollbackRatio  float64
 	CheckbackRatio float64
+	// OrderKeys, when positive, gives every message an order key, message
+	// i key i mod OrderKeys (per-key order: README "Ordering"); HotKey
+	// gives every message the same one. Order is kept only when the
+	// cluster level gate opens: with the PostgreSQL store.
+	OrderKeys int
+	HotKey    bool
 
 	// Store is "sqlite", "postgres", "mysql" or "sharded" (DSN: PostgreSQL
 	// URLs separated by commas, one shard each, buckets split evenly; the
@@ -161,6 +168,12 @@ func (c *Config) Validate() error {
 	if c.Concurrency < 1 {
 		bad("concurrency", "must be at least 1")
 	}
+	if c.OrderKeys < 0 {
+		bad("order-keys", "must not be negative (0: no order keys)")
+	}
+	if c.HotKey && c.OrderKeys > 0 {
+		bad("hot-key", "either --hot-key or --order-keys")
+	}
 	if c.RollbackRatio < 0 || c.CheckbackRatio < 0 || c.RollbackRatio+c.CheckbackRatio > 1 {
 		bad("rollback-ratio", "rollback-ratio and checkback-ratio must be ≥ 0 and add up to at most 1")
 	}
@@ -220,4 +233,18 @@ func (c *Config) Validate() error {
 		bad("heap-every", "must not be negative")
 	}
 	return errors.Join(errs...)
+}
+
+// orderKey is message seq's order key ("" without order keys). The
+// forward key stays the message key: records spread over the business
+// topic's partitions as without order keys, so a run compares the cost of
+// the ordering rule alone.
+func (c *Config) orderKey(seq int64) string {
+	switch {
+	case c.HotKey:
+		return "hot"
+	case c.OrderKeys > 0:
+		return "ok-" + strconv.FormatInt(seq%int64(c.OrderKeys), 10)
+	}
+	return ""
 }

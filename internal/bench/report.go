@@ -59,6 +59,8 @@ type ReportConfig struct {
 	CheckbackConc  int     `json:"checkback_endpoint_concurrency,omitempty"`
 	Retention      string  `json:"broker_retention"`
 	Tracing        bool    `json:"tracing"`
+	OrderKeys      int     `json:"order_keys,omitempty"`
+	HotKey         bool    `json:"hot_key,omitempty"`
 }
 
 func reportConfig(c Config) ReportConfig {
@@ -81,6 +83,7 @@ func reportConfig(c Config) ReportConfig {
 	}
 	rc.Retention = c.BrokerRetention.String()
 	rc.Tracing = c.Tracing
+	rc.OrderKeys, rc.HotKey = c.OrderKeys, c.HotKey
 	return rc
 }
 
@@ -145,6 +148,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	row("run", "%s, %s store, %s, %s, %d B payload, %d producers × %d, rollback %.2f, check-back %.2f, %d partitions",
 		c.Mode, c.Store, load, rate, c.Payload, c.Producers, c.Concurrency, c.RollbackRatio, c.CheckbackRatio, c.Partitions)
+	switch {
+	case c.HotKey:
+		row("order keys", "one hot key: every message the same order key")
+	case c.OrderKeys > 0:
+		row("order keys", "%d distinct, message i key i mod %d", c.OrderKeys, c.OrderKeys)
+	}
 	row("sent", "%d (committed %d, rolled back %d, left for check-back %d), errors %d, %.0f msg/s over %.1fs",
 		x.Sent, x.Committed, x.RolledBack, x.LeftForCheckback, x.Errors, x.SendRate, x.SendSeconds)
 	if x.FirstError != "" {

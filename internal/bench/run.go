@@ -629,7 +629,7 @@ func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic stri
 				seqBuf = strconv.AppendInt(seqBuf[:0], seq, 10)
 				key := ps.keyPrefix + "-" + string(seqBuf)
 				msg := clientlib.Message{BizID: bizID, Key: key, Payload: payload, ForwardTopic: topic, ForwardKey: key,
-					Headers: []clientlib.Header{{Key: seqHeader, Value: []byte(string(seqBuf))}}}
+					Headers: []clientlib.Header{{Key: seqHeader, Value: []byte(string(seqBuf))}}, OrderKey: cfg.orderKey(seq)}
 				mctx := lctx
 				if cfg.Tracing {
 					mctx = tracing.WithProducerSpan(lctx)
