@@ -230,17 +230,74 @@ func (t *pgTx) LoadRetryNow(ctx context.Context, bizID string, after int64, limi
 	return dialect.LoadRetryNow(ctx, pgDB{t.conn}, bizID, after, limit)
 }
 
-// orderSQL is PostgreSQL's dialect of the ordering steps.
-var orderSQL = sqlcore.OrderSQL{Param: dialect.Param, Upsert: sqlcore.PostgresUpsert}
-
-// AssignSeqs implements sqlcore.Tx.
+// AssignSeqs implements sqlcore.Tx as sqlcore.SQLOrder does (see there),
+// in one statement: the queues as arrays, unnested, upserted in sorted
+// order (no deadlock between two batches), the new counters returned.
 func (t *pgTx) AssignSeqs(ctx context.Context, need []*state.Message) error {
-	return sqlcore.SQLOrder{DB: pgDB{t.conn}, SQL: orderSQL}.AssignSeqs(ctx, need)
+	count := map[store.OrderRef]int64{}
+	for _, m := range need {
+		count[store.OrderOf(m)]++
+	}
+	qs := sqlcore.Queues(need)
+	bizs, keys, targets, topics := queueArrays(qs)
+	ns := make([]int64, len(qs))
+	for i, q := range qs {
+		ns[i] = count[q]
+	}
+	rows, err := t.conn.Query(ctx, `INSERT INTO eventcenter_order_keys (biz_id, order_key, target, topic, last_seq)
+		SELECT b, k, t, p, n FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) WITH ORDINALITY AS u(b, k, t, p, n, o)
+		ORDER BY o
+		`+sqlcore.PostgresUpsert+`
+		RETURNING biz_id, order_key, target, topic, last_seq`, bizs, keys, targets, topics, ns)
+	if err != nil {
+		return fmt.Errorf("count: %w", err)
+	}
+	last := make(map[store.OrderRef]int64, len(qs))
+	if err := readQueueRows(rows, last); err != nil {
+		return fmt.Errorf("count: %w", err)
+	}
+	return sqlcore.Number(need, count, last)
 }
 
-// Holders implements sqlcore.Tx.
+func queueArrays(qs []store.OrderRef) (bizs, keys, targets, topics []string) {
+	bizs, keys = make([]string, len(qs)), make([]string, len(qs))
+	targets, topics = make([]string, len(qs)), make([]string, len(qs))
+	for i, q := range qs {
+		bizs[i], keys[i], targets[i], topics[i] = q.BizID, q.OrderKey, q.Target, q.Topic
+	}
+	return bizs, keys, targets, topics
+}
+
+func readQueueRows(rows pgx.Rows, out map[store.OrderRef]int64) error {
+	defer rows.Close()
+	for rows.Next() {
+		var r store.OrderRef
+		var n int64
+		if err := rows.Scan(&r.BizID, &r.OrderKey, &r.Target, &r.Topic, &n); err != nil {
+			return err
+		}
+		out[r] = n
+	}
+	return rows.Err()
+}
+
+// Holders implements sqlcore.Tx in one statement: the queues unnested and
+// joined with the holders' index.
 func (t *pgTx) Holders(ctx context.Context, refs []store.OrderRef, exclude []int64) (map[store.OrderRef]int64, error) {
-	return sqlcore.SQLOrder{DB: pgDB{t.conn}, SQL: orderSQL}.Holders(ctx, refs, exclude)
+	bizs, keys, targets, topics := queueArrays(refs)
+	if exclude == nil {
+		exclude = []int64{}
+	}
+	rows, err := t.conn.Query(ctx, `SELECT q.b, q.k, q.t, q.p, h.low FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS q(b, k, t, p)
+		CROSS JOIN LATERAL (SELECT min(m.order_seq) AS low FROM eventcenter_messages m
+			WHERE m.biz_id = q.b AND m.order_key = q.k AND m.target = q.t AND m.topic = q.p AND `+sqlcore.HoldsOrder("m.")+`
+			AND m.id <> ALL($5::bigint[])) h
+		WHERE h.low IS NOT NULL`, bizs, keys, targets, topics, exclude)
+	if err != nil {
+		return nil, err
+	}
+	low := map[store.OrderRef]int64{}
+	return low, readQueueRows(rows, low)
 }
 
 // Write sends the writes, with COMMIT unless there are inserts.
