@@ -39,11 +39,12 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// ErrOrderAcrossShards: per-key order (ApplyRequest.Ordered,
-// Claim.Ordered) needs the messages of a key, their sequence counter and
-// the claim rule in one database, and a store of several shards places
-// messages by their message key. Messages keep their order key and a
-// per-shard sequence; they are forwarded without order.
+// ErrOrderAcrossShards is what a store of several shards returns when
+// asked for per-key order (ApplyRequest.Ordered, Claim.Ordered,
+// BlockedKeys): it needs the messages of a key, their sequence counter and
+// the claim rule in one database, and such a store places messages by
+// their message key. Messages keep their order key and a per-shard
+// sequence; they are forwarded without order.
 var ErrOrderAcrossShards = fmt.Errorf("sharded store of several shards: %w", store.ErrOrderUnavailable)
 
 // New returns a store over shards; every bucket must be mapped to exactly
