@@ -319,6 +319,9 @@ func closeHead(m *Message) (Outcome, error) {
 	if m.Status != Committed || !m.HasBody || m.SendStatus == SendSent {
 		return Outcome{}, wrongState(m, "close")
 	}
+	if m.OrderKey == "" {
+		return Outcome{}, fmt.Errorf("%w: close-head is for messages with an order key (retry or redeliver this one)", ErrWrongState)
+	}
 	if m.SendStatus == SendDead && m.OrderSeq == 0 {
 		return Outcome{}, fmt.Errorf("%w: already DEAD and holding no order key", ErrWrongState)
 	}

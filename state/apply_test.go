@@ -149,7 +149,7 @@ func TestTable(t *testing.T) {
 		{"committed sent/close orphan", committed(SendSent), KindCloseOrphan, want{status: Committed, send: SendSent, hasBody: true, err: ErrWrongState}},
 		{"committed dead/close orphan", committed(SendDead), KindCloseOrphan, want{status: Committed, send: SendDead, hasBody: true, err: ErrWrongState}},
 		{"committed pending/release order", committed(SendPending), KindReleaseOrder, want{status: Committed, hasBody: true, err: ErrWrongState}},
-		{"committed pending/close head", committed(SendPending), KindCloseHead, want{status: Committed, send: SendDead, hasBody: true, effect: Changed}},
+		{"committed pending/close head unordered", committed(SendPending), KindCloseHead, want{status: Committed, hasBody: true, err: ErrWrongState}},
 		{"committed sent/close head", committed(SendSent), KindCloseHead, want{status: Committed, send: SendSent, hasBody: true, err: ErrWrongState}},
 		{"committed dead/close head unordered", committed(SendDead), KindCloseHead, want{status: Committed, send: SendDead, hasBody: true, err: ErrWrongState}},
 		{"committed-nobody/close head", committedNoBody(), KindCloseHead, want{status: Committed, err: ErrWrongState}},

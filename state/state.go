@@ -235,9 +235,9 @@ const (
 	// key go on, and it is sent, if still pending, without order. A retry
 	// or redelivery sequences it again, after the key's last message.
 	KindReleaseOrder
-	// KindCloseHead (operator): a committed message that is not sent is
-	// given up (DEAD) and stops holding its order key: it is never sent
-	// unless retried, and the later messages of the key go on.
+	// KindCloseHead (operator): a committed message with an order key that
+	// is not sent is given up (DEAD) and stops holding its key: it is never
+	// sent unless retried, and the later messages of the key go on.
 	KindCloseHead
 )
 
