@@ -520,7 +520,7 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 		if err == nil {
 			l.sent.Inc()
 			br.marks = append(br.marks, mark{
-				sent: store.Sent{ID: m.ID, Ref: res[i].Ref}, decided: m.DecidedAt, bizID: m.BizID, ordered: m.OrderSeq > 0,
+				sent: store.Sent{ID: m.ID, Ref: res[i].Ref, Ordered: m.OrderSeq > 0}, decided: m.DecidedAt, bizID: m.BizID, ordered: m.OrderSeq > 0,
 			})
 			continue
 		}

@@ -77,7 +77,9 @@ func (f *Forwarder) record() {
 		select {
 		case b := <-in:
 			r.add(b)
-			if r.retry == nil && len(r.marks) >= f.cfg.MarkBatch {
+			// The sent marks of ordered messages are written at once: the
+			// next message of each key waits for them.
+			if r.retry == nil && (len(r.marks) >= f.cfg.MarkBatch || hasOrdered(b.marks)) {
 				r.flushNow()
 			}
 		case <-tick.C:
@@ -270,4 +272,15 @@ func onSent[T any](f *Forwarder, xs []T, bizID func(T) string) {
 	for b, k := range n {
 		f.cfg.OnSent(b, k)
 	}
+}
+
+// hasOrdered tells whether one of ms is the sent mark of an ordered
+// message.
+func hasOrdered(ms []mark) bool {
+	for _, m := range ms {
+		if m.ordered {
+			return true
+		}
+	}
+	return false
 }

@@ -1,13 +1,19 @@
 package store
 
-import "github.com/eventcenter/eventcenter/state"
+import (
+	"time"
+
+	"github.com/eventcenter/eventcenter/state"
+)
 
 // DropHeld removes from f.Sendable every sequenced message held back by an
 // earlier-sequenced holder of its queue (state.Message.HoldsOrder): low
 // has the lowest sequence of the holders the database has outside the
 // batch, per queue; the batch's rows count in their new state. Dropped
-// messages stay in Inserts or Updates, written due and unleased.
-func (f *Folded) DropHeld(low map[OrderRef]int64) {
+// messages stay in Inserts or Updates, written unleased and parked: due at
+// park (unless it is zero), or earlier when the key is freed and the store
+// wakes them.
+func (f *Folded) DropHeld(low map[OrderRef]int64, park time.Time) {
 	lowest := func(r OrderRef, seq int64) {
 		if l, ok := low[r]; !ok || seq < l {
 			low[r] = seq
@@ -23,6 +29,9 @@ func (f *Folded) DropHeld(low map[OrderRef]int64) {
 	keep := f.Sendable[:0]
 	for _, m := range f.Sendable {
 		if l, ok := low[OrderOf(m)]; m.OrderSeq > 0 && ok && l < m.OrderSeq {
+			if !park.IsZero() {
+				m.SendNextAt = park
+			}
 			continue
 		}
 		keep = append(keep, m)

@@ -192,6 +192,9 @@ type Claim struct {
 type Sent struct {
 	ID  int64
 	Ref string
+	// Ordered: the message has an order sequence; MarkSent then makes the
+	// next message of its key due at once (it was parked while held).
+	Ordered bool
 }
 
 // Filter selects messages for List. Zero fields do not filter.

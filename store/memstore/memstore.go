@@ -139,6 +139,37 @@ func (s *Store) holders(keep func(m *state.Message) bool) map[store.OrderRef]int
 	return low
 }
 
+// Wake implements sqlcore.Tx.
+func (t memTx) Wake(_ context.Context, ids []int64, now time.Time) error {
+	t.s.wake(ids, now)
+	return nil
+}
+
+// wake is sqlcore.WakeSQL in memory. s.mu must be held.
+func (s *Store) wake(ids []int64, now time.Time) {
+	if len(ids) == 0 {
+		return
+	}
+	queues := map[store.OrderRef]bool{}
+	for _, id := range ids {
+		if r, ok := s.byID[id]; ok && s.rows[r].OrderKey != "" {
+			queues[store.OrderOf(s.rows[r])] = true
+		}
+	}
+	head := map[store.OrderRef]*state.Message{}
+	for _, m := range s.rows {
+		r := store.OrderOf(m)
+		if queues[r] && m.HoldsOrder() && (head[r] == nil || m.OrderSeq < head[r].OrderSeq) {
+			head[r] = m
+		}
+	}
+	for _, m := range head {
+		if m.SendStatus == state.SendPending && m.SendAttempts == 0 && m.SendNextAt.After(now) {
+			m.SendNextAt = now
+		}
+	}
+}
+
 // FailApply makes the next Apply calls fail with errs, in order.
 func (s *Store) FailApply(errs ...error) { s.inject(&s.fail.apply, errs) }
 
@@ -308,6 +339,13 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 			m.LastError = ""
 		}
 	}
+	var ids []int64
+	for _, x := range sent {
+		if x.Ordered {
+			ids = append(ids, x.ID)
+		}
+	}
+	s.wake(ids, now)
 	return nil
 }
 

@@ -76,6 +76,12 @@ func (t myTx) Holders(ctx context.Context, refs []store.OrderRef, exclude []int6
 	return sqlcore.SQLOrder{DB: sqlcore.SQLDB(t.tx), SQL: orderSQL}.Holders(ctx, refs, exclude)
 }
 
+// Wake implements sqlcore.Tx.
+func (t myTx) Wake(ctx context.Context, ids []int64, now time.Time) error {
+	_, err := t.tx.ExecContext(ctx, sqlcore.WakeSQL(sqlcore.QuestionParam, len(ids)), sqlcore.WakeArgs(now, ids)...)
+	return err
+}
+
 // Write implements sqlcore.Tx.
 func (t myTx) Write(ctx context.Context, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
 	if t.s.beforeWrite != nil && len(f.Inserts) > 0 {
@@ -461,6 +467,17 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 		q, args := markSentSQL(sent[lo:min(lo+maxRows, len(sent))], now)
 		if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("mark sent: %w", translate(err))
+		}
+	}
+	var ids []int64
+	for _, x := range sent {
+		if x.Ordered {
+			ids = append(ids, x.ID)
+		}
+	}
+	if len(ids) > 0 {
+		if _, err := s.db.ExecContext(ctx, sqlcore.WakeSQL(sqlcore.QuestionParam, len(ids)), sqlcore.WakeArgs(now, ids)...); err != nil {
+			return fmt.Errorf("mark sent: wake the next messages of %d order keys: %w", len(ids), translate(err))
 		}
 	}
 	return nil

@@ -300,6 +300,30 @@ func (t *pgTx) Holders(ctx context.Context, refs []store.OrderRef, exclude []int
 	return low, readQueueRows(rows, low)
 }
 
+// Wake implements sqlcore.Tx (a statement of its own: no transaction).
+func (t *pgTx) Wake(ctx context.Context, ids []int64, now time.Time) error {
+	_, err := t.conn.Exec(ctx, sqlcore.WakeSQL(dialect.Param, len(ids)), sqlcore.WakeArgs(now, ids)...)
+	return err
+}
+
+// wakeSent wakes the next messages of the ordered ones of sent (see
+// sqlcore.WakeSQL); a failure leaves them to their park.
+func wakeSent(sent []store.Sent, wake func(ids []int64) error) error {
+	var ids []int64
+	for _, x := range sent {
+		if x.Ordered {
+			ids = append(ids, x.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := wake(ids); err != nil {
+		return fmt.Errorf("wake the next messages of %d order keys: %w", len(ids), err)
+	}
+	return nil
+}
+
 // Write sends the writes, with COMMIT unless there are inserts.
 func (t *pgTx) Write(ctx context.Context, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
 	var b pgx.Batch
@@ -515,10 +539,14 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 	for i, x := range sent {
 		ids[i] = x.ID
 	}
-	if _, err := s.pool.Exec(ctx, markSentSQL, codec.Time(s.now()), ids, sentRefs(sent)); err != nil {
+	now := codec.Time(s.now())
+	if _, err := s.pool.Exec(ctx, markSentSQL, now, ids, sentRefs(sent)); err != nil {
 		return fmt.Errorf("mark sent: %w", translate(err))
 	}
-	return nil
+	return wakeSent(sent, func(ids []int64) error {
+		_, err := s.pool.Exec(ctx, sqlcore.WakeSQL(dialect.Param, len(ids)), sqlcore.WakeArgs(now, ids)...)
+		return translate(err)
+	})
 }
 
 // sentRefs returns the references of sent as a JSON object keyed by id.

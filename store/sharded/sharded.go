@@ -258,7 +258,7 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 		if err != nil {
 			return fmt.Errorf("sharded mark sent: %w", err)
 		}
-		parts[sh] = append(parts[sh], store.Sent{ID: inner, Ref: x.Ref})
+		parts[sh] = append(parts[sh], store.Sent{ID: inner, Ref: x.Ref, Ordered: x.Ordered})
 	}
 	err := s.each(func(i int, st store.Store) error {
 		if len(parts[i]) == 0 {

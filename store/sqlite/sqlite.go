@@ -272,6 +272,12 @@ func (t liteTx) Holders(ctx context.Context, refs []store.OrderRef, exclude []in
 	return sqlcore.SQLOrder{DB: sqlcore.SQLDB(t.tx), SQL: orderSQL}.Holders(ctx, refs, exclude)
 }
 
+// Wake implements sqlcore.Tx.
+func (t liteTx) Wake(ctx context.Context, ids []int64, now time.Time) error {
+	_, err := t.tx.ExecContext(ctx, sqlcore.WakeSQL(sqlcore.QuestionParam, len(ids)), sqlcore.WakeArgs(now.UnixMicro(), ids)...)
+	return err
+}
+
 // Write implements sqlcore.Tx.
 func (t liteTx) Write(ctx context.Context, loaded map[store.MessageRef]*state.Message, f *store.Folded) error {
 	return writeFolded(ctx, t.tx, loaded, f)
@@ -428,7 +434,7 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 	}
 	now := codec.Time(s.now()).UnixMicro()
 	return s.write(ctx, "mark sent", func(tx *sql.Tx) error {
-		return chunks(len(sent), 2, func(lo, hi int) error {
+		if err := chunks(len(sent), 2, func(lo, hi int) error {
 			args := make([]any, 0, 2*(hi-lo)+2)
 			for _, x := range sent[lo:hi] {
 				args = append(args, x.ID, x.Ref)
@@ -438,7 +444,20 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 				UPDATE eventcenter_messages SET `+sqlcore.MarkSentSet(sqlcore.Plain, "?", "u.ref")+`
 				FROM u WHERE eventcenter_messages.id = u.id AND `+dialect.PendingSend(), args...)
 			return err
-		})
+		}); err != nil {
+			return err
+		}
+		var ids []int64
+		for _, x := range sent {
+			if x.Ordered {
+				ids = append(ids, x.ID)
+			}
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, sqlcore.WakeSQL(sqlcore.QuestionParam, len(ids)), sqlcore.WakeArgs(now, ids)...)
+		return err
 	})
 }
 

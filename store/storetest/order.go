@@ -37,6 +37,8 @@ func ExerciseOrder(t *testing.T, newStore NewStore) {
 	t.Run("OperatorCloseAndRelease", func(t *testing.T) { t.Parallel(); testOrderOperator(t, newStore) })
 	t.Run("QueuesAreIndependent", func(t *testing.T) { t.Parallel(); testOrderQueues(t, newStore) })
 	t.Run("BlockedKeys", func(t *testing.T) { t.Parallel(); testBlockedKeys(t, newStore) })
+	t.Run("ParkAndWake", func(t *testing.T) { t.Parallel(); testOrderWake(t, newStore) })
+	t.Run("InlineSendWakes", func(t *testing.T) { t.Parallel(); testOrderInlineWakes(t, newStore) })
 }
 
 // allParts are the partitions the order tests use.
@@ -84,11 +86,14 @@ func (b *bundle) commitOrdered(t *testing.T, ok string, keys []string, part func
 	return out
 }
 
+// markSent marks keys sent as the forwarder does (Ordered for a message
+// with a sequence: the store wakes the next one of its key).
 func (b *bundle) markSent(t *testing.T, keys ...string) {
 	t.Helper()
 	var sent []store.Sent
 	for _, k := range keys {
-		sent = append(sent, store.Sent{ID: b.get(t, biz, k).ID, Ref: "ref/" + k})
+		m := b.get(t, biz, k)
+		sent = append(sent, store.Sent{ID: m.ID, Ref: "ref/" + k, Ordered: m.OrderSeq > 0})
 	}
 	require.NoError(t, b.s.MarkSent(t.Context(), sent))
 }
@@ -180,13 +185,14 @@ func testOrderLeaseExpiry(t *testing.T, newStore NewStore) {
 	require.Empty(t, res[1].Sendable, "the later one is held, not leased")
 	mb := b.get(t, biz, "b")
 	require.True(t, mb.Sendable())
-	require.False(t, mb.SendNextAt.After(b.now()), "held: due now, not leased")
+	require.Equal(t, b.now().Add(lease), mb.SendNextAt, "held: parked (unleased) until its send lease, woken when a is sent")
 
 	require.Empty(t, b.claimOrdered(t), "head leased, the later one held")
-	// Today's rule without order would take b now: the difference.
+	b.clock.Advance(lease + time.Second)
+	// Today's rule without order would take b too: the difference.
 	got, err := b.s.ClaimSends(t.Context(), store.Claim{Partitions: allParts, Limit: 10, Lease: lease})
 	require.NoError(t, err)
-	require.Equal(t, []string{"b"}, sortedKeys(got), "an unordered claim takes the due later message")
+	require.Equal(t, []string{"a", "b"}, sortedKeys(got), "an unordered claim takes the due later message")
 
 	b2 := setup(t, newStore) // the same with the ordered claim only
 	b2.commitOrdered(t, "o-1", []string{"a", "b"}, part0)
@@ -194,7 +200,24 @@ func testOrderLeaseExpiry(t *testing.T, newStore NewStore) {
 	require.Equal(t, []string{"a"}, b2.claimOrdered(t), "the lease expired: the head again, never the later one")
 	require.Empty(t, b2.claimOrdered(t), "head re-leased")
 	b2.markSent(t, "a")
-	require.Equal(t, []string{"b"}, b2.claimOrdered(t), "head sent: the next one goes")
+	require.Equal(t, []string{"b"}, b2.claimOrdered(t), "head sent: the next one is woken and goes at once")
+}
+
+// A held message is parked; the head's sent mark wakes the next one only
+// (the one after it stays parked), and a sent mark without Ordered wakes
+// nothing: it waits for its park.
+func testOrderWake(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	b.commitOrdered(t, "o-1", []string{"a", "b", "c"}, part0)
+	b.markSent(t, "a")
+	require.Equal(t, []string{"b"}, b.claimOrdered(t))
+	mc := b.get(t, biz, "c")
+	require.True(t, mc.SendNextAt.After(b.now()), "c stays parked while b holds")
+	// b's mark without Ordered (an older forwarder) wakes nothing.
+	require.NoError(t, b.s.MarkSent(t.Context(), []store.Sent{{ID: b.get(t, biz, "b").ID, Ref: "r"}}))
+	require.Empty(t, b.claimOrdered(t), "c is free but parked")
+	b.clock.Advance(lease)
+	require.Equal(t, []string{"c"}, b.claimOrdered(t), "due at the end of its park")
 }
 
 // The head is on a partition the claimer does not own (another center's):
@@ -391,4 +414,23 @@ func testBlockedKeys(t *testing.T, newStore NewStore) {
 	require.NoError(t, err)
 	require.Len(t, got, 1, "a closed: b is o-1's head and has not failed")
 	require.Equal(t, "x", got[0].Head.Key)
+}
+
+// A head sent inline wakes what its batch parked behind it.
+func testOrderInlineWakes(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	send := func(_ context.Context, msgs []state.Message) []store.Forwarded {
+		out := make([]store.Forwarded, len(msgs))
+		for i := range out {
+			out[i] = store.Forwarded{Sent: true, Ref: "r"}
+		}
+		return out
+	}
+	res, err := b.s.Apply(t.Context(), store.ApplyRequest{SendLease: lease, Forward: send, Ordered: true, Changes: []store.Change{
+		PrepareOrdered(biz, "a", "o-1", 0, b.now()), Commit(biz, "a", 0, b.now()),
+		PrepareOrdered(biz, "b", "o-1", 1, b.now()), Commit(biz, "b", 1, b.now()),
+		PrepareOrdered(biz, "c", "o-1", 1, b.now()), Commit(biz, "c", 1, b.now())}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, sortedKeys(res.Forwarded), "a sent inline; b and c held by it in the batch")
+	require.Equal(t, []string{"b"}, b.claimOrdered(t), "b woken at once, c still held")
 }

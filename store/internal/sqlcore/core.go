@@ -33,6 +33,10 @@ type Tx interface {
 	// messages that hold it (state.Message.HoldsOrder), leaving out the
 	// rows of ids (the batch's, whose new state counts instead).
 	Holders(ctx context.Context, refs []store.OrderRef, exclude []int64) (map[store.OrderRef]int64, error)
+	// Wake makes the next message of the queues of ids due at now (see
+	// WakeSQL); it runs in a transaction of its own after the batch that
+	// freed them committed.
+	Wake(ctx context.Context, ids []int64, now time.Time) error
 }
 
 // Driver runs transactions.
@@ -126,25 +130,32 @@ func (c *Core) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyRe
 		return store.ApplyResult{}, nil
 	}
 	refs := store.Refs(req.Changes)
+	var park time.Time
+	if req.SendLease > 0 {
+		park = c.now().Add(req.SendLease)
+	}
 	for attempt := 1; ; attempt++ {
 		var res store.ApplyResult
+		var wake []int64
 		err := c.driver.InTx(ctx, func(tx Tx) error {
 			loaded, err := tx.Load(ctx, refs)
 			if err != nil {
 				return fmt.Errorf("load messages: %w", err)
 			}
 			f := store.Fold(loaded, req.Changes)
-			if err := order(ctx, tx, &f, req.Ordered); err != nil {
+			if err := order(ctx, tx, &f, req.Ordered, park); err != nil {
 				return err
 			}
 			codec.Prepare(ctx, &f, c.now(), req)
 			if err := tx.Write(ctx, loaded, &f); err != nil {
 				return err
 			}
+			wake = freed(loaded, &f)
 			res = codec.Result(&f)
 			return nil
 		})
 		if err == nil {
+			c.wake(ctx, wake)
 			return res, nil
 		}
 		if c.retryable == nil {
@@ -154,6 +165,19 @@ func (c *Core) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyRe
 			return store.ApplyResult{}, fmt.Errorf("apply (try %d): %w", attempt, c.translateErr(err))
 		}
 		c.log.Debug("retrying store apply", "try", attempt, "err", err)
+	}
+}
+
+// wake makes the next messages of the queues the batch freed due now. A
+// failure is logged only: a parked message is due again after its park
+// (the send lease) anyway.
+func (c *Core) wake(ctx context.Context, ids []int64) {
+	if len(ids) == 0 {
+		return
+	}
+	now := codec.Time(c.now())
+	if err := c.driver.InTx(ctx, func(tx Tx) error { return tx.Wake(ctx, ids, now) }); err != nil && ctx.Err() == nil {
+		c.log.Warn("waking the next messages of freed order keys failed; they are due after their park", "err", c.translateErr(err))
 	}
 }
 
@@ -178,7 +202,7 @@ func (c *Core) RetryNowBizID(ctx context.Context, bizID string, who store.Actor)
 			now := codec.Time(c.now())
 			loaded, changes := retryNowChanges(ms, now, who)
 			f := store.Fold(loaded, changes)
-			if err := order(ctx, tx, &f, false); err != nil {
+			if err := order(ctx, tx, &f, false, time.Time{}); err != nil {
 				return err
 			}
 			codec.Prepare(ctx, &f, now, store.ApplyRequest{})

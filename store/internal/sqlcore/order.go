@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
@@ -50,9 +51,10 @@ const orderChunk = 200
 
 // order sequences the messages a batch made sendable that have an order
 // key and no sequence, and with ordered drops from f.Sendable those held
-// back by an earlier-sequenced message of their queue (they are written due
-// now, unleased: a claim takes them once the key is free).
-func order(ctx context.Context, tx Tx, f *store.Folded, ordered bool) error {
+// back by an earlier-sequenced message of their queue: they are written
+// unleased and parked until park (due then, if park is zero), and woken
+// when the key is freed (WakeSQL); a claim takes them once it is free.
+func order(ctx context.Context, tx Tx, f *store.Folded, ordered bool, park time.Time) error {
 	var need []*state.Message
 	for _, m := range f.Sendable {
 		if m.NeedsOrderSeq() {
@@ -84,7 +86,7 @@ func order(ctx context.Context, tx Tx, f *store.Folded, ordered bool) error {
 	if err != nil {
 		return fmt.Errorf("read order holders: %w", err)
 	}
-	f.DropHeld(low)
+	f.DropHeld(low, park)
 	return nil
 }
 
@@ -286,4 +288,52 @@ func (d *Dialect[T]) BlockedKeys(ctx context.Context, db DB, bizID string, limit
 // BlockedKeys implements store.Orderer.
 func (r Reads[T]) BlockedKeys(ctx context.Context, bizID string, limit int) ([]store.BlockedKey, error) {
 	return r.d.BlockedKeys(ctx, r.db, bizID, limit)
+}
+
+// WakeSQL returns the statement that wakes the heads of the queues of n
+// messages that stopped holding their key (sent, released, closed): the
+// lowest-sequenced holder of each queue, if it is pending, has not been
+// tried yet and waits (parked by Apply: Folded.DropHeld), becomes due at
+// the first parameter. The ids are the parameters 2 to n+1, and the
+// parameter n+2 is the same time again. The ids are read through a
+// derived table, so MySQL accepts the statement's own table in it.
+func WakeSQL(p func(int) string, n int) string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = p(i + 2)
+	}
+	return `UPDATE eventcenter_messages SET send_next_at = ` + p(1) + ` WHERE id IN (SELECT id FROM (
+		SELECT DISTINCT (SELECT h.id FROM eventcenter_messages h WHERE ` + sameQueue("h", "s") + ` AND ` + HoldsOrder("h.") + `
+			ORDER BY h.order_seq LIMIT 1) AS id
+		FROM eventcenter_messages s WHERE s.id IN (` + strings.Join(ids, ", ") + `) AND s.order_key <> '') AS w)
+		AND send_status = ` + SendPending + ` AND send_attempts = 0 AND send_next_at > ` + p(n+2)
+}
+
+// WakeArgs returns the parameters of WakeSQL: now, ids, now.
+func WakeArgs(now any, ids []int64) []any {
+	args := make([]any, 0, len(ids)+2)
+	args = append(args, now)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	return append(args, now)
+}
+
+// freed returns the ids of the batch's rows (as written: new rows have
+// their ids) that held their order key before it and no longer do, or
+// were sent inline by it: their queues' next messages, parked behind them,
+// are woken.
+func freed(loaded map[store.MessageRef]*state.Message, f *store.Folded) []int64 {
+	var ids []int64
+	for _, m := range f.Updates {
+		if old := loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}]; old != nil && old.HoldsOrder() && !m.HoldsOrder() {
+			ids = append(ids, m.ID)
+		}
+	}
+	for _, m := range f.Forwarded {
+		if m.OrderSeq > 0 && !slices.Contains(ids, m.ID) {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
 }

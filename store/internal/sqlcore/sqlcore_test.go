@@ -94,6 +94,8 @@ func (f *fakeTx) Holders(context.Context, []store.OrderRef, []int64) (map[store.
 	return nil, nil
 }
 
+func (f *fakeTx) Wake(context.Context, []int64, time.Time) error { return nil }
+
 func (f *fakeTx) Load(context.Context, []store.MessageRef) (map[store.MessageRef]*state.Message, error) {
 	return map[store.MessageRef]*state.Message{}, nil
 }
