@@ -13,7 +13,9 @@ import (
 // messages stay in Inserts or Updates, written unleased and parked: due at
 // park (unless it is zero), or earlier when the key is freed and the store
 // wakes them.
-func (f *Folded) DropHeld(low map[OrderRef]int64, park time.Time) {
+//
+// It returns the queues of the messages it dropped.
+func (f *Folded) DropHeld(low map[OrderRef]int64, park time.Time) map[OrderRef]bool {
 	lowest := func(r OrderRef, seq int64) {
 		if l, ok := low[r]; !ok || seq < l {
 			low[r] = seq
@@ -26,16 +28,22 @@ func (f *Folded) DropHeld(low map[OrderRef]int64, park time.Time) {
 			}
 		}
 	}
+	var dropped map[OrderRef]bool
 	keep := f.Sendable[:0]
 	for _, m := range f.Sendable {
 		if l, ok := low[OrderOf(m)]; m.OrderSeq > 0 && ok && l < m.OrderSeq {
 			if !park.IsZero() {
 				m.SendNextAt = park
 			}
+			if dropped == nil {
+				dropped = map[OrderRef]bool{}
+			}
+			dropped[OrderOf(m)] = true
 			continue
 		}
 		keep = append(keep, m)
 	}
 	clear(f.Sendable[len(keep):])
 	f.Sendable = keep
+	return dropped
 }

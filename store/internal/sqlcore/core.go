@@ -143,14 +143,15 @@ func (c *Core) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyRe
 				return fmt.Errorf("load messages: %w", err)
 			}
 			f := store.Fold(loaded, req.Changes)
-			if err := order(ctx, tx, &f, req.Ordered, park); err != nil {
+			parked, err := order(ctx, tx, &f, req.Ordered, park)
+			if err != nil {
 				return err
 			}
 			codec.Prepare(ctx, &f, c.now(), req)
 			if err := tx.Write(ctx, loaded, &f); err != nil {
 				return err
 			}
-			wake = freed(loaded, &f)
+			wake = freed(loaded, &f, parked)
 			res = codec.Result(&f)
 			return nil
 		})
@@ -202,7 +203,7 @@ func (c *Core) RetryNowBizID(ctx context.Context, bizID string, who store.Actor)
 			now := codec.Time(c.now())
 			loaded, changes := retryNowChanges(ms, now, who)
 			f := store.Fold(loaded, changes)
-			if err := order(ctx, tx, &f, false, time.Time{}); err != nil {
+			if _, err := order(ctx, tx, &f, false, time.Time{}); err != nil {
 				return err
 			}
 			codec.Prepare(ctx, &f, now, store.ApplyRequest{})

@@ -54,7 +54,9 @@ const orderChunk = 200
 // back by an earlier-sequenced message of their queue: they are written
 // unleased and parked until park (due then, if park is zero), and woken
 // when the key is freed (WakeSQL); a claim takes them once it is free.
-func order(ctx context.Context, tx Tx, f *store.Folded, ordered bool, park time.Time) error {
+//
+// It returns the queues whose messages it parked.
+func order(ctx context.Context, tx Tx, f *store.Folded, ordered bool, park time.Time) (map[store.OrderRef]bool, error) {
 	var need []*state.Message
 	for _, m := range f.Sendable {
 		if m.NeedsOrderSeq() {
@@ -63,11 +65,11 @@ func order(ctx context.Context, tx Tx, f *store.Folded, ordered bool, park time.
 	}
 	if len(need) > 0 {
 		if err := tx.AssignSeqs(ctx, need); err != nil {
-			return fmt.Errorf("sequence order keys: %w", err)
+			return nil, fmt.Errorf("sequence order keys: %w", err)
 		}
 	}
 	if !ordered {
-		return nil
+		return nil, nil
 	}
 	var cands []*state.Message
 	for _, m := range f.Sendable {
@@ -76,7 +78,7 @@ func order(ctx context.Context, tx Tx, f *store.Folded, ordered bool, park time.
 		}
 	}
 	if len(cands) == 0 {
-		return nil
+		return nil, nil
 	}
 	exclude := make([]int64, 0, len(f.Updates))
 	for _, m := range f.Updates {
@@ -84,10 +86,9 @@ func order(ctx context.Context, tx Tx, f *store.Folded, ordered bool, park time.
 	}
 	low, err := tx.Holders(ctx, Queues(cands), exclude)
 	if err != nil {
-		return fmt.Errorf("read order holders: %w", err)
+		return nil, fmt.Errorf("read order holders: %w", err)
 	}
-	f.DropHeld(low, park)
-	return nil
+	return f.DropHeld(low, park), nil
 }
 
 // Queues returns the distinct queues of ms, sorted (counters are locked in
@@ -321,9 +322,11 @@ func WakeArgs(now any, ids []int64) []any {
 
 // freed returns the ids of the batch's rows (as written: new rows have
 // their ids) that held their order key before it and no longer do, or
-// were sent inline by it: their queues' next messages, parked behind them,
-// are woken.
-func freed(loaded map[store.MessageRef]*state.Message, f *store.Folded) []int64 {
+// were sent inline by it while it parked later messages of their key (no
+// other batch can have parked one behind a message sent inline: it was
+// free, and later ones are sequenced after this batch committed): their
+// queues' next messages are woken.
+func freed(loaded map[store.MessageRef]*state.Message, f *store.Folded, parked map[store.OrderRef]bool) []int64 {
 	var ids []int64
 	for _, m := range f.Updates {
 		if old := loaded[store.MessageRef{BizID: m.BizID, Key: m.Key}]; old != nil && old.HoldsOrder() && !m.HoldsOrder() {
@@ -331,7 +334,7 @@ func freed(loaded map[store.MessageRef]*state.Message, f *store.Folded) []int64 
 		}
 	}
 	for _, m := range f.Forwarded {
-		if m.OrderSeq > 0 && !slices.Contains(ids, m.ID) {
+		if m.OrderSeq > 0 && parked[store.OrderOf(m)] && !slices.Contains(ids, m.ID) {
 			ids = append(ids, m.ID)
 		}
 	}
