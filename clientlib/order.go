@@ -5,12 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
 )
-
-// routeKey is the record context key under which a control record carries
-// the key whose partition it goes to (envelope.OrderRoutingKey).
-type routeKey struct{}
 
 // Partitioner is the control records' partitioner: Kafka's default for
 // keyed records (murmur2 of the record key, envelope.PartitionFor), except
@@ -19,36 +15,23 @@ type routeKey struct{}
 // applied, in the order they were sent. The producer's own client uses it;
 // a client passed with WithClient must be created with
 // kgo.RecordPartitioner(clientlib.Partitioner()) for ordered messages.
-func Partitioner() kgo.Partitioner {
-	return kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
-		return func(r *kgo.Record, n int) int {
-			key := string(r.Key)
-			if r.Context != nil {
-				if k, ok := r.Context.Value(routeKey{}).(string); ok {
-					key = k
-				}
-			}
-			return int(envelope.PartitionFor(key, n))
-		}
-	})
-}
+func Partitioner() kgo.Partitioner { return kafkarec.Partitioner() }
 
-// routed returns ctx carrying the routing key of a message with an order
-// key (ctx itself without one).
-func routed(ctx context.Context, bizID, orderKey string) context.Context {
-	if orderKey == "" {
-		return ctx
-	}
-	return context.WithValue(ctx, routeKey{}, envelope.OrderRoutingKey(bizID, orderKey))
+// OrderRoute returns ctx carrying the routing key of a message with an
+// order key (ctx itself without one). A control record produced with it, by
+// a client using Partitioner, goes to the partition of bizID:orderKey: use
+// it for the records of an ordered message sent with your own client.
+func OrderRoute(ctx context.Context, bizID, orderKey string) context.Context {
+	return kafkarec.OrderRoute(ctx, bizID, orderKey)
 }
 
 // CommitOrdered is Commit for a message with an order key: its COMMIT goes
 // to the partition its PREPARE went to (see Partitioner).
 func (p *Producer) CommitOrdered(ctx context.Context, bizID, key, orderKey string) error {
-	return p.Commit(routed(ctx, bizID, orderKey), bizID, key)
+	return p.Commit(OrderRoute(ctx, bizID, orderKey), bizID, key)
 }
 
 // RollbackOrdered is Rollback for a message with an order key.
 func (p *Producer) RollbackOrdered(ctx context.Context, bizID, key, orderKey string) error {
-	return p.Rollback(routed(ctx, bizID, orderKey), bizID, key)
+	return p.Rollback(OrderRoute(ctx, bizID, orderKey), bizID, key)
 }

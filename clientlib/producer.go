@@ -121,7 +121,7 @@ func (p *Producer) ControlTopic() string { return p.topic }
 func (p *Producer) Prepare(ctx context.Context, msg Message) error {
 	e := msg.envelope(p.defaultVerify)
 	e.Headers = withTraceContext(ctx, e.Headers)
-	if err := p.send(routed(ctx, msg.BizID, msg.OrderKey), e); err != nil {
+	if err := p.send(OrderRoute(ctx, msg.BizID, msg.OrderKey), e); err != nil {
 		return fmt.Errorf("prepare %s: %w", msg.ID(), err)
 	}
 	return nil

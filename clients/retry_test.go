@@ -18,12 +18,14 @@ type scriptedAPI struct {
 	mu      sync.Mutex
 	answers map[string][]int
 	calls   map[string]int
+	queries []string // "path?query" of every request
 }
 
 func (s *scriptedAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	n := s.calls[r.URL.Path]
 	s.calls[r.URL.Path]++
+	s.queries = append(s.queries, r.URL.Path+"?"+r.URL.RawQuery)
 	codes := s.answers[r.URL.Path]
 	s.mu.Unlock()
 	code := http.StatusNotFound
@@ -113,6 +115,59 @@ await run('bad', () => c.commit('b', 'bad'));
 				"/v1/messages/b/limited/rollback": 1, // a 429 without Retry-After is not retried
 				"/v1/messages/b/bad/commit":       1, // a 4xx is final
 			}, api.calls)
+		})
+	}
+}
+
+// transact with an order key names it on the PREPARE and on the COMMIT (so
+// that the COMMIT reaches the PREPARE's control partition), and on the
+// ROLLBACK when the local transaction fails.
+func TestClientsSendTheOrderKeyWithEveryEnvelope(t *testing.T) {
+	t.Parallel()
+	drivers := map[string][]string{
+		"python": {needTool(t, "python3"), "-c", `
+import sys
+sys.path.insert(0, sys.argv[1])
+import eventcenter as ec
+c = ec.Client(sys.argv[2], retries=0)
+c.transact("b", "k1", "p", "t", lambda: 1, order_key="cust-7")
+def fail():
+    raise RuntimeError("local transaction failed")
+try:
+    c.transact("b", "k2", "p", "t", fail, order_key="cust-7")
+except RuntimeError:
+    pass
+`},
+		"node": {needTool(t, "node"), "--input-type=module", "-e", `
+const { Client } = await import(process.argv[1] + '/eventcenter.mjs');
+const c = new Client(process.argv[2], { retries: 0 });
+await c.transact('b', 'k1', 'p', 't', async () => 1, { orderKey: 'cust-7' });
+await c.transact('b', 'k2', 'p', 't', async () => { throw new Error('local transaction failed'); }, { orderKey: 'cust-7' })
+  .catch((e) => { if (e.message !== 'local transaction failed') throw e; });
+`},
+	}
+	for lang, argv := range drivers {
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			api := &scriptedAPI{calls: map[string]int{}, answers: map[string][]int{
+				"/v1/messages/b/k1/prepare": {202}, "/v1/messages/b/k1/commit": {202},
+				"/v1/messages/b/k2/prepare": {202}, "/v1/messages/b/k2/rollback": {202},
+			}}
+			srv := httptest.NewServer(api)
+			defer srv.Close()
+			dir, err := filepath.Abs(lang)
+			require.NoError(t, err)
+			args := append(append([]string(nil), argv[1:]...), dir, srv.URL)
+			out, err := exec.CommandContext(t.Context(), argv[0], args...).CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			api.mu.Lock()
+			defer api.mu.Unlock()
+			require.Equal(t, []string{
+				"/v1/messages/b/k1/prepare?ec-topic=t&ec-order-key=cust-7",
+				"/v1/messages/b/k1/commit?ec-order-key=cust-7",
+				"/v1/messages/b/k2/prepare?ec-topic=t&ec-order-key=cust-7",
+				"/v1/messages/b/k2/rollback?ec-order-key=cust-7",
+			}, api.queries)
 		})
 	}
 }

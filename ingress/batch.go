@@ -72,7 +72,7 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) int {
 	}); err != nil {
 		return writeError(w, err)
 	}
-	es := make([]envelope.Envelope, n)
+	es := make([]outgoing, n)
 	for i, be := range req.Envelopes {
 		e, aerr := h.batchEnvelope(be)
 		if aerr != nil {
@@ -96,7 +96,7 @@ func batchTooLarge(size string, limit int) *apiError {
 	return &apiError{code: http.StatusRequestEntityTooLarge, field: "body", msg: fmt.Sprintf("batch of %s bytes exceeds ingress.max_batch_bytes (%d)", size, limit)}
 }
 
-func (h *Handler) batchEnvelope(be batchEnvelope) (envelope.Envelope, *apiError) {
+func (h *Handler) batchEnvelope(be batchEnvelope) (outgoing, *apiError) {
 	var typ envelope.Type
 	switch be.Type {
 	case "prepare":
@@ -106,25 +106,25 @@ func (h *Handler) batchEnvelope(be batchEnvelope) (envelope.Envelope, *apiError)
 	case "rollback":
 		typ = envelope.Rollback
 	default:
-		return envelope.Envelope{}, badRequest("type", "%q: want prepare, commit or rollback", be.Type)
+		return outgoing{}, badRequest("type", "%q: want prepare, commit or rollback", be.Type)
 	}
 	var payload []byte
 	switch {
 	case be.Payload != nil && be.PayloadBase64 != nil:
-		return envelope.Envelope{}, badRequest("payload", "give payload or payload_base64, not both")
+		return outgoing{}, badRequest("payload", "give payload or payload_base64, not both")
 	case be.Payload != nil:
 		payload = []byte(*be.Payload)
 	case be.PayloadBase64 != nil:
 		var err error
 		if payload, err = base64.StdEncoding.DecodeString(*be.PayloadBase64); err != nil {
-			return envelope.Envelope{}, badRequest("payload_base64", "not standard base64: %v", err)
+			return outgoing{}, badRequest("payload_base64", "not standard base64: %v", err)
 		}
 	}
 	if typ != envelope.Prepare && len(payload) > 0 {
-		return envelope.Envelope{}, badRequest("value", "%s carries no payload or routing (only prepare does)", typ)
+		return outgoing{}, badRequest("value", "%s carries no payload or routing (only prepare does)", typ)
 	}
 	if len(payload) > h.cfg.MaxPayload {
-		return envelope.Envelope{}, h.payloadError(typ, strconv.Itoa(len(payload)))
+		return outgoing{}, h.payloadError(typ, strconv.Itoa(len(payload)))
 	}
 	names := make([]string, 0, len(be.Headers))
 	for k := range be.Headers {
@@ -135,7 +135,7 @@ func (h *Handler) batchEnvelope(be batchEnvelope) (envelope.Envelope, *apiError)
 	for _, k := range names {
 		if err := checkParamName(k); err != nil {
 			err.field = "headers." + err.field
-			return envelope.Envelope{}, err
+			return outgoing{}, err
 		}
 		params = append(params, envelope.Header{Key: k, Value: []byte(be.Headers[k])})
 	}

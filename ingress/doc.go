@@ -19,8 +19,10 @@
 //
 // A PREPARE's routing is given with the control record's own header names
 // (ec-topic, ec-fkey, ec-target, ec-tag, ec-verify, ec-check-after,
-// ec-h-<name>), as HTTP headers or as query parameters; one name given
-// twice is refused as a repeated header.
+// ec-order-key, ec-h-<name>), as HTTP headers or as query parameters; one
+// name given twice is refused as a repeated header. A commit or rollback
+// takes only ec-order-key, to reach the partition of bizID:orderKey that
+// an ordered message's PREPARE went to.
 //
 // Producer tokens (Authorization: Bearer) are scoped to bizIDs and each has
 // a token bucket (golang.org/x/time/rate): a request over it is answered

@@ -291,11 +291,11 @@ func (h *Handler) single(w http.ResponseWriter, r *http.Request, typ envelope.Ty
 	if berr != nil {
 		return writeError(w, berr)
 	}
-	e, verr := h.envelope(typ, bizID, key, body, params)
+	out, verr := h.envelope(typ, bizID, key, body, params)
 	if verr != nil {
 		return writeError(w, verr)
 	}
-	res, err := h.produce(r.Context(), []envelope.Envelope{e})
+	res, err := h.produce(r.Context(), []outgoing{out})
 	if err != nil {
 		return writeError(w, err)
 	}
@@ -330,13 +330,27 @@ func (h *Handler) payloadError(typ envelope.Type, size string) *apiError {
 		msg: "payload of " + size + " bytes exceeds the limit of " + strconv.Itoa(h.cfg.MaxPayload)}
 }
 
+// outgoing is one envelope to produce, with the order key whose partition
+// its control record goes to ("" for the partition of its own key).
+type outgoing struct {
+	e        envelope.Envelope
+	orderKey string
+}
+
 // envelope builds the control record of one envelope from its parts and
-// decodes it as ingest would: the same rules, limits and error texts.
-func (h *Handler) envelope(typ envelope.Type, bizID, key string, payload []byte, params []envelope.Header) (envelope.Envelope, *apiError) {
+// decodes it as ingest would: the same rules, limits and error texts. A
+// commit or rollback takes one parameter, ec-order-key, and only to reach
+// the partition its PREPARE went to: it is not written into the record.
+func (h *Handler) envelope(typ envelope.Type, bizID, key string, payload []byte, params []envelope.Header) (outgoing, *apiError) {
+	var orderKey string
 	if typ != envelope.Prepare {
 		for _, p := range params {
-			return envelope.Envelope{}, badRequest(p.Key, "%s carries no payload or routing (only prepare does)", typ)
+			if p.Key != envelope.HeaderOrderKey || orderKey != "" {
+				return outgoing{}, badRequest(p.Key, "%s carries no payload or routing (only prepare does): its one parameter is %s, to reach the PREPARE's partition", typ, envelope.HeaderOrderKey)
+			}
+			orderKey = string(p.Value)
 		}
+		params = nil
 	}
 	hs := make([]envelope.Header, 0, 3+len(params))
 	hs = append(hs,
@@ -353,15 +367,15 @@ func (h *Handler) envelope(typ envelope.Type, bizID, key string, payload []byte,
 			if errors.Is(err, envelope.ErrTooLarge) {
 				code = http.StatusRequestEntityTooLarge
 			}
-			return envelope.Envelope{}, &apiError{code: code, field: de.Field, msg: de.Reason}
+			return outgoing{}, &apiError{code: code, field: de.Field, msg: de.Reason}
 		}
-		return envelope.Envelope{}, badRequest("", "%v", err)
+		return outgoing{}, badRequest("", "%v", err)
 	}
 	if e.Type != envelope.Prepare {
-		return e, nil
+		return outgoing{e: e, orderKey: orderKey}, nil
 	}
 	if n, limit := ingest.ForwardedSize(&e), h.cfg.MaxPayload+ingest.RecordOverhead; n > limit {
-		return envelope.Envelope{}, &apiError{code: http.StatusRequestEntityTooLarge, field: "value",
+		return outgoing{}, &apiError{code: http.StatusRequestEntityTooLarge, field: "value",
 			msg: fmt.Sprintf("forwarded record of %d bytes (payload %d, forward key, headers and id) exceeds the limit of %d (max payload %d + %d)",
 				n, len(e.Payload), limit, h.cfg.MaxPayload, ingest.RecordOverhead)}
 	}
@@ -371,10 +385,10 @@ func (h *Handler) envelope(typ envelope.Type, bizID, key string, payload []byte,
 			if e.Target != "" {
 				target = fmt.Sprintf("target %q", e.Target)
 			}
-			return envelope.Envelope{}, badRequest(envelope.HeaderTopic, "not a topic %s can send to: %v", target, err)
+			return outgoing{}, badRequest(envelope.HeaderTopic, "not a topic %s can send to: %v", target, err)
 		}
 	}
-	return e, nil
+	return outgoing{e: e, orderKey: e.OrderKey}, nil
 }
 
 // accepted is the answer for one envelope the broker acknowledged.

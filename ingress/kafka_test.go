@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
 	"github.com/eventcenter/eventcenter/envelope"
 )
 
@@ -19,7 +20,7 @@ import (
 func producerClient(t *testing.T, brokers ...string) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.ProducerLinger(0))
+		kgo.RecordPartitioner(kafkarec.Partitioner()), kgo.ProducerLinger(0))
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	return cl
@@ -83,4 +84,37 @@ func TestUnreachableBrokerIs503(t *testing.T) {
 	require.Equal(t, "1", res.Header.Get("Retry-After"))
 	require.Less(t, time.Since(start), 5*time.Second)
 	require.NotContains(t, body, addr)
+}
+
+// An ordered message's envelopes go to the partition of bizID:orderKey:
+// the PREPARE because it carries ec-order-key, its COMMIT and ROLLBACK
+// when they name it (routing only: it is not written into their records).
+// Without it a COMMIT goes to the partition of its own key.
+func TestOrderKeyRoutesToOnePartition(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(16, "ec.control"))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	f := newFixture(t, func(cfg *Config) { cfg.Producer = producerClient(t, c.ListenAddrs()...) })
+	want := envelope.PartitionFor(envelope.OrderRoutingKey("orders", "cust-7"), 16)
+	partitionOf := func(method, target string) int32 {
+		t.Helper()
+		res, body := f.do(method, target, ordersToken, text(""))
+		require.Equal(t, http.StatusAccepted, res.StatusCode, body)
+		var a accepted
+		require.NoError(t, json.Unmarshal([]byte(body), &a))
+		return a.Partition
+	}
+	spread := map[int32]bool{}
+	for i := range 6 {
+		key := "o-" + string(rune('a'+i))
+		require.Equal(t, want, partitionOf("POST", "/v1/messages/orders/"+key+"/prepare?ec-topic=orders.events&ec-order-key=cust-7"), key)
+		require.Equal(t, want, partitionOf("POST", "/v1/messages/orders/"+key+"/commit?ec-order-key=cust-7"), key)
+		spread[partitionOf("POST", "/v1/messages/orders/"+key+"/rollback")] = true
+	}
+	require.Greater(t, len(spread), 1, "without an order key, envelopes go by their own key")
+
+	res, body := f.do("POST", "/v1/messages/orders/o-z/commit?ec-topic=t", ordersToken, text(""))
+	require.Equal(t, http.StatusBadRequest, res.StatusCode, body)
+	field, _ := errorOf(t, body)
+	require.Equal(t, "ec-topic", field)
 }

@@ -15,6 +15,7 @@ import (
 var paramNames = []string{
 	envelope.HeaderTopic, envelope.HeaderForwardKey, envelope.HeaderTarget,
 	envelope.HeaderTag, envelope.HeaderVerify, envelope.HeaderCheckAfter,
+	envelope.HeaderOrderKey,
 }
 
 // requestParams collects a request's routing parameters as control record

@@ -19,17 +19,25 @@ import (
 // error is what to answer (413 when the broker refused a record as too
 // large, otherwise 503 with Retry-After) and the answers say which were
 // acknowledged.
-func (h *Handler) produce(ctx context.Context, es []envelope.Envelope) ([]accepted, *apiError) {
-	recs := make([]*kgo.Record, len(es))
-	for i := range es {
-		rec, err := envelope.Encode(es[i])
+func (h *Handler) produce(ctx context.Context, outs []outgoing) ([]accepted, *apiError) {
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.ProduceTimeout)
+	defer cancel()
+	recs := make([]*kgo.Record, len(outs))
+	es := make([]envelope.Envelope, len(outs))
+	for i, o := range outs {
+		rec, err := envelope.Encode(o.e)
 		if err != nil { // Decode accepted it: cannot happen
 			return nil, &apiError{code: http.StatusBadRequest, msg: err.Error()}
 		}
 		recs[i] = kafkarec.Record(h.cfg.ControlTopic, rec)
+		if o.orderKey != "" {
+			// The producer's partitioner (kafkarec.Partitioner) sends the
+			// records of an ordered message to the partition of
+			// bizID:orderKey; others go by their own key.
+			recs[i].Context = kafkarec.OrderRoute(ctx, o.e.BizID, o.orderKey)
+		}
+		es[i] = o.e
 	}
-	ctx, cancel := context.WithTimeout(ctx, h.cfg.ProduceTimeout)
-	defer cancel()
 	results := h.cfg.Producer.ProduceSync(ctx, recs...)
 	out := make([]accepted, len(es))
 	var failed *apiError

@@ -41,6 +41,10 @@ export class CommitUnsent extends Error {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// orderParams: the commit/rollback parameter that reaches an ordered
+// PREPARE's partition.
+const orderParams = (orderKey) => (orderKey ? [['ec-order-key', orderKey]] : undefined);
+
 export class Client {
   // baseUrl: the producer API, e.g. 'http://127.0.0.1:8081'.
   // token: a producer token (ingress.tokens), or undefined in dev.
@@ -57,9 +61,11 @@ export class Client {
   // prepare announces a message; resolves to {id, type, topic, partition, offset}.
   // payload: string (UTF-8), Buffer or Uint8Array. headers: forwarded
   // headers {name: value}, sent as ec-h-<name> (names keep their case).
-  prepare(bizId, key, payload, topic, { fkey, target, tag, verify, checkAfterMs, headers } = {}) {
+  // orderKey: messages of bizId with one order key are forwarded in commit
+  // order; pass it again to commit or rollback.
+  prepare(bizId, key, payload, topic, { fkey, target, tag, verify, checkAfterMs, headers, orderKey } = {}) {
     const params = [['ec-topic', topic]];
-    for (const [name, value] of [['ec-fkey', fkey], ['ec-target', target], ['ec-tag', tag], ['ec-verify', verify]]) {
+    for (const [name, value] of [['ec-fkey', fkey], ['ec-target', target], ['ec-tag', tag], ['ec-verify', verify], ['ec-order-key', orderKey]]) {
       if (value !== undefined && value !== null) params.push([name, value]);
     }
     if (checkAfterMs !== undefined && checkAfterMs !== null) params.push(['ec-check-after', String(Math.trunc(checkAfterMs))]);
@@ -67,12 +73,13 @@ export class Client {
     return this.#call('POST', Client.#path(bizId, key, 'prepare'), params, payload ?? '');
   }
 
-  commit(bizId, key) {
-    return this.#call('POST', Client.#path(bizId, key, 'commit'));
+  // commit and rollback take the order key the message was prepared with.
+  commit(bizId, key, { orderKey } = {}) {
+    return this.#call('POST', Client.#path(bizId, key, 'commit'), orderParams(orderKey));
   }
 
-  rollback(bizId, key) {
-    return this.#call('POST', Client.#path(bizId, key, 'rollback'));
+  rollback(bizId, key, { orderKey } = {}) {
+    return this.#call('POST', Client.#path(bizId, key, 'rollback'), orderParams(orderKey));
   }
 
   // state resolves to the message's state {status, send_status, ...};
@@ -98,14 +105,14 @@ export class Client {
       result = await localTx();
     } catch (err) {
       try {
-        await this.rollback(bizId, key);
+        await this.rollback(bizId, key, { orderKey: opts.orderKey });
       } catch {
         // check-back answers rollback later
       }
       throw err;
     }
     try {
-      await this.commit(bizId, key);
+      await this.commit(bizId, key, { orderKey: opts.orderKey });
     } catch (err) {
       throw new CommitUnsent(`${bizId}:${key} committed locally, commit not sent: ${err.message}`, err);
     }

@@ -48,6 +48,11 @@ class CommitUnsent(Exception):
     """
 
 
+def _order(order_key):
+    """The commit/rollback parameter that reaches an ordered PREPARE's partition."""
+    return [("ec-order-key", order_key)] if order_key else None
+
+
 class Client:
     """A producer API client. Thread-safe (each call is one HTTP request).
 
@@ -68,15 +73,17 @@ class Client:
     # -- envelopes ---------------------------------------------------------
 
     def prepare(self, biz_id, key, payload, topic, fkey=None, target=None, tag=None,
-                verify=None, check_after_ms=None, headers=None):
+                verify=None, check_after_ms=None, headers=None, order_key=None):
         """Announce a message; returns {"id", "type", "topic", "partition", "offset"}.
 
         payload: bytes or str (UTF-8). headers: dict of forwarded headers
         (name -> value), sent as ec-h-<name>, names keep their case.
+        order_key: messages of biz_id with one order key are forwarded in
+        commit order; pass it again to commit or rollback.
         """
         params = [("ec-topic", topic)]
         for name, value in (("ec-fkey", fkey), ("ec-target", target), ("ec-tag", tag),
-                            ("ec-verify", verify)):
+                            ("ec-verify", verify), ("ec-order-key", order_key)):
             if value is not None:
                 params.append((name, value))
         if check_after_ms is not None:
@@ -87,13 +94,13 @@ class Client:
             payload = payload.encode("utf-8")
         return self._call("POST", self._path(biz_id, key, "prepare"), params, payload or b"")
 
-    def commit(self, biz_id, key):
-        """Commit a prepared message."""
-        return self._call("POST", self._path(biz_id, key, "commit"))
+    def commit(self, biz_id, key, order_key=None):
+        """Commit a prepared message (order_key: the one it was prepared with)."""
+        return self._call("POST", self._path(biz_id, key, "commit"), _order(order_key))
 
-    def rollback(self, biz_id, key):
-        """Roll a prepared message back."""
-        return self._call("POST", self._path(biz_id, key, "rollback"))
+    def rollback(self, biz_id, key, order_key=None):
+        """Roll a prepared message back (order_key: the one it was prepared with)."""
+        return self._call("POST", self._path(biz_id, key, "rollback"), _order(order_key))
 
     def state(self, biz_id, key):
         """The message's state: {"status", "send_status", ...}; ApiError 404 if unknown."""
@@ -119,12 +126,12 @@ class Client:
             result = local_tx()
         except BaseException:
             try:
-                self.rollback(biz_id, key)
+                self.rollback(biz_id, key, prepare_opts.get("order_key"))
             except Exception:  # check-back answers rollback later
                 pass
             raise
         try:
-            self.commit(biz_id, key)
+            self.commit(biz_id, key, prepare_opts.get("order_key"))
         except Exception as e:
             raise CommitUnsent("%s:%s committed locally, commit not sent: %s" % (biz_id, key, e)) from e
         return result

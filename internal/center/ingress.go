@@ -45,11 +45,12 @@ func (c *Center) newProducerAPI(cfg config.Config, opt Options) (*producerAPI, e
 	kopts := append(append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Kafka.Brokers...),
 		kgo.ClientID(cfg.Kafka.ClientID + "-ingress"),
-		// As clientlib's producer: acks=all and Kafka's murmur2 key
-		// partitioner, so one message's envelopes share a partition
-		// whichever way they came.
+		// As clientlib's producer: acks=all and its partitioner (Kafka's
+		// murmur2 of the record key, or of bizID:orderKey for an ordered
+		// message), so one message's envelopes share a partition whichever
+		// way they came.
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		kgo.RecordPartitioner(kafkarec.Partitioner()),
 		kgo.ProducerLinger(time.Millisecond),
 		// A whole batch request of the largest envelopes fits.
 		kgo.ProducerBatchMaxBytes(int32(min(max(cfg.Ingest.MaxPayloadBytes+ingest.RecordOverhead+4<<10, 1_000_012), 1<<30))),
