@@ -127,20 +127,42 @@ func Fold(loaded map[MessageRef]*state.Message, changes []Change) Folded {
 // ForwardFirst calls forward (if set) with the sendable rows and applies
 // state.KindSent, at now, to those it reports sent: they move from
 // Sendable to Forwarded and are written sent. The rest stay sendable.
-func (f *Folded) ForwardFirst(ctx context.Context, forward ForwardFunc, now time.Time) {
+//
+// With ordered (per-key order on), a message with an order sequence is not
+// offered: an inline send happens before the transaction commits, and a
+// transaction that fails after it (a lost connection, a kill, a retried
+// insert race) takes the sequence back, so another message of the key
+// could then be numbered before one already sent. Such messages are
+// written leased and sent once their sequence is durable.
+func (f *Folded) ForwardFirst(ctx context.Context, forward ForwardFunc, now time.Time, ordered bool) {
 	f.Forwarded = nil
 	if forward == nil || len(f.Sendable) == 0 {
 		return
 	}
-	msgs := make([]state.Message, len(f.Sendable))
-	for i, m := range f.Sendable {
+	offered := make([]*state.Message, 0, len(f.Sendable))
+	for _, m := range f.Sendable {
+		if !ordered || m.OrderSeq == 0 {
+			offered = append(offered, m)
+		}
+	}
+	if len(offered) == 0 {
+		return
+	}
+	msgs := make([]state.Message, len(offered))
+	for i, m := range offered {
 		msgs[i] = *m
 	}
 	results := forward(ctx, msgs)
-	keep := f.Sendable[:0]
-	for i, m := range f.Sendable {
+	sent := make(map[*state.Message]Forwarded, len(offered))
+	for i, m := range offered {
 		if i < len(results) && results[i].Sent {
-			if next, out, err := state.Apply(*m, state.Event{Kind: state.KindSent, At: now, Ref: results[i].Ref}); err == nil && out.Effect == state.Changed {
+			sent[m] = results[i]
+		}
+	}
+	keep := f.Sendable[:0]
+	for _, m := range f.Sendable {
+		if r, ok := sent[m]; ok {
+			if next, out, err := state.Apply(*m, state.Event{Kind: state.KindSent, At: now, Ref: r.Ref}); err == nil && out.Effect == state.Changed {
 				ClearStaleError(&next, state.KindSent, out)
 				*m = next
 				f.Forwarded = append(f.Forwarded, m)

@@ -33,12 +33,11 @@ func ExerciseOrder(t *testing.T, newStore NewStore) {
 	t.Run("HeadDeadHolds", func(t *testing.T) { t.Parallel(); testOrderDeadHolds(t, newStore) })
 	t.Run("HeadDeadReleases", func(t *testing.T) { t.Parallel(); testOrderDeadReleases(t, newStore) })
 	t.Run("RetryingHeadHolds", func(t *testing.T) { t.Parallel(); testOrderRetries(t, newStore) })
-	t.Run("InlineSendSkipsHeld", func(t *testing.T) { t.Parallel(); testOrderInline(t, newStore) })
+	t.Run("InlineSendSkipsSequenced", func(t *testing.T) { t.Parallel(); testOrderInline(t, newStore) })
 	t.Run("OperatorCloseAndRelease", func(t *testing.T) { t.Parallel(); testOrderOperator(t, newStore) })
 	t.Run("QueuesAreIndependent", func(t *testing.T) { t.Parallel(); testOrderQueues(t, newStore) })
 	t.Run("BlockedKeys", func(t *testing.T) { t.Parallel(); testBlockedKeys(t, newStore) })
 	t.Run("ParkAndWake", func(t *testing.T) { t.Parallel(); testOrderWake(t, newStore) })
-	t.Run("InlineSendWakes", func(t *testing.T) { t.Parallel(); testOrderInlineWakes(t, newStore) })
 }
 
 // allParts are the partitions the order tests use.
@@ -283,9 +282,13 @@ func testOrderRetries(t *testing.T, newStore NewStore) {
 	require.Equal(t, []string{"b"}, b.claimOrdered(t))
 }
 
-// Apply's inline send (ApplyRequest.Forward) is offered only the messages
-// no earlier one holds back, in a batch and across batches; a key of its
-// own in the same batch is offered.
+// With per-key order on, Apply's inline send (ApplyRequest.Forward) is
+// offered no message with an order sequence: the send would happen before
+// the transaction commits, and a transaction that fails after it gives the
+// sequence back, so a later message of the key could be numbered first and
+// follow a send already made. Sequenced messages are written leased and
+// go out once their sequence is durable, in key order; messages without an
+// order key keep the inline send.
 func testOrderInline(t *testing.T, newStore NewStore) {
 	b := setup(t, newStore)
 	var mu sync.Mutex
@@ -296,7 +299,7 @@ func testOrderInline(t *testing.T, newStore NewStore) {
 		out := make([]store.Forwarded, len(msgs))
 		for i, m := range msgs {
 			offered = append(offered, m.Key)
-			out[i] = store.Forwarded{Sent: m.Key != "a"} // a's send is not acknowledged in time
+			out[i] = store.Forwarded{Sent: true, Ref: "r"}
 		}
 		return out
 	}
@@ -306,18 +309,22 @@ func testOrderInline(t *testing.T, newStore NewStore) {
 		return res
 	}
 	apply(PrepareOrdered(biz, "a", "o-1", 0, b.now()), PrepareOrdered(biz, "b", "o-1", 1, b.now()),
-		PrepareOrdered(biz, "x", "o-2", 2, b.now()), PrepareOrdered(biz, "c", "o-1", 3, b.now()))
-	res := apply(Commit(biz, "a", 0, b.now()), Commit(biz, "b", 1, b.now()), Commit(biz, "x", 2, b.now()))
-	slices.Sort(offered)
-	require.Equal(t, []string{"a", "x"}, offered, "b waits behind a in the same batch")
-	require.Equal(t, []string{"a"}, sortedKeys(res.Sendable), "a not acknowledged: handed over leased")
-	require.Equal(t, []string{"x"}, sortedKeys(res.Forwarded))
-	offered = nil
-	res = apply(Commit(biz, "c", 3, b.now()))
-	require.Empty(t, offered, "c waits behind a (leased) and b (held)")
-	require.Empty(t, res.Sendable)
+		PrepareOrdered(biz, "x", "o-2", 2, b.now()), Prepare(biz, "plain", 3, b.now()))
+	res := apply(Commit(biz, "a", 0, b.now()), Commit(biz, "b", 1, b.now()), Commit(biz, "x", 2, b.now()), Commit(biz, "plain", 3, b.now()))
+	require.Equal(t, []string{"plain"}, offered, "only the message without an order key is sent inline")
+	require.Equal(t, []string{"plain"}, sortedKeys(res.Forwarded))
+	require.Equal(t, []string{"a", "x"}, sortedKeys(res.Sendable), "the heads of o-1 and o-2 are handed over leased; b waits behind a")
 	b.markSent(t, "a")
+	b.markSent(t, "x")
 	require.Equal(t, []string{"b"}, b.claimOrdered(t), "then b, and only b")
+
+	// With order off, sequenced messages keep the inline send.
+	offered = nil
+	apply(PrepareOrdered(biz, "c", "o-3", 4, b.now()))
+	res, err := b.s.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{Commit(biz, "c", 4, b.now())}, SendLease: lease, Forward: send})
+	require.NoError(t, err)
+	require.Equal(t, []string{"c"}, offered)
+	require.Equal(t, []string{"c"}, sortedKeys(res.Forwarded))
 }
 
 // Operators free a blocked key: closing the head (it is never sent), or
@@ -416,21 +423,3 @@ func testBlockedKeys(t *testing.T, newStore NewStore) {
 	require.Equal(t, "x", got[0].Head.Key)
 }
 
-// A head sent inline wakes what its batch parked behind it.
-func testOrderInlineWakes(t *testing.T, newStore NewStore) {
-	b := setup(t, newStore)
-	send := func(_ context.Context, msgs []state.Message) []store.Forwarded {
-		out := make([]store.Forwarded, len(msgs))
-		for i := range out {
-			out[i] = store.Forwarded{Sent: true, Ref: "r"}
-		}
-		return out
-	}
-	res, err := b.s.Apply(t.Context(), store.ApplyRequest{SendLease: lease, Forward: send, Ordered: true, Changes: []store.Change{
-		PrepareOrdered(biz, "a", "o-1", 0, b.now()), Commit(biz, "a", 0, b.now()),
-		PrepareOrdered(biz, "b", "o-1", 1, b.now()), Commit(biz, "b", 1, b.now()),
-		PrepareOrdered(biz, "c", "o-1", 1, b.now()), Commit(biz, "c", 1, b.now())}})
-	require.NoError(t, err)
-	require.Equal(t, []string{"a"}, sortedKeys(res.Forwarded), "a sent inline; b and c held by it in the batch")
-	require.Equal(t, []string{"b"}, b.claimOrdered(t), "b woken at once, c still held")
-}

@@ -48,7 +48,7 @@ func Prepare(ctx context.Context, f *store.Folded, now time.Time, req store.Appl
 			m.SendNextAt = now.Add(req.SendLease)
 		}
 	}
-	f.ForwardFirst(ctx, req.Forward, now)
+	f.ForwardFirst(ctx, req.Forward, now, req.Ordered)
 	for _, m := range f.Inserts {
 		Normalize(m)
 	}
