@@ -422,4 +422,3 @@ func testBlockedKeys(t *testing.T, newStore NewStore) {
 	require.Len(t, got, 1, "a closed: b is o-1's head and has not failed")
 	require.Equal(t, "x", got[0].Head.Key)
 }
-
