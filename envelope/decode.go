@@ -66,7 +66,7 @@ func (d Decoder) maxPayload() int {
 
 // native holds the ec-* header values of one record, still as bytes.
 type native struct {
-	typ, biz, key, topic, fkey, target, tag, verify, checkAfter, order []byte
+	typ, biz, key, topic, fkey, target, tag, verify, checkAfter, order, deliverAt, delay []byte
 	seen                                                               uint16
 	forwarded                                                          int
 }
@@ -82,6 +82,8 @@ const (
 	seenVerify
 	seenCheckAfter
 	seenOrder
+	seenDeliverAt
+	seenDelay
 )
 
 func (n *native) set(name string, bit uint16, dst *[]byte, v []byte) *problem {
@@ -122,6 +124,10 @@ func (d Decoder) decode(r *Record) (Envelope, *problem) {
 			p = n.set(h.Key, seenCheckAfter, &n.checkAfter, h.Value)
 		case HeaderOrderKey:
 			p = n.set(h.Key, seenOrder, &n.order, h.Value)
+		case HeaderDeliverAt:
+			p = n.set(h.Key, seenDeliverAt, &n.deliverAt, h.Value)
+		case HeaderDelay:
+			p = n.set(h.Key, seenDelay, &n.delay, h.Value)
 		default:
 			if strings.HasPrefix(h.Key, HeaderForwardPrefix) {
 				n.forwarded++
@@ -147,8 +153,10 @@ func (d Decoder) decodeNative(r *Record, n *native) (Envelope, *problem) {
 		e.Type = Commit
 	case "rollback":
 		e.Type = Rollback
+	case "cancel":
+		e.Type = Cancel
 	default:
-		return e, &problem{field: HeaderType, reason: "unknown type " + quoteBytes(n.typ) + " (want prepare, commit or rollback)", err: ErrUnknownType}
+		return e, &problem{field: HeaderType, reason: "unknown type " + quoteBytes(n.typ) + " (want prepare, commit, rollback or cancel)", err: ErrUnknownType}
 	}
 	if len(n.biz) == 0 {
 		return e, invalid(HeaderBiz, "required")
@@ -166,6 +174,9 @@ func (d Decoder) decodeNative(r *Record, n *native) (Envelope, *problem) {
 	}
 
 	if e.Type != Prepare {
+		if n.seen&(seenDeliverAt|seenDelay) != 0 {
+			return e, invalid("value", "%s carries no payload or routing (only prepare does)", e.Type)
+		}
 		// One allocation for both strings: the key is "biz:key".
 		s := string(r.Key)
 		e.BizID, e.MessageKey = s[:len(n.biz)], s[len(n.biz)+1:]
@@ -187,6 +198,23 @@ func (d Decoder) decodeNative(r *Record, n *native) (Envelope, *problem) {
 	}
 	if n.forwarded > MaxHeaders {
 		return e, invalid(HeaderForwardPrefix+"*", "%d forwarded headers, at most %d", n.forwarded, MaxHeaders)
+	}
+	if n.seen&seenDeliverAt != 0 {
+		at, ok := ParseDeliverAt(n.deliverAt)
+		if !ok {
+			return e, invalid(HeaderDeliverAt, "%s is neither an RFC 3339 time nor Unix milliseconds", quoteBytes(n.deliverAt))
+		}
+		e.DeliverAt = at
+	}
+	if n.seen&seenDelay != 0 {
+		ms, ok := parseMillis(n.delay)
+		if !ok {
+			return e, invalid(HeaderDelay, "%s is not a non-negative integer number of milliseconds", quoteBytes(n.delay))
+		}
+		e.Delay = time.Duration(ms) * time.Millisecond
+	}
+	if n.seen&(seenDeliverAt|seenDelay) == seenDeliverAt|seenDelay {
+		return e, invalid(HeaderDelay, "set together with %s (at most one of them)", HeaderDeliverAt)
 	}
 
 	// All strings of the envelope share one allocation.
@@ -250,6 +278,24 @@ func parseMillis(b []byte) (int64, bool) {
 		v = v*10 + int64(c-'0')
 	}
 	return v, true
+}
+
+// ParseDeliverAt reads an ec-deliver-at value: an RFC 3339 time or a
+// number of Unix milliseconds. The result is in UTC; false if b is neither
+// or is not a whole number of milliseconds after 1970.
+func ParseDeliverAt(b []byte) (time.Time, bool) {
+	if len(b) > 0 && b[0] >= '0' && b[0] <= '9' && !bytes.ContainsAny(b, "-:T") {
+		ms, err := strconv.ParseInt(string(b), 10, 64)
+		if err != nil || ms <= 0 {
+			return time.Time{}, false
+		}
+		return time.UnixMilli(ms).UTC(), true
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(b))
+	if err != nil || t.UnixMilli() <= 0 || t.Nanosecond()%int(time.Millisecond) != 0 {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -27,6 +27,14 @@ func Encode(e Envelope) (Record, error) {
 	if e.CheckAfter != 0 {
 		ca = strconv.AppendInt(ca, int64(e.CheckAfter/time.Millisecond), 10)
 	}
+	var deliverAt, delay [20]byte
+	da, dl := deliverAt[:0], delay[:0]
+	if !e.DeliverAt.IsZero() {
+		da = strconv.AppendInt(da, e.DeliverAt.UnixMilli(), 10)
+	}
+	if e.Delay != 0 {
+		dl = strconv.AppendInt(dl, int64(e.Delay/time.Millisecond), 10)
+	}
 	typ := e.Type.String()
 
 	// One buffer holds the key and every ec-* header value.
@@ -34,7 +42,7 @@ func Encode(e Envelope) (Record, error) {
 	nh := 3
 	if e.Type == Prepare {
 		nh += 1 + len(e.Headers)
-		for _, l := range [...]int{len(e.ForwardTopic), len(e.ForwardKey), len(e.Target), len(e.Tag), len(e.Verify), len(e.OrderKey), len(ca)} {
+		for _, l := range [...]int{len(e.ForwardTopic), len(e.ForwardKey), len(e.Target), len(e.Tag), len(e.Verify), len(e.OrderKey), len(ca), len(da), len(dl)} {
 			if l != 0 {
 				n += l
 				nh++
@@ -71,6 +79,16 @@ func Encode(e Envelope) (Record, error) {
 			start := len(buf)
 			buf = append(buf, ca...)
 			hs = append(hs, Header{Key: HeaderCheckAfter, Value: buf[start:len(buf):len(buf)]})
+		}
+		for _, h := range [...]struct {
+			k string
+			v []byte
+		}{{HeaderDeliverAt, da}, {HeaderDelay, dl}} {
+			if len(h.v) != 0 {
+				start := len(buf)
+				buf = append(buf, h.v...)
+				hs = append(hs, Header{Key: h.k, Value: buf[start:len(buf):len(buf)]})
+			}
 		}
 		if len(e.Headers) > 0 {
 			// One string holds every "ec-h-<name>".

@@ -17,6 +17,11 @@ const (
 	Commit Type = 2
 	// Rollback says the producer's local transaction rolled back.
 	Rollback Type = 3
+	// Cancel asks the center not to forward a message that is not sent
+	// yet (typically a scheduled one): it ends CANCELLED. A cancel that
+	// comes after the send changes nothing (it is counted). Native format
+	// only; it carries no payload or routing.
+	Cancel Type = 4
 )
 
 // String returns the header spelling of t (prepare, commit, rollback).
@@ -28,6 +33,8 @@ func (t Type) String() string {
 		return "commit"
 	case Rollback:
 		return "rollback"
+	case Cancel:
+		return "cancel"
 	default:
 		return fmt.Sprintf("type(%d)", uint8(t))
 	}
@@ -79,6 +86,13 @@ type Envelope struct {
 	// (ec-order-key; README "Ordering"). Producers send the control records
 	// of such a message to the partition of OrderPartitionKey.
 	OrderKey string
+	// DeliverAt, when set, is the earliest time the message is forwarded
+	// (ec-deliver-at, whole milliseconds; decoded in UTC).
+	DeliverAt time.Time
+	// Delay, when set, delays the forward by this much after the center
+	// reads the PREPARE (ec-delay, whole milliseconds). At most one of
+	// DeliverAt and Delay is set.
+	Delay time.Duration
 
 	// Format is the wire format the envelope was decoded from.
 	Format Format

@@ -54,6 +54,9 @@ func TestRoundTrip(t *testing.T) {
 		{Type: envelope.Commit, BizID: "order", MessageKey: "42:a"},
 		{Type: envelope.Rollback, BizID: "订单", MessageKey: "ключ"},
 		{Type: envelope.Prepare, BizID: "b", MessageKey: "k", ForwardTopic: "t", Verify: "tri://h:50051/com.x.Verify/verifyMessage?version=1.0.0"},
+		{Type: envelope.Prepare, BizID: "b", MessageKey: "at", ForwardTopic: "t", DeliverAt: time.UnixMilli(1_900_000_000_123).UTC()},
+		{Type: envelope.Prepare, BizID: "b", MessageKey: "delay", ForwardTopic: "t", Delay: 30 * time.Minute},
+		{Type: envelope.Cancel, BizID: "b", MessageKey: "k"},
 	} {
 		t.Run(e.Type.String()+"/"+e.MessageKey, func(t *testing.T) {
 			t.Parallel()
@@ -200,6 +203,42 @@ func TestDecodeValidationErrors(t *testing.T) {
 	}
 }
 
+func TestDecodeDeliverAtAndDelay(t *testing.T) {
+	t.Parallel()
+	base := []string{"ec-type", "prepare", "ec-biz", "b", "ec-key", "k", "ec-topic", "t"}
+	dec := func(kv ...string) (envelope.Envelope, error) {
+		return envelope.Decoder{}.Decode(native("b:k", "", append(append([]string{}, base...), kv...)...))
+	}
+	want := time.Date(2030, 1, 2, 3, 4, 5, 678e6, time.UTC)
+	for _, v := range []string{"2030-01-02T03:04:05.678Z", "2030-01-02T05:04:05.678+02:00", "1893553445678"} {
+		e, err := dec("ec-deliver-at", v)
+		require.NoError(t, err, v)
+		require.True(t, want.Equal(e.DeliverAt), "%s: got %v", v, e.DeliverAt)
+		require.Equal(t, time.UTC, e.DeliverAt.Location())
+	}
+	e, err := dec("ec-delay", "1800000")
+	require.NoError(t, err)
+	require.Equal(t, 30*time.Minute, e.Delay)
+
+	for _, kv := range [][]string{
+		{"ec-deliver-at", "tomorrow"},
+		{"ec-deliver-at", "0"},
+		{"ec-deliver-at", "2030-01-02T03:04:05.6789Z"},
+		{"ec-delay", "-5"},
+		{"ec-delay", "1.5"},
+		{"ec-delay", "5", "ec-deliver-at", "1893553445678"},
+		{"ec-delay", "5", "ec-delay", "6"},
+	} {
+		_, err := dec(kv...)
+		require.ErrorIs(t, err, envelope.ErrInvalid, "%v", kv)
+	}
+	_, err = envelope.Decoder{}.Decode(native("b:k", "", "ec-type", "cancel", "ec-biz", "b", "ec-key", "k", "ec-delay", "5"))
+	require.ErrorIs(t, err, envelope.ErrInvalid, "cancel with ec-delay")
+	c, err := envelope.Decoder{}.Decode(native("b:k", "", "ec-type", "cancel", "ec-biz", "b", "ec-key", "k"))
+	require.NoError(t, err)
+	require.Equal(t, envelope.Cancel, c.Type)
+}
+
 func TestDecodeMaxPayload(t *testing.T) {
 	t.Parallel()
 	big := bytes.Repeat([]byte("x"), envelope.DefaultMaxPayload+1)
@@ -238,6 +277,11 @@ func TestEncodeValidationErrors(t *testing.T) {
 		{"rollback with topic", envelope.Envelope{Type: envelope.Rollback, BizID: "b", MessageKey: "k", ForwardTopic: "t"}, "only prepare", envelope.ErrInvalid},
 		{"negative check-after", mod(func(e *envelope.Envelope) { e.CheckAfter = -time.Millisecond }), "ec-check-after", envelope.ErrInvalid},
 		{"sub-ms check-after", mod(func(e *envelope.Envelope) { e.CheckAfter = time.Microsecond }), "whole number of milliseconds", envelope.ErrInvalid},
+		{"deliver-at and delay", mod(func(e *envelope.Envelope) { e.DeliverAt, e.Delay = time.UnixMilli(2e12), time.Second }), "ec-delay: set together with ec-deliver-at", envelope.ErrInvalid},
+		{"negative delay", mod(func(e *envelope.Envelope) { e.Delay = -time.Millisecond }), "ec-delay", envelope.ErrInvalid},
+		{"sub-ms delay", mod(func(e *envelope.Envelope) { e.Delay = time.Microsecond }), "ec-delay", envelope.ErrInvalid},
+		{"sub-ms deliver-at", mod(func(e *envelope.Envelope) { e.DeliverAt = time.UnixMilli(2e12).Add(time.Microsecond) }), "ec-deliver-at", envelope.ErrInvalid},
+		{"cancel with delay", envelope.Envelope{Type: envelope.Cancel, BizID: "b", MessageKey: "k", Delay: time.Second}, "only prepare", envelope.ErrInvalid},
 		{"bad verify", mod(func(e *envelope.Envelope) { e.Verify = "mailto:x@y" }), "ec-verify", envelope.ErrInvalid},
 		{"reserved header", mod(func(e *envelope.Envelope) { e.Headers = []envelope.Header{{Key: "ec-id"}} }), "reserved", envelope.ErrInvalid},
 		{"empty header", mod(func(e *envelope.Envelope) { e.Headers = []envelope.Header{{Key: ""}} }), "empty header name", envelope.ErrInvalid},
@@ -285,7 +329,7 @@ func TestDecodeErrorMatching(t *testing.T) {
 	require.True(t, errors.Is(err, envelope.ErrUnknownType))
 	require.True(t, errors.Is(err, envelope.ErrInvalid))
 	require.False(t, errors.Is(err, envelope.ErrTooLarge))
-	require.Equal(t, `decode control record control/3@42: ec-type: unknown type "nope" (want prepare, commit or rollback)`, err.Error())
+	require.Equal(t, `decode control record control/3@42: ec-type: unknown type "nope" (want prepare, commit, rollback or cancel)`, err.Error())
 }
 
 // A decision's value is ignored: kcat cannot send an empty one.

@@ -27,6 +27,14 @@ const (
 	// with the same order key, target and topic are forwarded in the order
 	// their COMMITs were applied (README "Ordering").
 	HeaderOrderKey = "ec-order-key"
+	// HeaderDeliverAt is the time a PREPARE's message is forwarded at the
+	// earliest: RFC 3339 or Unix milliseconds (README "Scheduled
+	// delivery").
+	HeaderDeliverAt = "ec-deliver-at"
+	// HeaderDelay is the delay, in milliseconds, after which a PREPARE's
+	// message is forwarded at the earliest, counted from when the center
+	// reads the PREPARE. At most one of ec-deliver-at and ec-delay.
+	HeaderDelay = "ec-delay"
 	// HeaderForwardPrefix starts a header copied to the forwarded message
 	// under the rest of its name.
 	HeaderForwardPrefix = "ec-h-"
@@ -52,6 +60,9 @@ const (
 	MaxVerifyLen     = 2048
 	// MaxCheckAfter bounds ec-check-after.
 	MaxCheckAfter = 7 * 24 * time.Hour
+	// MaxDelay bounds ec-delay (the center's forward.max_delay, 90 days
+	// by default, bounds both ec-delay and ec-deliver-at at ingest).
+	MaxDelay = 366 * 24 * time.Hour
 	// MaxHeaders bounds the number of forwarded (ec-h-) headers.
 	MaxHeaders        = 64
 	MaxHeaderNameLen  = 255
@@ -71,7 +82,7 @@ func (e *Envelope) Validate() error {
 // validate checks every field of e. Field names are the native header names.
 func validate(e *Envelope) *problem {
 	switch e.Type {
-	case Prepare, Commit, Rollback:
+	case Prepare, Commit, Rollback, Cancel:
 	default:
 		return &problem{field: HeaderType, reason: "unknown type " + e.Type.String(), err: ErrUnknownType}
 	}
@@ -83,7 +94,8 @@ func validate(e *Envelope) *problem {
 	}
 	if e.Type != Prepare {
 		if len(e.Payload) != 0 || e.ForwardTopic != "" || e.ForwardKey != "" || e.Target != "" ||
-			e.Tag != "" || e.Verify != "" || e.CheckAfter != 0 || len(e.Headers) != 0 || e.OrderKey != "" {
+			e.Tag != "" || e.Verify != "" || e.CheckAfter != 0 || len(e.Headers) != 0 || e.OrderKey != "" ||
+			!e.DeliverAt.IsZero() || e.Delay != 0 {
 			return invalid("value", "%s carries no payload or routing (only prepare does)", e.Type)
 		}
 		return nil
@@ -111,6 +123,18 @@ func validate(e *Envelope) *problem {
 	}
 	if e.CheckAfter%time.Millisecond != 0 {
 		return invalid(HeaderCheckAfter, "%v is not a whole number of milliseconds", e.CheckAfter)
+	}
+	if !e.DeliverAt.IsZero() && e.Delay != 0 {
+		return invalid(HeaderDelay, "set together with %s (at most one of them)", HeaderDeliverAt)
+	}
+	if e.Delay < 0 || e.Delay > MaxDelay {
+		return invalid(HeaderDelay, "%v is outside [0, %v]", e.Delay, MaxDelay)
+	}
+	if e.Delay%time.Millisecond != 0 {
+		return invalid(HeaderDelay, "%v is not a whole number of milliseconds", e.Delay)
+	}
+	if !e.DeliverAt.IsZero() && (e.DeliverAt.UnixMilli() <= 0 || e.DeliverAt.Nanosecond()%int(time.Millisecond) != 0) {
+		return invalid(HeaderDeliverAt, "%s is not a whole number of milliseconds after 1970", e.DeliverAt.Format(time.RFC3339Nano))
 	}
 	if len(e.Headers) > MaxHeaders {
 		return invalid(HeaderForwardPrefix+"*", "%d forwarded headers, at most %d", len(e.Headers), MaxHeaders)
