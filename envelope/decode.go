@@ -67,8 +67,8 @@ func (d Decoder) maxPayload() int {
 // native holds the ec-* header values of one record, still as bytes.
 type native struct {
 	typ, biz, key, topic, fkey, target, tag, verify, checkAfter, order, deliverAt, delay []byte
-	seen                                                               uint16
-	forwarded                                                          int
+	seen                                                                                 uint16
+	forwarded                                                                            int
 }
 
 const (
