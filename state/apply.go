@@ -57,11 +57,23 @@ func Apply(cur Message, ev Event) (Message, Outcome, error) {
 			out = Outcome{Effect: Changed, Parked: true}
 		}
 	case KindSent:
-		if m.Sendable() {
+		switch {
+		case m.Sendable():
 			m.SendStatus = SendSent
 			m.SentAt = ev.At
 			m.SendRef = ev.Ref
 			out.Effect = Changed
+		case m.Status == Cancelled && m.HasBody && m.SendStatus == SendPending && !m.SendNextAt.IsZero():
+			// Cancelled while its send was in flight (only a committed
+			// message is ever claimed for a send, and a cancel keeps its
+			// due time): it went out, so it is COMMITTED SENT and the
+			// cancel came too late.
+			m.Status = Committed
+			m.SendStatus = SendSent
+			m.SentAt = ev.At
+			m.SendRef = ev.Ref
+			m.Conflicts++
+			out = Outcome{Effect: Changed, LateCancel: true}
 		}
 	case KindSendFailed:
 		out = sendFailed(&m, ev)
@@ -82,6 +94,8 @@ func Apply(cur Message, ev Event) (Message, Outcome, error) {
 		out, err = releaseOrder(&m)
 	case KindCloseHead:
 		out, err = closeHead(&m)
+	case KindCancel, KindOperatorCancel:
+		out, err = cancel(&m, ev)
 	default:
 		return cur, Outcome{}, fmt.Errorf("%w: unknown kind %d", ErrBadEvent, ev.Kind)
 	}
@@ -107,6 +121,11 @@ func applyToNone(m Message, ev Event) (Message, Outcome, error) {
 		m.DecidedAt = ev.At
 	case KindRollback:
 		m.Status = RolledBack
+		m.DecidedAt = ev.At
+	case KindCancel:
+		// Before the PREPARE and the decision: they are kept for the
+		// record and never sent.
+		m.Status = Cancelled
 		m.DecidedAt = ev.At
 	default:
 		if ev.Kind.IsOperator() {
@@ -138,6 +157,19 @@ func setBody(m *Message, b *Body) {
 	m.Tag = b.Tag
 	m.Verify = b.Verify
 	m.OrderKey = b.OrderKey
+	m.DeliverAt = b.DeliverAt
+}
+
+// becomeSendable sets the first due time of a message that just became
+// sendable at at: at, or its DeliverAt if later. It tells whether the
+// message is due now (Outcome.Sendable).
+func becomeSendable(m *Message, at time.Time) bool {
+	m.SendNextAt = at
+	if m.DeliverAt.After(at) {
+		m.SendNextAt = m.DeliverAt
+		return false
+	}
+	return m.HasBody
 }
 
 // prepare handles a PREPARE on an existing row: a duplicate, or the body of a
@@ -152,11 +184,10 @@ func prepare(m *Message, ev Event) Outcome {
 	case Committed:
 		setBody(m, ev.Body)
 		if m.SendStatus == SendPending {
-			m.SendNextAt = ev.At
-			return Outcome{Effect: Changed, Sendable: true}
+			return Outcome{Effect: Changed, Sendable: becomeSendable(m, ev.At)}
 		}
 		return Outcome{Effect: Changed}
-	case RolledBack:
+	case RolledBack, Cancelled:
 		setBody(m, ev.Body) // kept for the record; never sent
 		return Outcome{Effect: Changed}
 	}
@@ -173,12 +204,22 @@ func decide(m *Message, ev Event, to Status) Outcome {
 		if to == Committed {
 			m.SendStatus = SendPending
 			m.SendAttempts = 0
-			m.SendNextAt = ev.At
-			return Outcome{Effect: Changed, Sendable: m.HasBody}
+			return Outcome{Effect: Changed, Sendable: becomeSendable(m, ev.At)}
 		}
 		return Outcome{Effect: Changed}
 	case to:
 		return Outcome{} // duplicate
+	case Cancelled:
+		if to == RolledBack && m.SendNextAt.IsZero() {
+			// A rollback beats a cancel that was not applied to a
+			// committed message, whichever came first: the message ends
+			// ROLLED_BACK (never sent either way), so the outcome does
+			// not depend on the arrival order.
+			m.Status = RolledBack
+			m.DecidedAt = ev.At
+			return Outcome{Effect: Changed}
+		}
+		return Outcome{} // cancelled: the decision changes nothing
 	default:
 		m.Conflicts++
 		return Outcome{Effect: Conflict}
@@ -311,6 +352,36 @@ func releaseOrder(m *Message) (Outcome, error) {
 	}
 	m.OrderSeq = 0
 	return Outcome{Effect: Changed}, nil
+}
+
+// cancel applies a cancel envelope (KindCancel) or an operator's cancel
+// (KindOperatorCancel): a message that is not sent ends CANCELLED and is
+// never sent; its order key, if it held one, is released. A committed
+// message keeps its due time (SendNextAt), which tells a send result
+// arriving later that its send was in flight (see KindSent). After the
+// send, a cancel envelope is counted (LateCancel) and an operator's
+// refused.
+func cancel(m *Message, ev Event) (Outcome, error) {
+	op := ev.Kind == KindOperatorCancel
+	switch {
+	case m.Status == Prepared || m.Status == VerifyFailed || (m.Status == Committed && m.SendStatus != SendSent):
+		if m.Status != Committed {
+			m.SendNextAt = time.Time{}
+		}
+		m.Status = Cancelled
+		m.OrderSeq = 0
+		m.DecidedAt = ev.At
+		if op {
+			m.LastError = ""
+		}
+		return Outcome{Effect: Changed}, nil
+	case op:
+		return Outcome{}, wrongState(m, "cancel")
+	case m.Status == Committed: // sent
+		m.Conflicts++
+		return Outcome{Effect: Conflict, LateCancel: true}, nil
+	}
+	return Outcome{}, nil // rolled back or cancelled already
 }
 
 // closeHead: an operator gives a message up and releases its order key (see

@@ -56,6 +56,33 @@ func verifyFailed() Message {
 	return m
 }
 
+// scheduledBody is body with a deliver-at an hour after t1.
+var scheduledBody = func() *Body { b := *body; b.DeliverAt = t1.Add(time.Hour); return &b }()
+
+// preparedScheduled is a PREPARED message with a deliver-at.
+func preparedScheduled() Message {
+	m, _, _ := Apply(none(), Event{Kind: KindPrepare, At: t0, Body: scheduledBody})
+	return m
+}
+
+// scheduled is a committed message held until its deliver-at (SCHEDULED).
+func scheduled() Message {
+	m, _, _ := Apply(preparedScheduled(), Event{Kind: KindCommit, At: t0})
+	return m
+}
+
+// cancelled is a PREPARED message cancelled before its decision.
+func cancelled() Message {
+	m, _, _ := Apply(prepared(), Event{Kind: KindCancel, At: t0})
+	return m
+}
+
+// cancelledCommitted is a committed message cancelled before its send.
+func cancelledCommitted() Message {
+	m, _, _ := Apply(scheduled(), Event{Kind: KindCancel, At: t0})
+	return m
+}
+
 func ev(k Kind) Event {
 	e := Event{Kind: k, At: t1, RetryAt: t1.Add(time.Minute), MaxAttempts: 3, Err: "boom", Ref: "ref"}
 	if k == KindPrepare {

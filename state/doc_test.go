@@ -39,6 +39,10 @@ var specColumns = []struct {
 	{"ROLLED_BACK, no body", rolledBackNoBody},
 	{"ROLLED_BACK", rolledBack},
 	{"VERIFY_FAILED", verifyFailed},
+	{"PREPARED, scheduled", preparedScheduled},
+	{"COMMITTED PENDING, scheduled (SCHEDULED)", scheduled},
+	{"CANCELLED", cancelled},
+	{"CANCELLED after commit", cancelledCommitted},
 }
 
 // specKinds are the table's events, in the order of the Kind constants.
@@ -47,7 +51,7 @@ var specKinds = []Kind{
 	KindCheckCommit, KindCheckRollback, KindCheckUnknown, KindCheckDeferred, KindCheckParked,
 	KindSent, KindSendFailed, KindSendDeferred,
 	KindResolveCommit, KindResolveRollback, KindRedeliver, KindRetryNow, KindCloseOrphan,
-	KindReleaseOrder, KindCloseHead,
+	KindReleaseOrder, KindCloseHead, KindCancel, KindOperatorCancel,
 }
 
 // cell describes what Apply does to cur on ev.
@@ -65,6 +69,9 @@ func cell(cur Message, e Event) string {
 	case NoOp:
 		return "·"
 	case Conflict:
+		if out.LateCancel {
+			return "conflict (late cancel counted)"
+		}
 		return "conflict"
 	}
 	var parts []string
@@ -73,6 +80,9 @@ func cell(cur Message, e Event) string {
 	}
 	if got.Status == Committed && got.SendStatus != cur.SendStatus {
 		parts = append(parts, "send "+got.SendStatus.String())
+	}
+	if got.Scheduled(got.UpdatedAt) && !cur.Scheduled(got.UpdatedAt) {
+		parts = append(parts, "SCHEDULED until deliver-at")
 	}
 	if got.HasBody && !cur.HasBody && cur.Status != None {
 		parts = append(parts, "+body")
@@ -102,6 +112,9 @@ func cell(cur Message, e Event) string {
 	}
 	if out.Dead {
 		parts = append(parts, "dead")
+	}
+	if out.LateCancel {
+		parts = append(parts, "late cancel counted")
 	}
 	return strings.Join(parts, ", ")
 }

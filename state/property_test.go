@@ -12,7 +12,9 @@ import (
 // for random interleavings and duplications of one message's envelopes, the
 // outcome is what the table says whatever the arrival order — the first
 // decision wins, the body is always kept, a committed message becomes
-// sendable exactly once, and replaying the whole sequence changes nothing.
+// sendable exactly once (or, scheduled, due at its deliver-at), a cancel
+// ends a committed message CANCELLED and a rolled-back one ROLLED_BACK
+// whatever the order, and replaying the whole sequence changes nothing.
 func TestArrivalOrderDoesNotMatter(t *testing.T) {
 	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
@@ -28,7 +30,12 @@ func TestArrivalOrderDoesNotMatter(t *testing.T) {
 		for range 1 + rng.IntN(3) {
 			seq = append(seq, first)
 		}
-		if rng.IntN(4) == 0 { // sometimes a contradicting decision (buggy producer)
+		cancels := rng.IntN(3) == 0 // sometimes the producer cancels too
+		if cancels {
+			for range 1 + rng.IntN(2) {
+				seq = append(seq, KindCancel)
+			}
+		} else if rng.IntN(4) == 0 { // sometimes a contradicting decision (buggy producer)
 			seq = append(seq, decisions[rng.IntN(len(decisions))])
 		}
 		rng.Shuffle(len(seq), func(i, j int) { seq[i], seq[j] = seq[j], seq[i] })
@@ -49,7 +56,7 @@ func TestArrivalOrderDoesNotMatter(t *testing.T) {
 
 		wantStatus := Committed
 		for _, k := range seq {
-			if k != KindPrepare {
+			if k != KindPrepare && k != KindCancel {
 				if k == KindRollback || k == KindCheckRollback {
 					wantStatus = RolledBack
 				}
@@ -60,11 +67,18 @@ func TestArrivalOrderDoesNotMatter(t *testing.T) {
 		// Half the messages carry an order key: it comes with the body
 		// whatever the order, and the message needs a sequence exactly
 		// when it is sendable.
-		b := body
+		// A third are scheduled: never due at once, never sequenced.
+		ob := *body
 		if rng.IntN(2) == 0 {
-			ob := *body
 			ob.OrderKey = "o-1"
-			b = &ob
+		}
+		scheduledMsg := rng.IntN(3) == 0
+		if scheduledMsg {
+			ob.DeliverAt = t0.Add(time.Hour)
+		}
+		b := &ob
+		if cancels && wantStatus == Committed {
+			wantStatus = Cancelled
 		}
 		m := Message{BizID: "b", Key: "k"}
 		sendables, conflicts := 0, 0
@@ -86,12 +100,20 @@ func TestArrivalOrderDoesNotMatter(t *testing.T) {
 		require.True(t, m.HasBody, "iteration %d: %v", iter, seq)
 		require.Equal(t, body.Payload, m.Payload)
 		require.Equal(t, b.OrderKey, m.OrderKey)
-		require.Equal(t, b.OrderKey != "" && wantStatus == Committed, m.NeedsOrderSeq(), "iteration %d: %v", iter, seq)
+		require.Equal(t, b.OrderKey != "" && wantStatus == Committed && !scheduledMsg, m.NeedsOrderSeq(), "iteration %d: %v", iter, seq)
 		require.Equal(t, conflicts, m.Conflicts)
-		if wantStatus == Committed {
+		switch {
+		case wantStatus == Committed && scheduledMsg:
+			require.Zero(t, sendables, "iteration %d: %v: a scheduled message is never due at once", iter, seq)
+			require.True(t, m.Sendable())
+			require.Equal(t, b.DeliverAt, m.SendNextAt, "iteration %d: %v: due at its deliver-at", iter, seq)
+		case wantStatus == Committed:
 			require.Equal(t, 1, sendables, "iteration %d: %v: sendable exactly once", iter, seq)
 			require.True(t, m.Sendable())
-		} else {
+		case wantStatus == Cancelled:
+			require.LessOrEqual(t, sendables, 1, "iteration %d: %v", iter, seq)
+			require.False(t, m.Sendable(), "iteration %d: %v: a cancelled message is never sent", iter, seq)
+		default:
 			require.Zero(t, sendables, "iteration %d: %v: a rolled-back message is never sendable", iter, seq)
 		}
 

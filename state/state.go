@@ -23,6 +23,9 @@ const (
 	// VerifyFailed: check-backs exhausted (or the endpoint is not allowed);
 	// parked until a late envelope or an operator decides.
 	VerifyFailed Status = 4
+	// Cancelled: cancelled by the producer (a cancel envelope) or an
+	// operator before it was sent; terminal, never sent.
+	Cancelled Status = 5
 )
 
 func (s Status) String() string {
@@ -37,6 +40,8 @@ func (s Status) String() string {
 		return "ROLLED_BACK"
 	case VerifyFailed:
 		return "VERIFY_FAILED"
+	case Cancelled:
+		return "CANCELLED"
 	default:
 		return fmt.Sprintf("STATUS(%d)", int16(s))
 	}
@@ -46,16 +51,16 @@ func (s Status) String() string {
 // write statuses this one does not know (the compatibility rule: versions
 // N and N-1 run together on the schema of N); Apply leaves such messages
 // alone, and the stores' claims only ever select known statuses.
-func (s Status) Known() bool { return s >= Prepared && s <= VerifyFailed }
+func (s Status) Known() bool { return s >= Prepared && s <= Cancelled }
 
 // ParseStatus reads a status name (as String spells it) or number.
 func ParseStatus(s string) (Status, error) {
-	for _, st := range []Status{Prepared, Committed, RolledBack, VerifyFailed} {
+	for _, st := range []Status{Prepared, Committed, RolledBack, VerifyFailed, Cancelled} {
 		if s == st.String() || s == fmt.Sprint(int16(st)) {
 			return st, nil
 		}
 	}
-	return None, fmt.Errorf("unknown status %q (want PREPARED, COMMITTED, ROLLED_BACK or VERIFY_FAILED)", s)
+	return None, fmt.Errorf("unknown status %q (want PREPARED, COMMITTED, ROLLED_BACK, VERIFY_FAILED or CANCELLED)", s)
 }
 
 // SendStatus is the forwarding status of a committed message.
@@ -144,6 +149,12 @@ type Message struct {
 	// Event.ReleaseOnDead).
 	OrderSeq int64
 
+	// DeliverAt is the earliest time the message is forwarded (its
+	// PREPARE's ec-deliver-at, or its ec-delay added to when it was read);
+	// zero for "as soon as committed". Its first send is due at
+	// max(commit, DeliverAt): the stores' due-time claim does the rest.
+	DeliverAt time.Time
+
 	// LastError is the latest check-back or send failure, or why the
 	// message is parked.
 	LastError string
@@ -174,8 +185,20 @@ func (m *Message) HoldsOrder() bool {
 
 // NeedsOrderSeq tells whether the store must assign m an OrderSeq before
 // writing it: it has an order key, is sendable and has none.
+//
+// A scheduled message (DeliverAt set) is never sequenced: it neither holds
+// back nor waits for the other messages of its order key, and goes out at
+// its time (README "Ordering").
 func (m *Message) NeedsOrderSeq() bool {
-	return m.OrderKey != "" && m.OrderSeq == 0 && m.Sendable()
+	return m.OrderKey != "" && m.OrderSeq == 0 && m.DeliverAt.IsZero() && m.Sendable()
+}
+
+// Scheduled tells whether the message is SCHEDULED at now: committed,
+// waiting to be sent, and held until its DeliverAt, which is still to
+// come. It is a view of a COMMITTED PENDING message, not a status of its
+// own.
+func (m *Message) Scheduled(now time.Time) bool {
+	return m.Sendable() && m.DeliverAt.After(now)
 }
 
 // Sendable tells whether the message is waiting to be forwarded.
@@ -239,6 +262,14 @@ const (
 	// is not sent is given up (DEAD) and stops holding its key: it is never
 	// sent unless retried, and the later messages of the key go on.
 	KindCloseHead
+
+	// KindCancel (cancel envelope): a message not sent yet ends CANCELLED
+	// and is never sent; after the send it is a no-op that is counted
+	// (Outcome.LateCancel, a conflict on the row).
+	KindCancel
+	// KindOperatorCancel (operator): as KindCancel, refused for a message
+	// that is sent, rolled back or already cancelled.
+	KindOperatorCancel
 )
 
 var kindNames = map[Kind]string{
@@ -249,6 +280,7 @@ var kindNames = map[Kind]string{
 	KindResolveCommit: "resolve_commit", KindResolveRollback: "resolve_rollback",
 	KindRedeliver: "redeliver", KindRetryNow: "retry_now", KindCloseOrphan: "close_orphan",
 	KindSendDeferred: "send_deferred", KindReleaseOrder: "release_order", KindCloseHead: "close_head",
+	KindCancel: "cancel", KindOperatorCancel: "operator_cancel",
 }
 
 func (k Kind) String() string {
@@ -260,7 +292,7 @@ func (k Kind) String() string {
 
 // IsOperator tells whether k is an operator action.
 func (k Kind) IsOperator() bool {
-	return (k >= KindResolveCommit && k <= KindCloseOrphan) || k == KindReleaseOrder || k == KindCloseHead
+	return (k >= KindResolveCommit && k <= KindCloseOrphan) || k == KindReleaseOrder || k == KindCloseHead || k == KindOperatorCancel
 }
 
 // Body is what a PREPARE carries.
@@ -277,6 +309,9 @@ type Body struct {
 	// CheckAfter is the resolved delay before the first check-back
 	// (envelope value or the configured default).
 	CheckAfter time.Duration
+	// DeliverAt is the resolved earliest send time (ec-deliver-at, or
+	// ec-delay from when the PREPARE was read); zero for none.
+	DeliverAt time.Time
 }
 
 // Event is one thing that happened to a message.
@@ -334,8 +369,13 @@ func (e Effect) String() string {
 // Outcome is the result of Apply.
 type Outcome struct {
 	Effect Effect
-	// Sendable: this event made the message due for forwarding now.
+	// Sendable: this event made the message due for forwarding now (a
+	// scheduled message whose DeliverAt is still to come is not: the
+	// stores' due-time claim sends it when it falls due).
 	Sendable bool
+	// LateCancel: a cancel came after the message was sent (or while its
+	// send was in flight): nothing changed but the row's conflict count.
+	LateCancel bool
 	// Parked: this event moved the message to VERIFY_FAILED (alert).
 	Parked bool
 	// Dead: this event gave the send up (DEAD).
