@@ -129,19 +129,19 @@ func batches(ms []*state.Message) [][]*state.Message {
 
 const insertColumns = "biz_id, message_key, `partition`, status, has_body, payload, headers, target, topic, forward_key, tag, verify, " +
 	"verify_attempts, verify_next_at, send_status, send_attempts, send_next_at, send_ref, lease_token, last_error, conflicts, " +
-	"created_at, updated_at, decided_at, sent_at, order_key, order_seq"
+	"created_at, updated_at, decided_at, sent_at, order_key, order_seq, deliver_at"
 
-const nInsertColumns = 27
+const nInsertColumns = 28
 
 func insertArgs(args []any, m *state.Message) []any {
 	return append(args, m.BizID, m.Key, m.Partition, int16(m.Status), m.HasBody, codec.PayloadArg(m), codec.HeadersArg(m),
 		m.Target, m.Topic, m.ForwardKey, m.Tag, m.Verify, m.VerifyAttempts, dt(m.VerifyNextAt),
 		int16(m.SendStatus), m.SendAttempts, dt(m.SendNextAt), m.SendRef, m.LeaseToken, m.LastError, m.Conflicts,
-		dt(m.CreatedAt), dt(m.UpdatedAt), dt(m.DecidedAt), dt(m.SentAt), m.OrderKey, m.OrderSeq)
+		dt(m.CreatedAt), dt(m.UpdatedAt), dt(m.DecidedAt), dt(m.SentAt), m.OrderKey, m.OrderSeq, dt(m.DeliverAt))
 }
 
 const updateBodySQL = `UPDATE eventcenter_messages SET has_body = TRUE, payload = ?, headers = ?, target = ?, topic = ?,
-	forward_key = ?, tag = ?, verify = ?, order_key = ? WHERE id = ?`
+	forward_key = ?, tag = ?, verify = ?, order_key = ?, deliver_at = ? WHERE id = ?`
 
 // writeFolded writes a Fold result: multi-row INSERTs (a duplicate key is
 // a concurrent insert: sqlcore.ErrInsertRace), then the new rows' ids, multi-row
@@ -187,7 +187,7 @@ func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*s
 	}
 	for _, m := range bodies {
 		if _, err := tx.ExecContext(ctx, updateBodySQL, codec.PayloadArg(m), codec.HeadersArg(m), m.Target, m.Topic, m.ForwardKey,
-			m.Tag, m.Verify, m.OrderKey, m.ID); err != nil {
+			m.Tag, m.Verify, m.OrderKey, dt(m.DeliverAt), m.ID); err != nil {
 			return fmt.Errorf("update message %s: %w", m.MessageID(), err)
 		}
 	}

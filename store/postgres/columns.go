@@ -128,6 +128,7 @@ func insertStmt(ms []*state.Message) (string, []any) {
 		tsColumn(ms, "sent_at", func(m *state.Message) pgtype.Timestamptz { return ts(m.SentAt) }),
 		column(ms, "order_key", "text", func(m *state.Message) string { return m.OrderKey }, eqv),
 		column(ms, "order_seq", "bigint", func(m *state.Message) int64 { return m.OrderSeq }, eqv),
+		tsColumn(ms, "deliver_at", func(m *state.Message) pgtype.Timestamptz { return ts(m.DeliverAt) }),
 	}
 	r := newRowSource()
 	names := make([]string, len(cols))
@@ -190,6 +191,12 @@ func updateStmt(ms []*state.Message, loaded map[store.MessageRef]*state.Message)
 			body("tag", "text", func(m *state.Message) string { return m.Tag }),
 			body("verify", "text", func(m *state.Message) string { return m.Verify }),
 			body("order_key", "text", func(m *state.Message) string { return m.OrderKey }),
+			tsColumn(ms, "deliver_at", func(m *state.Message) pgtype.Timestamptz {
+				if m.HasBody {
+					return ts(m.DeliverAt)
+				}
+				return pgtype.Timestamptz{}
+			}),
 		}
 	}
 	r := newRowSource()

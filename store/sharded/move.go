@@ -20,7 +20,7 @@ type MoveResult struct {
 // target assigns its own).
 const messageColumns = `biz_id, message_key, partition, status, has_body, payload, headers, target, topic,
 	forward_key, tag, verify, verify_attempts, verify_next_at, send_status, send_attempts, send_next_at,
-	send_ref, lease_token, last_error, conflicts, created_at, updated_at, decided_at, sent_at`
+	send_ref, lease_token, last_error, conflicts, created_at, updated_at, decided_at, sent_at, deliver_at`
 
 const auditColumns = `biz_id, message_key, action, who, reason, at, status_before, status_after`
 
@@ -84,7 +84,7 @@ func MoveBucketsWith(ctx context.Context, from, to *pgxpool.Pool, buckets []int,
 	err = pgx.BeginFunc(ctx, to, func(tx pgx.Tx) error {
 		p.Start("copy messages", "messages", int64(len(msgIDs)))
 		if err := copyRows(ctx, from, tx, msgIDs, p, `SELECT `+messageColumns+` FROM eventcenter_messages WHERE id = ANY($1) ORDER BY id`,
-			`INSERT INTO eventcenter_messages (`+messageColumns+`) VALUES (%s) ON CONFLICT (biz_id, message_key) DO NOTHING`, 25); err != nil {
+			`INSERT INTO eventcenter_messages (`+messageColumns+`) VALUES (%s) ON CONFLICT (biz_id, message_key) DO NOTHING`, 26); err != nil {
 			return fmt.Errorf("copy messages: %w", err)
 		}
 		p.Start("copy audit records", "records", int64(len(auditIDs)))

@@ -98,6 +98,7 @@ func insertCols(ms []*state.Message) []col {
 		m("sent_at", func(m *state.Message) any { return micro(m.SentAt) }),
 		m("order_key", func(m *state.Message) any { return m.OrderKey }),
 		m("order_seq", func(m *state.Message) any { return m.OrderSeq }),
+		m("deliver_at", func(m *state.Message) any { return micro(m.DeliverAt) }),
 	}
 }
 

@@ -284,7 +284,7 @@ func (t liteTx) Write(ctx context.Context, loaded map[store.MessageRef]*state.Me
 }
 
 const updateBodySQL = `UPDATE eventcenter_messages SET has_body = 1, payload = ?, headers = ?, target = ?, topic = ?,
-	forward_key = ?, tag = ?, verify = ?, order_key = ? WHERE id = ?`
+	forward_key = ?, tag = ?, verify = ?, order_key = ?, deliver_at = ? WHERE id = ?`
 
 // writeFolded writes a Fold result with multi-row statements (the driver
 // parses every statement it runs, so one statement per row would cost a
@@ -325,7 +325,7 @@ func writeFolded(ctx context.Context, tx *sql.Tx, loaded map[store.MessageRef]*s
 	}
 	for _, m := range bodies {
 		if _, err := tx.ExecContext(ctx, updateBodySQL, codec.PayloadArg(m), codec.HeadersArg(m), m.Target, m.Topic, m.ForwardKey,
-			m.Tag, m.Verify, m.OrderKey, m.ID); err != nil {
+			m.Tag, m.Verify, m.OrderKey, micro(m.DeliverAt), m.ID); err != nil {
 			return fmt.Errorf("update message %s: %w", m.MessageID(), err)
 		}
 	}

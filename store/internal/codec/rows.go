@@ -13,7 +13,7 @@ import (
 const Columns = "id, biz_id, message_key, partition, status, has_body, payload, headers, " +
 	"target, topic, forward_key, tag, verify, verify_attempts, verify_next_at, " +
 	"send_status, send_attempts, send_next_at, send_ref, lease_token, last_error, conflicts, " +
-	"created_at, updated_at, decided_at, sent_at, order_key, order_seq"
+	"created_at, updated_at, decided_at, sent_at, order_key, order_seq, deliver_at"
 
 // Time truncates t to what both databases keep: microseconds, in UTC. The
 // zero time stays zero (stored as NULL).
@@ -33,6 +33,7 @@ func Normalize(m *state.Message) {
 	m.UpdatedAt = Time(m.UpdatedAt)
 	m.DecidedAt = Time(m.DecidedAt)
 	m.SentAt = Time(m.SentAt)
+	m.DeliverAt = Time(m.DeliverAt)
 }
 
 // Prepare readies a Fold result for writing: the sendable rows are leased

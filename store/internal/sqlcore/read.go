@@ -97,8 +97,8 @@ func (d *Dialect[T]) scan(r Row, full bool) (store.Summary, error) {
 	var headers, lastErr []byte
 	var st, sst int16
 	var va, sa, conf int32
-	var vna, sna, ca, ua, da, sat T
-	dest := make([]any, 0, 26)
+	var vna, sna, ca, ua, da, sat, dla T
+	dest := make([]any, 0, 29)
 	dest = append(dest, &m.ID, &m.BizID, &m.Key, &m.Partition, &st, &m.HasBody)
 	if full {
 		dest = append(dest, &m.Payload, &headers)
@@ -107,7 +107,7 @@ func (d *Dialect[T]) scan(r Row, full bool) (store.Summary, error) {
 	}
 	dest = append(dest, &m.Target, &m.Topic, &m.ForwardKey, &m.Tag, &m.Verify, &va, &vna,
 		&sst, &sa, &sna, &m.SendRef, &m.LeaseToken, &lastErr, &conf,
-		&ca, &ua, &da, &sat, &m.OrderKey, &m.OrderSeq)
+		&ca, &ua, &da, &sat, &m.OrderKey, &m.OrderSeq, &dla)
 	if err := r.Scan(dest...); err != nil {
 		return s, err
 	}
@@ -116,6 +116,7 @@ func (d *Dialect[T]) scan(r Row, full bool) (store.Summary, error) {
 	m.VerifyAttempts, m.SendAttempts, m.Conflicts = int(va), int(sa), int(conf)
 	m.VerifyNextAt, m.SendNextAt = d.Time(&vna), d.Time(&sna)
 	m.CreatedAt, m.UpdatedAt, m.DecidedAt, m.SentAt = d.Time(&ca), d.Time(&ua), d.Time(&da), d.Time(&sat)
+	m.DeliverAt = d.Time(&dla)
 	var err error
 	if m.Headers, err = codec.DecodeHeaders(headers); err != nil {
 		return s, fmt.Errorf("message %d: %w", m.ID, err)

@@ -1,0 +1,11 @@
+-- eventcenter:no-transaction
+-- Scheduled delivery (issue 27): a PREPARE's ec-deliver-at (or ec-delay,
+-- resolved when it was read). A committed message is first due at
+-- max(commit, deliver_at), so the send claim (send_next_at <= now) needs
+-- nothing new; the column is what tells SCHEDULED from a retry backoff in
+-- the API, console and counts, and what delivery lateness is measured
+-- from. Nullable without a default: PostgreSQL adds it without rewriting
+-- the table, under a lock held for milliseconds. Rows older releases write
+-- keep NULL: not scheduled, as before. The claim's existing due-time index
+-- serves the scheduled rows too: no index is built.
+ALTER TABLE eventcenter_messages ADD COLUMN IF NOT EXISTS deliver_at timestamptz;
