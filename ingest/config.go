@@ -39,6 +39,10 @@ const (
 // nothing ingest accepts is too large to send.
 const RecordOverhead = 64 << 10
 
+// DefaultMaxDelay bounds how far ahead a PREPARE may schedule its message
+// (ec-deliver-at, ec-delay) when Config.MaxDelay is 0: 90 days.
+const DefaultMaxDelay = 90 * 24 * time.Hour
+
 // DLQSuffix is appended to the control topic to name the default
 // dead-letter topic.
 const DLQSuffix = ".dlq"
@@ -68,6 +72,11 @@ type Config struct {
 	// only go DEAD at send time. An unknown target should return nil (the
 	// forwarder reports it).
 	CheckTopic func(target, topic string) error
+	// MaxDelay bounds a PREPARE's schedule: its ec-deliver-at, or its
+	// ec-delay, at most this far after the control record's timestamp;
+	// farther, or not after the timestamp, the PREPARE is dead-lettered
+	// with the reason. 0 means DefaultMaxDelay.
+	MaxDelay time.Duration
 	// OrderByForwardKey, when set, names the bizIDs whose messages without
 	// an ec-order-key are ordered by their forward key (the forward key
 	// is then the order key); nil means none.
@@ -151,6 +160,9 @@ func (c *Config) setDefaults() {
 	if c.DLQRetryBudget == 0 {
 		c.DLQRetryBudget = DefaultDLQRetryBudget
 	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = DefaultMaxDelay
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -200,6 +212,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RetryMax < c.RetryMin {
 		bad("RetryMax", "must be at least RetryMin (%v), got %v", c.RetryMin, c.RetryMax)
+	}
+	if c.MaxDelay < 0 || c.MaxDelay > envelope.MaxDelay {
+		bad("MaxDelay", "must be within (0, %v], got %v", envelope.MaxDelay, c.MaxDelay)
 	}
 	if c.DLQRetryBudget < 0 {
 		bad("DLQRetryBudget", "must not be negative, got %v", c.DLQRetryBudget)

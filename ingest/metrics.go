@@ -40,7 +40,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		envelopes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_envelopes_total",
-			Help: "Control records read, by envelope type (prepare, commit, rollback, unknown) and result (applied, duplicate, conflict, invalid).",
+			Help: "Control records read, by envelope type (prepare, commit, rollback, cancel, unknown) and result (applied, duplicate, conflict, invalid).",
 		}, []string{"type", "result"}),
 		applyDur: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "eventcenter_ingest_batch_apply_duration_seconds",
@@ -115,7 +115,7 @@ func partitionLabel(p int32) string { return strconv.FormatInt(int64(p), 10) }
 // typeLabel is the type label of an envelope type.
 func typeLabel(t envelope.Type) string {
 	switch t {
-	case envelope.Prepare, envelope.Commit, envelope.Rollback:
+	case envelope.Prepare, envelope.Commit, envelope.Rollback, envelope.Cancel:
 		return t.String()
 	}
 	return "unknown"
@@ -141,6 +141,7 @@ var boundedFields = map[string]bool{
 	envelope.HeaderType: true, envelope.HeaderBiz: true, envelope.HeaderKey: true,
 	envelope.HeaderTopic: true, envelope.HeaderForwardKey: true, envelope.HeaderTarget: true,
 	envelope.HeaderTag: true, envelope.HeaderVerify: true, envelope.HeaderCheckAfter: true,
+	envelope.HeaderOrderKey: true, envelope.HeaderDeliverAt: true, envelope.HeaderDelay: true,
 	envelope.HeaderForwardPrefix + "*": true,
 }
 

@@ -132,6 +132,9 @@ func (in *Ingester) processGroup(r *run, g *group, wanted <-chan struct{}) bool 
 				} else if err = in.checkTopic(&e); err != nil {
 					err = &envelope.DecodeError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
 						Field: envelope.HeaderTopic, Reason: err.Error(), Err: envelope.ErrInvalid}
+				} else if field, reason := in.schedule(&e, recordTime(rec, now)); reason != "" {
+					err = &envelope.DecodeError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
+						Field: field, Reason: reason, Err: envelope.ErrInvalid}
 				}
 			}
 			if err != nil {
@@ -207,6 +210,43 @@ func (in *Ingester) checkTopic(e *envelope.Envelope) error {
 	return nil
 }
 
+// recordTime is the control record's timestamp (the producer's or the
+// broker's, as the topic is configured), or now if it has none.
+func recordTime(rec *kgo.Record, now time.Time) time.Time {
+	if rec.Timestamp.IsZero() || rec.Timestamp.Unix() <= 0 {
+		return now
+	}
+	return rec.Timestamp
+}
+
+// schedule resolves a PREPARE's ec-delay into its DeliverAt, counted from
+// the control record's timestamp at (so a replay of the record resolves
+// it the same way), and checks the result: after at, and at most
+// Config.MaxDelay after it. A problem is returned as the header it is
+// about and the reason, for the dead letter. Checking against the
+// record's time, not the center's clock, keeps a PREPARE that waited in
+// the topic (a lagging or stopped center) from being dead-lettered: its
+// message is sent at once instead.
+func (in *Ingester) schedule(e *envelope.Envelope, at time.Time) (field, reason string) {
+	switch {
+	case e.Delay != 0:
+		if e.Delay > in.cfg.MaxDelay {
+			return envelope.HeaderDelay, fmt.Sprintf("%v is more than forward.max_delay (%v)", e.Delay, in.cfg.MaxDelay)
+		}
+		e.DeliverAt = at.Add(e.Delay).Truncate(time.Millisecond).UTC()
+		e.Delay = 0
+	case !e.DeliverAt.IsZero():
+		if !e.DeliverAt.After(at) {
+			return envelope.HeaderDeliverAt, fmt.Sprintf("%s is not after the record's time %s", e.DeliverAt.Format(time.RFC3339Nano), at.UTC().Format(time.RFC3339Nano))
+		}
+		if e.DeliverAt.Sub(at) > in.cfg.MaxDelay {
+			return envelope.HeaderDeliverAt, fmt.Sprintf("%s is more than forward.max_delay (%v) after the record's time %s",
+				e.DeliverAt.Format(time.RFC3339Nano), in.cfg.MaxDelay, at.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	return "", ""
+}
+
 // partitions lists the group's partitions, for logs.
 func (g *group) partitions() []int32 {
 	ps := make([]int32, len(g.batches))
@@ -230,7 +270,7 @@ func headerType(rec *kgo.Record) (label string, native bool) {
 	for _, h := range rec.Headers {
 		if h.Key == envelope.HeaderType {
 			switch v := string(h.Value); v {
-			case "prepare", "commit", "rollback":
+			case "prepare", "commit", "rollback", "cancel":
 				return v, true
 			}
 			return "unknown", true
@@ -263,11 +303,14 @@ func (in *Ingester) change(e *envelope.Envelope, partition int32, now time.Time)
 			Verify:     e.Verify,
 			OrderKey:   ok,
 			CheckAfter: in.cfg.checkAfter(e),
+			DeliverAt:  e.DeliverAt,
 		}
 	case envelope.Commit:
 		c.Event.Kind = state.KindCommit
 	case envelope.Rollback:
 		c.Event.Kind = state.KindRollback
+	case envelope.Cancel:
+		c.Event.Kind = state.KindCancel
 	}
 	return c
 }

@@ -236,6 +236,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		DLQCompression:    cfg.Kafka.Compression,
 		CheckTopic:        targetTopicCheck(cfg.Forward),
 		OrderByForwardKey: cfg.Forward.Order.ByForwardKey,
+		MaxDelay:          cfg.Forward.MaxDelay,
 		ClientOptions:     append(append(ingestOpts, kafkaAuth...), opt.KafkaOptions...),
 		Now:               opt.Now,
 		Logger:            opt.Logger.With("component", "ingest"),

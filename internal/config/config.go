@@ -22,6 +22,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/clientlib/kafkaauth"
 	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
+	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/envelope/checkback"
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/forwarder/kafka"
@@ -187,7 +188,11 @@ type Forward struct {
 	// (forwarder.Config.InlineTimeout); negative turns inline sends off. It
 	// must be shorter than lease.
 	InlineTimeout time.Duration `yaml:"inline_timeout" env:"EVENTCENTER_FORWARD_INLINE_TIMEOUT"`
-	Targets       []Target      `yaml:"targets"`
+	// MaxDelay bounds a scheduled message (ec-deliver-at, ec-delay): at
+	// most this far after its PREPARE's record time, else the PREPARE is
+	// dead-lettered (README "Scheduled delivery"). Default 90 days.
+	MaxDelay time.Duration `yaml:"max_delay" env:"EVENTCENTER_FORWARD_MAX_DELAY"`
+	Targets  []Target      `yaml:"targets"`
 	// Order configures per-key order (README "Ordering").
 	Order Order `yaml:"order"`
 }
@@ -398,9 +403,9 @@ func Default() Config {
 			DefaultTarget: "kafka", MaxAttempts: forwarder.DefaultMaxAttempts,
 			BackoffBase: forwarder.DefaultBackoffBase, BackoffCap: forwarder.DefaultBackoffCap,
 			ScanInterval: forwarder.DefaultScanInterval, Lease: forwarder.DefaultLease, SendTimeout: forwarder.DefaultSendTimeout,
-			InlineTimeout: forwarder.DefaultInlineTimeout,
-			Targets:       []Target{{Name: "kafka", Type: "kafka"}},
-			Order:         Order{Dead: "hold"},
+			InlineTimeout: forwarder.DefaultInlineTimeout, MaxDelay: ingest.DefaultMaxDelay,
+			Targets: []Target{{Name: "kafka", Type: "kafka"}},
+			Order:   Order{Dead: "hold"},
 		},
 		Checkback: Checkback{
 			Policy: Policy{FirstDelay: verifier.DefaultFirstDelay, BackoffBase: verifier.DefaultBackoffBase,
@@ -747,6 +752,9 @@ func (c *Config) validateForward(bad func(string, string, ...any)) {
 	}
 	if f.ScanInterval <= 0 {
 		bad("forward.scan_interval", "must be positive")
+	}
+	if f.MaxDelay <= 0 || f.MaxDelay > envelope.MaxDelay {
+		bad("forward.max_delay", "must be within (0, %v]", envelope.MaxDelay)
 	}
 	if f.Lease < time.Second {
 		bad("forward.lease", "must be at least 1s")

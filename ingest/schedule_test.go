@@ -1,0 +1,77 @@
+package ingest
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/state"
+)
+
+// TestScheduleResolvedFromTheRecordTime: ec-delay is counted from the
+// control record's timestamp, ec-deliver-at is kept; a schedule not after
+// the record's time or beyond MaxDelay is dead-lettered with the header
+// as the reason; a scheduled COMMIT is not handed over (not due), and a
+// cancel envelope ends the message CANCELLED.
+func TestScheduleResolvedFromTheRecordTime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1)
+	st, fwd := newMemStore(), &handoffs{}
+	cfg := e.config()
+	cfg.MaxDelay = time.Hour
+	in := e.start(cfg, st, fwd, NewOwnership())
+
+	ts := time.Now().Truncate(time.Millisecond)
+	hdr := func(k, v string) kgo.RecordHeader { return kgo.RecordHeader{Key: k, Value: []byte(v)} }
+	at := func(r *kgo.Record) *kgo.Record { r.Timestamp = ts; return r }
+	ms := func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+	bad := []*kgo.Record{
+		at(prepareRec("shop", "past", nil, hdr(envelope.HeaderDeliverAt, ms(ts.Add(-time.Second))))),
+		at(prepareRec("shop", "far", nil, hdr(envelope.HeaderDeliverAt, ms(ts.Add(2*time.Hour))))),
+		at(prepareRec("shop", "far-delay", nil, hdr(envelope.HeaderDelay, "7200000"))),
+	}
+	e.produce(
+		at(prepareRec("shop", "delay", nil, hdr(envelope.HeaderDelay, "60000"))),
+		at(prepareRec("shop", "at", nil, hdr(envelope.HeaderDeliverAt, ts.Add(30*time.Minute).UTC().Format(time.RFC3339Nano)))),
+		at(prepareRec("shop", "cancelled", nil, hdr(envelope.HeaderDelay, "60000"))),
+	)
+	e.produce(bad...)
+	e.produce(decisionRec("shop", "delay", "commit"), decisionRec("shop", "at", "commit"),
+		decisionRec("shop", "cancelled", "commit"), decisionRec("shop", "cancelled", "cancel"))
+	require.Eventually(t, e.committedAll, waitFor, tick)
+
+	m, ok := st.get("shop", "delay")
+	require.True(t, ok)
+	require.True(t, ts.Add(time.Minute).Equal(m.DeliverAt), "got %v", m.DeliverAt)
+	require.True(t, m.Sendable())
+	require.True(t, m.SendNextAt.Equal(m.DeliverAt))
+	m, _ = st.get("shop", "at")
+	require.True(t, ts.Add(30*time.Minute).Equal(m.DeliverAt))
+	m, _ = st.get("shop", "cancelled")
+	require.Equal(t, state.Cancelled, m.Status)
+	require.Zero(t, fwd.len(), "nothing due yet: nothing handed over")
+	for _, k := range []string{"past", "far", "far-delay"} {
+		_, ok := st.get("shop", k)
+		require.False(t, ok, k)
+	}
+
+	dead := e.readDLQ(len(bad))
+	require.Len(t, dead, len(bad))
+	for i, want := range []string{envelope.HeaderDeliverAt, envelope.HeaderDeliverAt, envelope.HeaderDelay} {
+		var reason string
+		for _, h := range dead[i].Headers {
+			if h.Key == envelope.HeaderDLQReason {
+				reason = string(h.Value)
+			}
+		}
+		require.Contains(t, reason, want, "dead letter %d", i)
+	}
+	require.InDelta(t, 2, testutil.ToFloat64(in.met.dlq.WithLabelValues(envelope.HeaderDeliverAt)), 0)
+	require.InDelta(t, 1, testutil.ToFloat64(in.met.dlq.WithLabelValues(envelope.HeaderDelay)), 0)
+	require.InDelta(t, 1, testutil.ToFloat64(in.met.envelopes.WithLabelValues("cancel", resultApplied)), 0)
+}
