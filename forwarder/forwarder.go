@@ -519,6 +519,9 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 		}
 		if err == nil {
 			l.sent.Inc()
+			if !m.DeliverAt.IsZero() {
+				f.met.lateness.Observe(max(now.Sub(m.DeliverAt), 0).Seconds())
+			}
 			br.marks = append(br.marks, mark{
 				sent: store.Sent{ID: m.ID, Ref: res[i].Ref, Ordered: m.OrderSeq > 0}, decided: m.DecidedAt, bizID: m.BizID, ordered: m.OrderSeq > 0,
 			})

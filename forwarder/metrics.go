@@ -23,6 +23,7 @@ type metrics struct {
 	inline       *prometheus.CounterVec
 	duration     *prometheus.HistogramVec
 	commitToSent prometheus.Histogram
+	lateness     prometheus.Histogram
 	dropped      prometheus.Counter
 	released     prometheus.Counter
 	dead         *prometheus.CounterVec
@@ -50,6 +51,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30,
 				60, 300, 900, 3600},
 		}),
+		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "eventcenter_delivery_lateness_seconds",
+			Help: "For a scheduled message (ec-deliver-at, ec-delay): the time from its deliver-at to the target's acknowledgement of its send.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
+		}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "eventcenter_forward_handoff_dropped_total",
 			Help: "Messages handed over but not queued for sending: the queue stayed full (then their lease is released, see eventcenter_forward_handoff_released_total), the target's breaker was open or the forwarder was stopping (their lease brings them back to the scan).",
@@ -70,7 +76,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.forward, m.inline, m.duration, m.commitToSent, m.dropped, m.released, m.dead, m.breakerOpen} {
+	for _, c := range []prometheus.Collector{m.forward, m.inline, m.duration, m.commitToSent, m.lateness, m.dropped, m.released, m.dead, m.breakerOpen} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register forwarder metrics: %w", err)
 		}

@@ -34,7 +34,15 @@ type metrics struct {
 	owned       prometheus.Gauge
 	lost        prometheus.Counter
 	conflicts   prometheus.Counter
+	cancels     *prometheus.CounterVec
 }
+
+// Values of the result label of eventcenter_cancels_total.
+const (
+	cancelCancelled = "cancelled"
+	cancelTooLate   = "too_late"
+	cancelNoop      = "noop"
+)
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
@@ -93,6 +101,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Envelopes whose decision contradicted the message's first decision and was ignored.",
 		}),
 	}
+	m.cancels = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "eventcenter_cancels_total",
+		Help: "Cancel envelopes applied, by result: cancelled (the message ends CANCELLED, never sent), too_late (it was sent already, or its send was in flight: counted on the row as a conflict), noop (rolled back, cancelled already, or a replay).",
+	}, []string{"result"})
+	for _, r := range []string{cancelCancelled, cancelTooLate, cancelNoop} {
+		m.cancels.WithLabelValues(r)
+	}
 	for _, c := range dlqCauses {
 		// Every cause has a series from the start, for alerts on increase.
 		m.dlqStripped.WithLabelValues(c)
@@ -102,7 +117,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.envelopes, m.applyDur, m.batchSize, m.lag, m.dlq, m.dlqStripped, m.dlqDropped,
-		m.storeErrs, m.dlqErrs, m.commitErrs, m.owned, m.lost, m.conflicts} {
+		m.storeErrs, m.dlqErrs, m.commitErrs, m.owned, m.lost, m.conflicts, m.cancels} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register ingest metrics: %w", err)
 		}

@@ -322,11 +322,16 @@ func (in *Ingester) account(changes []store.Change, types []envelope.Type, origi
 			break
 		}
 		c := &changes[i]
+		if types[i] == envelope.Cancel && o.Err == nil {
+			in.countCancel(c, o.Outcome)
+		}
 		switch {
 		case o.Err != nil:
 			in.met.envelopes.WithLabelValues(typeLabel(types[i]), resultInvalid).Inc()
 			in.log.Error("envelope rejected by the store", "biz_id", c.BizID, "key", c.Key,
 				"partition", origin[i].Partition, "offset", origin[i].Offset, "err", o.Err)
+		case o.Effect == state.Conflict && o.LateCancel:
+			in.met.envelopes.WithLabelValues(typeLabel(types[i]), resultConflict).Inc()
 		case o.Effect == state.Conflict:
 			in.met.envelopes.WithLabelValues(typeLabel(types[i]), resultConflict).Inc()
 			in.met.conflicts.Inc()
@@ -339,6 +344,19 @@ func (in *Ingester) account(changes []store.Change, types []envelope.Type, origi
 				in.differing.note(in.log, in.cfg.Now(), c.BizID, c.Key, origin[i].Partition, origin[i].Offset)
 			}
 		}
+	}
+}
+
+// countCancel counts and logs a cancel envelope's outcome.
+func (in *Ingester) countCancel(c *store.Change, o state.Outcome) {
+	switch {
+	case o.LateCancel:
+		in.met.cancels.WithLabelValues(cancelTooLate).Inc()
+		in.log.Warn("cancel came after the send: the message stays sent", "biz_id", c.BizID, "key", c.Key)
+	case o.Effect == state.Changed:
+		in.met.cancels.WithLabelValues(cancelCancelled).Inc()
+	default:
+		in.met.cancels.WithLabelValues(cancelNoop).Inc()
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
 )
 
 // TestScheduleResolvedFromTheRecordTime: ec-delay is counted from the
@@ -74,4 +75,21 @@ func TestScheduleResolvedFromTheRecordTime(t *testing.T) {
 	require.InDelta(t, 2, testutil.ToFloat64(in.met.dlq.WithLabelValues(envelope.HeaderDeliverAt)), 0)
 	require.InDelta(t, 1, testutil.ToFloat64(in.met.dlq.WithLabelValues(envelope.HeaderDelay)), 0)
 	require.InDelta(t, 1, testutil.ToFloat64(in.met.envelopes.WithLabelValues("cancel", resultApplied)), 0)
+	require.InDelta(t, 1, testutil.ToFloat64(in.met.cancels.WithLabelValues(cancelCancelled)), 0)
+
+	// A second cancel is a no-op; a cancel of a sent message is too late.
+	_, err := st.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{
+		{BizID: "shop", Key: "sent", Event: state.Event{Kind: state.KindPrepare, At: ts, Body: &state.Body{Topic: "t"}}},
+		{BizID: "shop", Key: "sent", Event: state.Event{Kind: state.KindCommit, At: ts}},
+		{BizID: "shop", Key: "sent", Event: state.Event{Kind: state.KindSent, At: ts}},
+	}})
+	require.NoError(t, err)
+	e.produce(decisionRec("shop", "cancelled", "cancel"), decisionRec("shop", "sent", "cancel"))
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(in.met.cancels.WithLabelValues(cancelTooLate)) == 1 &&
+			testutil.ToFloat64(in.met.cancels.WithLabelValues(cancelNoop)) == 1
+	}, waitFor, tick)
+	m, _ = st.get("shop", "sent")
+	require.Equal(t, state.SendSent, m.SendStatus)
+	require.Equal(t, 1, m.Conflicts)
 }

@@ -237,6 +237,10 @@ type Count struct {
 	// reads it: the console's trends take the oldest unsent message from
 	// it at no extra cost).
 	Oldest time.Time
+	// Scheduled is how many of the N are SCHEDULED (state.Message.Scheduled
+	// at the store's clock): committed, pending, and held until a
+	// deliver-at still to come. They are part of N.
+	Scheduled int64
 }
 
 // OrphanStat describes the orphan COMMITs of one bizID.

@@ -48,6 +48,7 @@ type Collector struct {
 	dead         prometheus.Gauge
 	verifyFailed prometheus.Gauge
 	unsent       prometheus.Gauge
+	scheduled    prometheus.Gauge
 	orphans      prometheus.Gauge
 	oldestOrphan *prometheus.GaugeVec
 	blocked      prometheus.Gauge
@@ -84,7 +85,10 @@ func New(cfg Config, st Store) *Collector {
 			Name: "eventcenter_verify_failed_messages", Help: "Messages parked as VERIFY_FAILED.",
 		}),
 		unsent: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "eventcenter_unsent_committed_messages", Help: "Committed messages not yet forwarded (pending).",
+			Name: "eventcenter_unsent_committed_messages", Help: "Committed messages not yet forwarded (pending) and due: SCHEDULED ones (eventcenter_scheduled_messages) are not counted.",
+		}),
+		scheduled: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "eventcenter_scheduled_messages", Help: "SCHEDULED messages: committed, held until a deliver-at still to come (ec-deliver-at, ec-delay).",
 		}),
 		orphans: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "eventcenter_orphan_commits", Help: "Orphan COMMITs: committed messages without a body (their PREPARE was dead-lettered or never came), which cannot be forwarded.",
@@ -105,7 +109,7 @@ func New(cfg Config, st Store) *Collector {
 		c.known[b] = true
 	}
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(c.messages, c.oldest, c.dead, c.verifyFailed, c.unsent, c.orphans, c.oldestOrphan,
+		cfg.Registerer.MustRegister(c.messages, c.oldest, c.dead, c.verifyFailed, c.unsent, c.scheduled, c.orphans, c.oldestOrphan,
 			c.blocked, c.oldestBlock)
 	}
 	c.Loop = lifecycle.NewLoop(cfg.Interval, func(ctx context.Context) {
@@ -139,7 +143,7 @@ func (c *Collector) Refresh(ctx context.Context) error {
 	}
 	type key struct{ biz, status, send string }
 	sums := map[key]float64{}
-	var dead, vf, unsent float64
+	var dead, vf, unsent, scheduled float64
 	for _, n := range counts {
 		send := "-"
 		if n.Status == state.Committed {
@@ -148,7 +152,8 @@ func (c *Collector) Refresh(ctx context.Context) error {
 			case state.SendDead:
 				dead += float64(n.N)
 			case state.SendPending:
-				unsent += float64(n.N)
+				unsent += float64(n.N - n.Scheduled)
+				scheduled += float64(n.Scheduled)
 			}
 		}
 		if n.Status == state.VerifyFailed {
@@ -182,6 +187,7 @@ func (c *Collector) Refresh(ctx context.Context) error {
 	c.dead.Set(dead)
 	c.verifyFailed.Set(vf)
 	c.unsent.Set(unsent)
+	c.scheduled.Set(scheduled)
 	return nil
 }
 

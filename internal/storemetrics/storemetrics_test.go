@@ -42,6 +42,7 @@ func TestRefreshSetsGauges(t *testing.T) {
 			{BizID: "orders", Status: state.Prepared, N: 3},
 			{BizID: "orders", Status: state.Committed, SendStatus: state.SendDead, N: 2},
 			{BizID: "orders", Status: state.Committed, SendStatus: state.SendPending, N: 5},
+			{BizID: "later", Status: state.Committed, SendStatus: state.SendPending, N: 7, Scheduled: 6},
 			{BizID: "x1", Status: state.VerifyFailed, N: 4},
 			{BizID: "x2", Status: state.VerifyFailed, N: 1},
 		},
@@ -52,7 +53,8 @@ func TestRefreshSetsGauges(t *testing.T) {
 	require.NoError(t, c.Refresh(t.Context()))
 	require.Equal(t, 2.0, testutil.ToFloat64(c.dead))
 	require.Equal(t, 5.0, testutil.ToFloat64(c.verifyFailed))
-	require.Equal(t, 5.0, testutil.ToFloat64(c.unsent))
+	require.Equal(t, 6.0, testutil.ToFloat64(c.unsent), "5 + the one of later's 7 that is due")
+	require.Equal(t, 6.0, testutil.ToFloat64(c.scheduled))
 	require.NoError(t, testutil.CollectAndCompare(c.oldest, strings.NewReader(`
 # HELP eventcenter_oldest_prepared_age_seconds Age of the oldest PREPARED message per bizID.
 # TYPE eventcenter_oldest_prepared_age_seconds gauge

@@ -426,6 +426,9 @@ func (s *Store) Counts(ctx context.Context) ([]store.Count, error) {
 			c = k
 		}
 		c.N++
+		if m.Scheduled(s.now()) {
+			c.Scheduled++
+		}
 		if c.Oldest.IsZero() || m.CreatedAt.Before(c.Oldest) {
 			c.Oldest = m.CreatedAt
 		}

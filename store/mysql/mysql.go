@@ -59,7 +59,7 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.shared = shared{Core: c, Reads: sqlcore.NewReads(dialect, sqlcore.SQLDB(db))}
+	s.shared = shared{Core: c, Reads: sqlcore.NewReads(dialect, sqlcore.SQLDB(db), opts.Now)}
 	return s, nil
 }
 

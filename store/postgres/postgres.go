@@ -57,7 +57,7 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{shared: shared{Core: c, Reads: sqlcore.NewReads(dialect, pgDB{pool})}, pool: pool,
+	return &Store{shared: shared{Core: c, Reads: sqlcore.NewReads(dialect, pgDB{pool}, opts.Now)}, pool: pool,
 		now: sqlcore.Clock(opts.Now), log: sqlcore.Logger(opts.Logger)}, nil
 }
 

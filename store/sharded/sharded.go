@@ -413,6 +413,7 @@ func (s *Store) Counts(ctx context.Context) ([]store.Count, error) {
 			o, ok := sum[key]
 			if ok {
 				c.N += o.N
+				c.Scheduled += o.Scheduled
 				if !o.Oldest.IsZero() && (c.Oldest.IsZero() || o.Oldest.Before(c.Oldest)) {
 					c.Oldest = o.Oldest
 				}

@@ -118,7 +118,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = s.w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	s.Reads = sqlcore.NewReads(dialect, sqlcore.SQLDB(s.r))
+	s.Reads = sqlcore.NewReads(dialect, sqlcore.SQLDB(s.r), s.now)
 	s.r.SetMaxOpenConns(opts.ReadConns)
 	s.r.SetMaxIdleConns(opts.ReadConns)
 	if err := s.r.PingContext(ctx); err != nil {

@@ -32,6 +32,26 @@ func (b *bundle) claimKeys(t *testing.T, limit int, parts ...int32) []string {
 	return ks
 }
 
+// scheduledCount sums Count.Scheduled of biz, checking it is only ever
+// set on COMMITTED PENDING counts and within their N.
+func (b *bundle) scheduledCount(t *testing.T) int64 {
+	t.Helper()
+	cs, err := b.s.Counts(t.Context())
+	require.NoError(t, err)
+	var n int64
+	for _, c := range cs {
+		if c.Scheduled != 0 {
+			require.Equal(t, state.Committed, c.Status)
+			require.Equal(t, state.SendPending, c.SendStatus)
+			require.LessOrEqual(t, c.Scheduled, c.N)
+		}
+		if c.BizID == biz {
+			n += c.Scheduled
+		}
+	}
+	return n
+}
+
 // applyDue applies changes without a send lease: what becomes sendable is
 // due at once for a claim (as after a center's restart).
 func (b *bundle) applyDue(t *testing.T, changes ...store.Change) {
@@ -62,6 +82,7 @@ func testScheduledClaim(t *testing.T, newStore NewStore) {
 	require.Equal(t, t0.Add(15*time.Second), b.get(t, biz, "late-body").DeliverAt)
 	require.Equal(t, state.Cancelled, b.get(t, biz, "cancelled").Status)
 
+	require.Equal(t, int64(3), b.scheduledCount(t), "s10, s20, late-body")
 	require.Equal(t, []string{"now"}, b.claimKeys(t, 10, 0), "only the unscheduled one is due")
 	b.clock.Advance(10*time.Second - time.Microsecond)
 	require.Empty(t, b.claimKeys(t, 10, 0), "not a microsecond early")
@@ -69,6 +90,7 @@ func testScheduledClaim(t *testing.T, newStore NewStore) {
 	require.Equal(t, []string{"s10"}, b.claimKeys(t, 10, 0), "due; the cancelled one never")
 	b.clock.Advance(5 * time.Second)
 	require.Equal(t, []string{"late-body"}, b.claimKeys(t, 10, 0))
+	require.Equal(t, int64(1), b.scheduledCount(t), "s20 only")
 	b.clock.Advance(time.Hour)
 	require.Equal(t, []string{"s20"}, b.claimKeys(t, 10, 0))
 	require.Empty(t, b.claimKeys(t, 10, 0))

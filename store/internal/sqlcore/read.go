@@ -257,13 +257,16 @@ func (d *Dialect[T]) List(ctx context.Context, db DB, f store.Filter) (store.Pag
 }
 
 // Counts implements store.Store.Counts.
-func (d *Dialect[T]) Counts(ctx context.Context, db DB) ([]store.Count, error) {
-	cs, err := Select(ctx, db, `SELECT biz_id, status, send_status, count(*), min(created_at) FROM eventcenter_messages
-		GROUP BY biz_id, status, send_status ORDER BY biz_id, status, send_status`, nil, func(r Row) (store.Count, error) {
+// SCHEDULED rows are counted apart (Count.Scheduled) at now.
+func (d *Dialect[T]) Counts(ctx context.Context, db DB, now time.Time) ([]store.Count, error) {
+	cs, err := Select(ctx, db, `SELECT biz_id, status, send_status, count(*), min(created_at),
+		sum(CASE WHEN status = `+Committed+` AND `+d.HasBody+` AND send_status = `+SendPending+` AND deliver_at > `+d.Param(1)+` THEN 1 ELSE 0 END)
+		FROM eventcenter_messages
+		GROUP BY biz_id, status, send_status ORDER BY biz_id, status, send_status`, []any{d.TimeArg(codec.Time(now))}, func(r Row) (store.Count, error) {
 		var c store.Count
 		var st, sst int16
 		var oldest T
-		err := r.Scan(&c.BizID, &st, &sst, &c.N, &oldest)
+		err := r.Scan(&c.BizID, &st, &sst, &c.N, &oldest, &c.Scheduled)
 		c.Status, c.SendStatus = state.Status(st), state.SendStatus(sst)
 		c.Oldest = d.Time(&oldest)
 		return c, err

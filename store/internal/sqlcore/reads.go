@@ -11,12 +11,16 @@ import (
 // Reads are the store.Store reads of a Dialect on a DB, as methods a
 // driver's store embeds. Create them with NewReads.
 type Reads[T any] struct {
-	d  *Dialect[T]
-	db DB
+	d   *Dialect[T]
+	db  DB
+	now func() time.Time
 }
 
-// NewReads returns the reads of d on db.
-func NewReads[T any](d *Dialect[T], db DB) Reads[T] { return Reads[T]{d, db} }
+// NewReads returns the reads of d on db; now is the store's clock (nil:
+// time.Now), which tells SCHEDULED messages in Counts.
+func NewReads[T any](d *Dialect[T], db DB, now func() time.Time) Reads[T] {
+	return Reads[T]{d, db, Clock(now)}
+}
 
 // Get implements store.Store.
 func (r Reads[T]) Get(ctx context.Context, bizID, key string) (state.Message, error) {
@@ -29,7 +33,9 @@ func (r Reads[T]) List(ctx context.Context, f store.Filter) (store.Page, error) 
 }
 
 // Counts implements store.Store.
-func (r Reads[T]) Counts(ctx context.Context) ([]store.Count, error) { return r.d.Counts(ctx, r.db) }
+func (r Reads[T]) Counts(ctx context.Context) ([]store.Count, error) {
+	return r.d.Counts(ctx, r.db, r.now())
+}
 
 // OldestPrepared implements store.Store.
 func (r Reads[T]) OldestPrepared(ctx context.Context) (map[string]time.Time, error) {
