@@ -52,8 +52,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 				60, 300, 900, 3600},
 		}),
 		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "eventcenter_delivery_lateness_seconds",
-			Help: "For a scheduled message (ec-deliver-at, ec-delay): the time from its deliver-at to the target's acknowledgement of its send.",
+			Name:    "eventcenter_delivery_lateness_seconds",
+			Help:    "For a scheduled message (ec-deliver-at, ec-delay): the time from its deliver-at to the target's acknowledgement of its send.",
 			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
 		}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
