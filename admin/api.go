@@ -432,7 +432,7 @@ func actionKind(action, decision string) (state.Kind, error) {
 		default:
 			return 0, badRequest("decision: %q, want commit or rollback", decision)
 		}
-	case actionRedeliver, actionRetry, actionCloseOrphan, actionCloseHead, actionRelease:
+	case actionRedeliver, actionRetry, actionCloseOrphan, actionCloseHead, actionRelease, actionCancel:
 		if decision != "" {
 			return 0, badRequest("decision: only for resolve")
 		}
@@ -445,10 +445,12 @@ func actionKind(action, decision string) (state.Kind, error) {
 			return state.KindCloseHead, nil
 		case actionRelease:
 			return state.KindReleaseOrder, nil
+		case actionCancel:
+			return state.KindOperatorCancel, nil
 		}
 		return state.KindRetryNow, nil
 	}
-	return 0, &apiError{http.StatusNotFound, fmt.Sprintf("unknown action %q (want resolve, redeliver, retry, close-orphan, close-head or release)", action)}
+	return 0, &apiError{http.StatusNotFound, fmt.Sprintf("unknown action %q (want resolve, redeliver, retry, close-orphan, close-head, release or cancel)", action)}
 }
 
 // act applies one operator action through the store, with an audit record,
@@ -511,7 +513,7 @@ func (h *handler) apiAction(w http.ResponseWriter, r *http.Request, p principal)
 	bizID := r.PathValue("bizID")
 	key, action := splitAction(r.PathValue("rest"))
 	if key = pathKey(r, key); key == "" {
-		return &apiError{http.StatusNotFound, fmt.Sprintf("no such endpoint: POST %s (want .../messages/{bizID}/{key}/resolve|redeliver|retry|close-orphan|close-head|release)", r.URL.Path)}
+		return &apiError{http.StatusNotFound, fmt.Sprintf("no such endpoint: POST %s (want .../messages/{bizID}/{key}/resolve|redeliver|retry|close-orphan|close-head|release|cancel)", r.URL.Path)}
 	}
 	if err := messageRef(bizID, key); err != nil {
 		return err

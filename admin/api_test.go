@@ -202,7 +202,7 @@ func TestGet(t *testing.T) {
 			require.NotNil(t, d.PayloadText)
 			require.Equal(t, `{"order":"vf"}`, *d.PayloadText)
 			require.Equal(t, base64.StdEncoding.EncodeToString([]byte(`{"order":"vf"}`)), d.PayloadBase64)
-			require.Equal(t, []string{"resolve", "retry"}, d.Actions)
+			require.Equal(t, []string{"resolve", "retry", "cancel"}, d.Actions)
 			require.Empty(t, d.Audit)
 			require.NotNil(t, d.CreatedAt)
 			require.Equal(t, env.Clock.Now().Add(-20*time.Minute), *d.CreatedAt)

@@ -34,7 +34,7 @@ func toAPI(m state.Message) adminapi.Message {
 		Target: m.Target, Topic: m.Topic, ForwardKey: m.ForwardKey, Tag: m.Tag, Verify: m.Verify,
 		VerifyAttempts: m.VerifyAttempts, SendAttempts: m.SendAttempts,
 		SendRef: m.SendRef, LastError: m.LastError, Conflicts: m.Conflicts,
-		OrderKey: m.OrderKey, OrderSeq: m.OrderSeq,
+		OrderKey: m.OrderKey, OrderSeq: m.OrderSeq, DeliverAt: tp(m.DeliverAt),
 		PayloadSize: len(m.Payload),
 		CreatedAt:   tp(m.CreatedAt), UpdatedAt: tp(m.UpdatedAt), DecidedAt: tp(m.DecidedAt), SentAt: tp(m.SentAt),
 	}
@@ -91,6 +91,7 @@ const (
 	actionCloseOrphan = adminapi.ActionCloseOrphan
 	actionCloseHead   = adminapi.ActionCloseHead
 	actionRelease     = adminapi.ActionRelease
+	actionCancel      = adminapi.ActionCancel
 )
 
 // allowedActions asks the state machine which operator actions m's state
@@ -102,7 +103,7 @@ func allowedActions(m state.Message, now time.Time) []string {
 		kind state.Kind
 	}{{actionResolve, state.KindResolveCommit}, {actionRedeliver, state.KindRedeliver}, {actionRetry, state.KindRetryNow},
 		{actionCloseOrphan, state.KindCloseOrphan}, {actionCloseHead, state.KindCloseHead},
-		{actionRelease, state.KindReleaseOrder}} {
+		{actionRelease, state.KindReleaseOrder}, {actionCancel, state.KindOperatorCancel}} {
 		if _, _, err := state.Apply(m, state.Event{Kind: a.kind, At: now}); err == nil {
 			out = append(out, a.name)
 		}

@@ -59,7 +59,7 @@ func TestBlockedKeysAndActions(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, get(t, env, "/api/v1/blocked?bizid=x").code)
 
 		d := decode[adminapi.MessageDetail](t, get(t, env, adminapi.MessagePath(admintest.Biz, "cart-a")), http.StatusOK)
-		require.Equal(t, []string{"redeliver", "retry", "close-head", "release"}, d.Actions)
+		require.Equal(t, []string{"redeliver", "retry", "close-head", "release", "cancel"}, d.Actions)
 
 		path := adminapi.ActionPath(admintest.Biz, "cart-a", adminapi.ActionCloseHead)
 		a := post(t, env, path, reason(" "))

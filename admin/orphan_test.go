@@ -76,7 +76,7 @@ func TestCloseOrphan(t *testing.T) {
 		env := newEnv(t, nil)
 		addOrphans(t, env)
 		d := decode[adminapi.MessageDetail](t, get(t, env, adminapi.MessagePath(admintest.Biz, keyOrphanOld)), http.StatusOK)
-		require.Equal(t, []string{"close-orphan"}, d.Actions)
+		require.Equal(t, []string{"close-orphan", "cancel"}, d.Actions)
 		path := adminapi.ActionPath(admintest.Biz, keyOrphanOld, adminapi.ActionCloseOrphan)
 
 		// Refused without a reason, with a decision, or without the admin

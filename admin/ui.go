@@ -441,6 +441,7 @@ var doneMessages = map[string]string{
 	"close_orphan":     "Orphan COMMIT closed as rolled back; it will never be forwarded.",
 	"close_head":       "Closed: DEAD, never sent unless retried; the later messages of its order key go on.",
 	"release_order":    "Order key released: the later messages go on; this one is sent without order.",
+	"operator_cancel":  "Cancelled: it will never be sent.",
 }
 
 func (h *handler) messagePage(r *http.Request, bizID, key string) (*page, error) {

@@ -350,7 +350,7 @@ func TestUIReadScope(t *testing.T) {
 	p := b.get(detailPath(admintest.Biz, admintest.KeyVF))
 	require.Equal(t, http.StatusOK, p.code)
 	require.NotContains(t, p.body, `id="resolve-form"`)
-	require.Contains(t, p.body, "Possible actions: resolve, retry. Your token is read-only")
+	require.Contains(t, p.body, "Possible actions: resolve, retry, cancel. Your token is read-only")
 	require.NotContains(t, b.get("/ui/").body, "Retry all")
 	require.NotContains(t, b.get("/ui/dlq").body, "Replay")
 	tok := csrf(t, p)

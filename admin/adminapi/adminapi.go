@@ -16,7 +16,8 @@ type Message struct {
 	BizID     string `json:"biz_id"`
 	Key       string `json:"key"`
 	Partition int32  `json:"partition"`
-	// Status is PREPARED, COMMITTED, ROLLED_BACK or VERIFY_FAILED.
+	// Status is PREPARED, COMMITTED, ROLLED_BACK, VERIFY_FAILED or
+	// CANCELLED.
 	Status string `json:"status"`
 	// SendStatus is PENDING, SENT or DEAD; set for committed messages only.
 	SendStatus string `json:"send_status,omitempty"`
@@ -40,6 +41,10 @@ type Message struct {
 	// place in its key's commit order (0: unordered, or released).
 	OrderKey string `json:"order_key,omitempty"`
 	OrderSeq int64  `json:"order_seq,omitempty"`
+	// DeliverAt is the message's scheduled time (ec-deliver-at, or
+	// ec-delay resolved): a COMMITTED PENDING message is SCHEDULED until
+	// then, and its send_next_at is its deliver-at until it falls due.
+	DeliverAt *time.Time `json:"deliver_at,omitempty"`
 
 	PayloadSize int `json:"payload_size"`
 
@@ -264,6 +269,9 @@ const (
 	// ActionRelease lets the later messages of a message's order key go on
 	// without it; it is still sent, without order.
 	ActionRelease = "release"
+	// ActionCancel cancels a message that is not sent yet (typically a
+	// SCHEDULED one): it ends CANCELLED and is never sent.
+	ActionCancel = "cancel"
 )
 
 // ActionPath is the path of an action (resolve, redeliver, retry, close-orphan) on one

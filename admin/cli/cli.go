@@ -68,7 +68,7 @@ the token is --token, else $` + EnvToken + `.`,
 	pf.DurationVar(&o.timeout, "timeout", 30*time.Second, "request timeout")
 	cmd.AddCommand(o.listCmd(), o.getCmd(), o.countsCmd(), o.resolveCmd(), o.actionCmd("redeliver"),
 		o.actionCmd("retry"), o.actionCmd(adminapi.ActionCloseOrphan), o.actionCmd(adminapi.ActionCloseHead),
-		o.actionCmd(adminapi.ActionRelease), o.blockedCmd(), o.retryBizCmd(), o.dlqCmd(), o.auditCmd())
+		o.actionCmd(adminapi.ActionRelease), o.actionCmd(adminapi.ActionCancel), o.blockedCmd(), o.retryBizCmd(), o.dlqCmd(), o.auditCmd())
 	return cmd
 }
 
@@ -422,6 +422,8 @@ func (o *options) actionCmd(name string) *cobra.Command {
 		short = "Give up the head of a blocked order key (DEAD, never sent unless retried): the later messages of the key go on"
 	case adminapi.ActionRelease:
 		short = "Let the later messages of a message's order key go on without it (it is still sent, without order)"
+	case adminapi.ActionCancel:
+		short = "Cancel a message that is not sent yet (e.g. SCHEDULED): it ends CANCELLED, never sent"
 	case adminapi.ActionCloseOrphan:
 		short = "Close an orphan COMMIT (committed, PREPARE never arrived) as rolled back: it is never forwarded"
 		long = short + `.
@@ -457,6 +459,8 @@ the topic was what was wrong). A COMMITTED message with a body is refused.`
 				act = c.CloseHead
 			case adminapi.ActionRelease:
 				act = c.Release
+			case adminapi.ActionCancel:
+				act = c.Cancel
 			}
 			res, err := act(cmd.Context(), biz, key, reason)
 			if err != nil {

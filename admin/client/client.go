@@ -214,6 +214,15 @@ func (c *Client) CloseHead(ctx context.Context, bizID, key, reason string) (admi
 		adminapi.ActionRequest{Reason: reason}, &out)
 }
 
+// Cancel cancels a message that is not sent yet (typically a SCHEDULED
+// one): it ends CANCELLED and is never sent. Refused for a sent, rolled
+// back or cancelled message.
+func (c *Client) Cancel(ctx context.Context, bizID, key, reason string) (adminapi.ActionResult, error) {
+	var out adminapi.ActionResult
+	return out, c.do(ctx, http.MethodPost, adminapi.ActionPath(bizID, key, adminapi.ActionCancel), nil,
+		adminapi.ActionRequest{Reason: reason}, &out)
+}
+
 // Release lets the later messages of a message's order key go on without
 // it; the message is still sent, without order.
 func (c *Client) Release(ctx context.Context, bizID, key, reason string) (adminapi.ActionResult, error) {
