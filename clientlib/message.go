@@ -48,6 +48,25 @@ type Message struct {
 	// RollbackOrdered (Transact does). Without a ForwardKey, the center
 	// uses the order key as the forward key.
 	OrderKey string
+	// DeliverAt, when set, makes the center forward the committed message
+	// not before this time (ec-deliver-at; rounded up to whole
+	// milliseconds). Until then it is SCHEDULED and can be cancelled
+	// (Producer.Cancel). It must be after the PREPARE is written and at
+	// most the center's forward.max_delay (default 90 days) later, or the
+	// center dead-letters the PREPARE. At most one of DeliverAt and Delay.
+	DeliverAt time.Time
+	// Delay, when set, makes the center forward the committed message not
+	// before this long after the PREPARE's record time (ec-delay; rounded
+	// up to whole milliseconds).
+	Delay time.Duration
+}
+
+// ceilMillis rounds d up to whole milliseconds.
+func ceilMillis(d time.Duration) time.Duration {
+	if r := d % time.Millisecond; r > 0 {
+		d += time.Millisecond - r
+	}
+	return d
 }
 
 // ID returns the message id "bizID:key", the control record key and the
@@ -60,9 +79,13 @@ func (m *Message) envelope(defaultVerify string) envelope.Envelope {
 	if verify == "" {
 		verify = defaultVerify
 	}
-	checkAfter := m.CheckAfter
-	if r := checkAfter % time.Millisecond; r > 0 {
-		checkAfter += time.Millisecond - r
+	checkAfter := ceilMillis(m.CheckAfter)
+	deliverAt := m.DeliverAt
+	if !deliverAt.IsZero() {
+		deliverAt = deliverAt.Truncate(0).UTC()
+		if t := deliverAt.Truncate(time.Millisecond); t.Before(deliverAt) {
+			deliverAt = t.Add(time.Millisecond)
+		}
 	}
 	return envelope.Envelope{
 		Type:         envelope.Prepare,
@@ -77,5 +100,7 @@ func (m *Message) envelope(defaultVerify string) envelope.Envelope {
 		CheckAfter:   checkAfter,
 		Headers:      m.Headers,
 		OrderKey:     m.OrderKey,
+		DeliverAt:    deliverAt,
+		Delay:        ceilMillis(m.Delay),
 	}
 }

@@ -145,6 +145,20 @@ func (p *Producer) Rollback(ctx context.Context, bizID, key string) error {
 	return nil
 }
 
+// Cancel sends a CANCEL envelope for a message and waits for the broker's
+// acknowledgement: if the center has not sent the message yet (typically
+// a SCHEDULED one, see Message.DeliverAt), it ends CANCELLED and is never
+// sent; if it was sent already, nothing changes (the center counts the
+// late cancel). For a message with an order key, pass
+// OrderRoute(ctx, bizID, orderKey) so the cancel follows its other
+// envelopes.
+func (p *Producer) Cancel(ctx context.Context, bizID, key string) error {
+	if err := p.send(ctx, envelope.Envelope{Type: envelope.Cancel, BizID: bizID, MessageKey: key}); err != nil {
+		return fmt.Errorf("cancel %s: %w", envelope.Key(bizID, key), err)
+	}
+	return nil
+}
+
 // Transact runs fn, the local transaction, between the PREPARE and the
 // decision of msg:
 //
