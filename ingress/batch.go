@@ -105,8 +105,10 @@ func (h *Handler) batchEnvelope(be batchEnvelope) (outgoing, *apiError) {
 		typ = envelope.Commit
 	case "rollback":
 		typ = envelope.Rollback
+	case "cancel":
+		typ = envelope.Cancel
 	default:
-		return outgoing{}, badRequest("type", "%q: want prepare, commit or rollback", be.Type)
+		return outgoing{}, badRequest("type", "%q: want prepare, commit, rollback or cancel", be.Type)
 	}
 	var payload []byte
 	switch {

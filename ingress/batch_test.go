@@ -51,7 +51,7 @@ func TestBatchErrors(t *testing.T) {
 		{"too many", `{"envelopes":[` + strings.Repeat(ok+",", 3) + ok + `]}`, 413, "envelopes", "4 envelopes, at most 3"},
 		{"body too large", `{"envelopes":[` + ok + `]}` + strings.Repeat(" ", 400), 413, "body", "exceeds ingress.max_batch_bytes (400)"},
 		{"invalid second", `{"envelopes":[` + ok + `,{"type":"prepare","biz_id":"orders","key":"b"}]}`, 400, "envelopes[1].ec-topic", "required on prepare"},
-		{"bad type", `{"envelopes":[{"type":"maybe","biz_id":"orders","key":"b"}]}`, 400, "envelopes[0].type", "want prepare, commit or rollback"},
+		{"bad type", `{"envelopes":[{"type":"maybe","biz_id":"orders","key":"b"}]}`, 400, "envelopes[0].type", "want prepare, commit, rollback or cancel"},
 		{"both payloads", `{"envelopes":[{"type":"prepare","biz_id":"orders","key":"b","payload":"x","payload_base64":"eA=="}]}`, 400, "envelopes[0].payload", "not both"},
 		{"bad base64", `{"envelopes":[{"type":"prepare","biz_id":"orders","key":"b","payload_base64":"!"}]}`, 400, "envelopes[0].payload_base64", "not standard base64"},
 		{"payload on commit", `{"envelopes":[{"type":"commit","biz_id":"orders","key":"b","payload":"x"}]}`, 400, "envelopes[0].value", "commit carries no payload"},

@@ -104,6 +104,7 @@ var routes = []route{
 	{"POST", "/v1/messages/{bizID}/{key}/prepare", "prepare", (*Handler).prepare},
 	{"POST", "/v1/messages/{bizID}/{key}/commit", "commit", (*Handler).commit},
 	{"POST", "/v1/messages/{bizID}/{key}/rollback", "rollback", (*Handler).rollback},
+	{"POST", "/v1/messages/{bizID}/{key}/cancel", "cancel", (*Handler).cancel},
 	{"GET", "/v1/messages/{bizID}/{key}", "get", (*Handler).get},
 	{"POST", "/v1/batch", "batch", (*Handler).batch},
 	{"GET", "/v1/openapi.json", "openapi", (*Handler).openapi},
@@ -277,7 +278,11 @@ func (h *Handler) rollback(w http.ResponseWriter, r *http.Request) int {
 	return h.single(w, r, envelope.Rollback)
 }
 
-// single serves prepare, commit and rollback.
+func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) int {
+	return h.single(w, r, envelope.Cancel)
+}
+
+// single serves prepare, commit, rollback and cancel.
 func (h *Handler) single(w http.ResponseWriter, r *http.Request, typ envelope.Type) int {
 	bizID, key := r.PathValue("bizID"), r.PathValue("key")
 	if err := h.allow(r, 1, one(bizID)); err != nil {

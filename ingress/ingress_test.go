@@ -216,11 +216,13 @@ func TestAuth(t *testing.T) {
 		{"POST", "/v1/messages/orders/k/commit", "wrong-token-0123456789", http.StatusUnauthorized},
 		{"POST", "/v1/messages/orders/k/prepare", "", http.StatusUnauthorized},
 		{"POST", "/v1/messages/orders/k/rollback", "", http.StatusUnauthorized},
+		{"POST", "/v1/messages/orders/k/cancel", "", http.StatusUnauthorized},
 		{"GET", "/v1/messages/orders/k", "", http.StatusUnauthorized},
 		{"POST", "/v1/batch", "", http.StatusUnauthorized},
 		{"POST", "/v1/messages/payments/k/commit", ordersToken, http.StatusForbidden},
 		{"POST", "/v1/messages/payments/k/prepare?ec-topic=t", ordersToken, http.StatusForbidden},
 		{"POST", "/v1/messages/payments/k/rollback", ordersToken, http.StatusForbidden},
+		{"POST", "/v1/messages/payments/k/cancel", ordersToken, http.StatusForbidden},
 		{"GET", "/v1/messages/payments/k", ordersToken, http.StatusForbidden},
 		{"POST", "/v1/messages/orders/k/commit", ordersToken, http.StatusAccepted},
 	} {
@@ -275,7 +277,7 @@ func TestRateLimit(t *testing.T) {
 		res, body := f.do("POST", "/v1/messages/orders/k/commit", ordersToken, nil)
 		require.Equal(t, http.StatusAccepted, res.StatusCode, body)
 	}
-	for _, target := range []string{"/v1/messages/orders/k/commit", "/v1/messages/orders/k/prepare?ec-topic=t", "/v1/messages/orders/k/rollback"} {
+	for _, target := range []string{"/v1/messages/orders/k/commit", "/v1/messages/orders/k/prepare?ec-topic=t", "/v1/messages/orders/k/rollback", "/v1/messages/orders/k/cancel"} {
 		res, body := f.do("POST", target, ordersToken, nil)
 		require.Equal(t, http.StatusTooManyRequests, res.StatusCode, body)
 		require.Equal(t, "2", res.Header.Get("Retry-After"))
@@ -319,6 +321,8 @@ func TestProduceFailures(t *testing.T) {
 		{kerr.MessageTooLarge, 413, "refused the control record as too large", "/v1/messages/orders/k/prepare?ec-topic=t"},
 		{kerr.MessageTooLarge, 413, "too large", "/v1/messages/orders/k/commit"},
 		{kerr.RecordListTooLarge, 413, "too large", "/v1/messages/orders/k/rollback"},
+		{kerr.NotEnoughReplicas, 503, "the broker answered", "/v1/messages/orders/k/cancel"},
+		{kerr.MessageTooLarge, 413, "too large", "/v1/messages/orders/k/cancel"},
 	} {
 		failWith = tc.err
 		res, body := f.do("POST", tc.target, ordersToken, nil)

@@ -16,7 +16,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_ingress_requests_total",
-			Help: "Producer API requests answered, by route (prepare, commit, rollback, get, batch, openapi, unmatched) and HTTP status code.",
+			Help: "Producer API requests answered, by route (prepare, commit, rollback, cancel, get, batch, openapi, unmatched) and HTTP status code.",
 		}, []string{"route", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "eventcenter_ingress_request_duration_seconds",

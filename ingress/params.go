@@ -15,7 +15,7 @@ import (
 var paramNames = []string{
 	envelope.HeaderTopic, envelope.HeaderForwardKey, envelope.HeaderTarget,
 	envelope.HeaderTag, envelope.HeaderVerify, envelope.HeaderCheckAfter,
-	envelope.HeaderOrderKey,
+	envelope.HeaderOrderKey, envelope.HeaderDeliverAt, envelope.HeaderDelay,
 }
 
 // requestParams collects a request's routing parameters as control record
@@ -73,7 +73,7 @@ func checkParamName(name string) *apiError {
 	case slices.Contains(paramNames, name), strings.HasPrefix(name, envelope.HeaderForwardPrefix):
 		return nil
 	case name == envelope.HeaderType || name == envelope.HeaderBiz || name == envelope.HeaderKey:
-		return badRequest(name, "is given by the path (/v1/messages/{bizID}/{key}/prepare|commit|rollback), not as a parameter")
+		return badRequest(name, "is given by the path (/v1/messages/{bizID}/{key}/prepare|commit|rollback|cancel), not as a parameter")
 	}
 	return badRequest(name, "unknown parameter: the parameters are %s and ec-h-<name>", strings.Join(paramNames, ", "))
 }
