@@ -169,6 +169,9 @@ type forwarded struct {
 	Key     string
 	Value   string
 	Headers map[string]string
+	// At is the record's timestamp (the center's producer sets it when it
+	// sends the record).
+	At time.Time
 }
 
 // collector reads business topics from the start and remembers every record
@@ -200,7 +203,7 @@ func (e *env) collect(topics ...string) *collector {
 				return
 			}
 			fs.EachRecord(func(r *kgo.Record) {
-				f := forwarded{Key: string(r.Key), Value: string(r.Value), Headers: map[string]string{}}
+				f := forwarded{Key: string(r.Key), Value: string(r.Value), Headers: map[string]string{}, At: r.Timestamp}
 				for _, h := range r.Headers {
 					f.Headers[h.Key] = string(h.Value)
 				}

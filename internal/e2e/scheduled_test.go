@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/clientlib"
+	"github.com/eventcenter/eventcenter/internal/center"
+	"github.com/eventcenter/eventcenter/state"
+)
+
+// scheduledMsg is one message of a scheduled run.
+type scheduledMsg struct {
+	id        string
+	deliverAt time.Time
+}
+
+// produceScheduled commits n messages through clientlib with deliver-at
+// times spread at random over [from, from+spread), and cancels every 10th
+// right after its commit. It returns the kept and the cancelled ones.
+func produceScheduled(t *testing.T, e *env, prefix string, n int, from time.Time, spread time.Duration) (kept, cancelled []scheduledMsg) {
+	t.Helper()
+	p, err := clientlib.NewProducer(clientlib.WithBrokers(e.brokers...), clientlib.WithControlTopic(controlTopic))
+	require.NoError(t, err)
+	defer p.Close()
+	rng := rand.New(rand.NewPCG(uint64(from.UnixNano()), 27))
+	for i := range n {
+		key := fmt.Sprintf("%s-%d", prefix, i)
+		at := from.Add(time.Duration(rng.Int64N(int64(spread)))).Truncate(time.Millisecond)
+		msg := clientlib.Message{BizID: "orders", Key: key, Payload: []byte("p-" + key),
+			ForwardTopic: businessTopic, ForwardKey: "fk-" + key, DeliverAt: at}
+		require.NoError(t, p.Transact(t.Context(), msg, func(context.Context) error { return nil }))
+		m := scheduledMsg{id: msg.ID(), deliverAt: at}
+		if i%10 == 0 {
+			require.NoError(t, p.Cancel(t.Context(), "orders", key))
+			cancelled = append(cancelled, m)
+			continue
+		}
+		kept = append(kept, m)
+	}
+	return kept, cancelled
+}
+
+// checkScheduled checks that every kept message arrived once, not before
+// its deliver-at and at most late after it (so in deliver-at order within
+// late), and that no cancelled one arrived.
+func checkScheduled(t *testing.T, col *collector, kept, cancelled []scheduledMsg, late time.Duration) {
+	t.Helper()
+	var worst time.Duration
+	for _, m := range kept {
+		got := col.get(m.id)
+		require.Len(t, got, 1, "%s forwarded once", m.id)
+		lateness := got[0].At.Sub(m.deliverAt)
+		require.GreaterOrEqual(t, lateness, -time.Millisecond, "%s sent %v before its deliver-at", m.id, -lateness)
+		require.LessOrEqual(t, lateness, late, "%s sent %v after its deliver-at", m.id, lateness)
+		worst = max(worst, lateness)
+	}
+	// In deliver-at order, within the allowed lateness.
+	sorted := slices.Clone(kept)
+	slices.SortFunc(sorted, func(a, b scheduledMsg) int { return a.deliverAt.Compare(b.deliverAt) })
+	for i := 1; i < len(sorted); i++ {
+		prev, cur := col.get(sorted[i-1].id)[0].At, col.get(sorted[i].id)[0].At
+		require.False(t, cur.Add(late).Before(prev), "%s (due %v) sent more than %v before %s (due %v)",
+			sorted[i].id, sorted[i].deliverAt, late, sorted[i-1].id, sorted[i-1].deliverAt)
+	}
+	for _, m := range cancelled {
+		require.Empty(t, col.get(m.id), "cancelled %s was forwarded", m.id)
+	}
+	t.Logf("%d scheduled messages arrived, worst lateness %v; %d cancelled never did", len(kept), worst, len(cancelled))
+}
+
+// TestScheduledDelivery: 200 messages with deliver-at times spread over
+// 3 s go through a real center (kfake + SQLite) and arrive not before
+// their time, in deliver-at order within the scan interval (plus
+// slack for a loaded machine); the cancelled ones never.
+func TestScheduledDelivery(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "sqlite")
+	c := e.startCenter(center.Options{})
+	col := e.collect(businessTopic)
+	from := time.Now().Add(2 * time.Second)
+	kept, cancelled := produceScheduled(t, e, "sched", 200, from, 3*time.Second)
+	ids := make([]string, len(kept))
+	for i, m := range kept {
+		ids[i] = m.id
+	}
+	col.waitFor(t, ids, time.Minute)
+	time.Sleep(time.Second) // a cancelled one would have come by now: the last deliver-at passed a second ago
+	checkScheduled(t, col, kept, cancelled, time.Second)
+	m, err := c.Store.Get(t.Context(), "orders", "sched-0")
+	require.NoError(t, err)
+	require.Equal(t, state.Cancelled, m.Status)
+}
+
+// TestScheduledRestart: messages that fell due while no center ran are
+// sent once after start.
+func TestScheduledRestart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "sqlite")
+	first := e.startCenter(center.Options{})
+	col := e.collect(businessTopic)
+	from := time.Now().Add(3 * time.Second)
+	kept, cancelled := produceScheduled(t, e, "down", 50, from, time.Second)
+	// Stored before the stop: the last one is in the store.
+	require.Eventually(t, func() bool {
+		_, err := first.Store.Get(t.Context(), "orders", "down-49")
+		return err == nil
+	}, 30*time.Second, 10*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, first.Stop(ctx))
+	time.Sleep(time.Until(from.Add(2 * time.Second))) // all fall due while no center runs
+	ids, _ := col.count()
+	require.Zero(t, ids, "nothing sent before its time")
+	restarted := time.Now()
+	e.startCenter(center.Options{})
+	all := make([]string, len(kept))
+	for i, m := range kept {
+		all[i] = m.id
+	}
+	col.waitFor(t, all, time.Minute)
+	time.Sleep(500 * time.Millisecond) // a duplicate would show by now
+	for _, m := range kept {
+		got := col.get(m.id)
+		require.Len(t, got, 1, "%s sent once", m.id)
+		require.False(t, got[0].At.Before(restarted), "%s sent while no center ran", m.id)
+	}
+	for _, m := range cancelled {
+		require.Empty(t, col.get(m.id), "cancelled %s was forwarded", m.id)
+	}
+}
