@@ -299,18 +299,22 @@ func (h *handler) counts(r *http.Request) (adminapi.Counts, error) {
 		ByBizID: map[string]map[string]int64{}, OldestPrepared: map[string]time.Time{},
 	}
 	for _, c := range cs {
-		ac := adminapi.Count{BizID: c.BizID, Status: c.Status.String(), N: c.N}
+		ac := adminapi.Count{BizID: c.BizID, Status: c.Status.String(), N: c.N, Scheduled: c.Scheduled}
 		label := ac.Status
 		if c.Status == state.Committed {
 			ac.SendStatus = c.SendStatus.String()
 			label += "/" + ac.SendStatus
 		}
 		out.Counts = append(out.Counts, ac)
-		out.ByStatus[label] += c.N
 		if out.ByBizID[c.BizID] == nil {
 			out.ByBizID[c.BizID] = map[string]int64{}
 		}
-		out.ByBizID[c.BizID][label] += c.N
+		out.ByStatus[label] += c.N - c.Scheduled
+		out.ByBizID[c.BizID][label] += c.N - c.Scheduled
+		if c.Scheduled > 0 {
+			out.ByStatus[scheduledLabel] += c.Scheduled
+			out.ByBizID[c.BizID][scheduledLabel] += c.Scheduled
+		}
 		out.Total += c.N
 	}
 	for b, t := range oldest {

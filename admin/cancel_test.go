@@ -31,6 +31,9 @@ func TestOperatorCancel(t *testing.T) {
 		require.NotNil(t, d.DeliverAt)
 		require.True(t, deliverAt.Equal(*d.DeliverAt))
 		require.Contains(t, d.Actions, adminapi.ActionCancel)
+		cs := decode[adminapi.Counts](t, get(t, env, "/api/v1/counts"), http.StatusOK)
+		require.EqualValues(t, 1, cs.ByStatus["COMMITTED/SCHEDULED"])
+		require.EqualValues(t, 1, cs.ByBizID[admintest.Biz]["COMMITTED/SCHEDULED"])
 
 		path := adminapi.ActionPath(admintest.Biz, "later", adminapi.ActionCancel)
 		a := post(t, env, path, reason(""))
@@ -42,6 +45,9 @@ func TestOperatorCancel(t *testing.T) {
 		require.Equal(t, "operator_cancel", res.Message.Audit[0].Action)
 		require.Equal(t, "campaign called off", res.Message.Audit[0].Reason)
 		require.NotContains(t, res.Message.Actions, adminapi.ActionCancel)
+		cs = decode[adminapi.Counts](t, get(t, env, "/api/v1/counts"), http.StatusOK)
+		require.Zero(t, cs.ByStatus["COMMITTED/SCHEDULED"])
+		require.EqualValues(t, 1, cs.ByStatus["CANCELLED"])
 
 		a = post(t, env, path, reason("again"))
 		require.Equal(t, http.StatusConflict, a.code, "cancelled already")

@@ -320,7 +320,11 @@ func (h *handler) uiLogout(w http.ResponseWriter, r *http.Request, p principal) 
 // maxOldestLookups bounds the per-bizID queries of the overview.
 const maxOldestLookups = 50
 
-var overviewColumns = []string{"PREPARED", "VERIFY_FAILED", "COMMITTED/PENDING", "COMMITTED/DEAD", "COMMITTED/SENT", "ROLLED_BACK"}
+var overviewColumns = []string{"PREPARED", "VERIFY_FAILED", "COMMITTED/PENDING", scheduledLabel, "COMMITTED/DEAD", "COMMITTED/SENT", "ROLLED_BACK", "CANCELLED"}
+
+// scheduledLabel is the counts' label of SCHEDULED messages (COMMITTED
+// PENDING held until their deliver-at).
+const scheduledLabel = "COMMITTED/SCHEDULED"
 
 type stuckList struct {
 	Title    string

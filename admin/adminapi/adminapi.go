@@ -102,13 +102,18 @@ type Count struct {
 	Status     string `json:"status"`
 	SendStatus string `json:"send_status,omitempty"`
 	N          int64  `json:"n"`
+	// Scheduled is how many of the N are SCHEDULED (COMMITTED PENDING,
+	// held until a deliver-at still to come).
+	Scheduled int64 `json:"scheduled,omitempty"`
 }
 
 // Counts is GET /api/v1/counts.
 type Counts struct {
 	Counts []Count `json:"counts"`
 	// ByStatus sums over bizIDs; committed messages are split as
-	// COMMITTED/PENDING, COMMITTED/SENT, COMMITTED/DEAD.
+	// COMMITTED/PENDING (due), COMMITTED/SCHEDULED (held until their
+	// deliver-at; present when there are some), COMMITTED/SENT,
+	// COMMITTED/DEAD.
 	ByStatus map[string]int64 `json:"by_status"`
 	// ByBizID is the same split per bizID.
 	ByBizID map[string]map[string]int64 `json:"by_biz_id"`
