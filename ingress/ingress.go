@@ -379,6 +379,10 @@ func (h *Handler) envelope(typ envelope.Type, bizID, key string, payload []byte,
 	if e.Type != envelope.Prepare {
 		return outgoing{e: e, orderKey: orderKey}, nil
 	}
+	if !e.DeliverAt.IsZero() && !e.DeliverAt.After(h.cfg.Now()) {
+		// Ingest would dead-letter it: the record's time is about now.
+		return outgoing{}, badRequest(envelope.HeaderDeliverAt, "%s is not in the future", e.DeliverAt.Format(time.RFC3339Nano))
+	}
 	if n, limit := ingest.ForwardedSize(&e), h.cfg.MaxPayload+ingest.RecordOverhead; n > limit {
 		return outgoing{}, &apiError{code: http.StatusRequestEntityTooLarge, field: "value",
 			msg: fmt.Sprintf("forwarded record of %d bytes (payload %d, forward key, headers and id) exceeds the limit of %d (max payload %d + %d)",
