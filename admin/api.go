@@ -148,9 +148,11 @@ func (h *handler) limit(s string) (int, error) {
 func (h *handler) filterFrom(q url.Values) (store.Filter, error) {
 	var f store.Filter
 	var err error
-	if s := strings.TrimSpace(q.Get("status")); s != "" {
-		if f.Status, err = state.ParseStatus(strings.ToUpper(s)); err != nil {
-			return f, badRequest("status: %v", err)
+	if s := strings.ToUpper(strings.TrimSpace(q.Get("status"))); s == "SCHEDULED" {
+		f.ScheduledAt = h.now() // a view of COMMITTED PENDING, not a status
+	} else if s != "" {
+		if f.Status, err = state.ParseStatus(s); err != nil {
+			return f, badRequest("status: %v (or SCHEDULED)", err)
 		}
 	}
 	if s := strings.TrimSpace(q.Get("send_status")); s != "" {

@@ -207,7 +207,10 @@ type Filter struct {
 	CreatedBefore time.Time
 	// Orphan selects orphan COMMITs: COMMITTED without a body.
 	Orphan bool
-	Limit  int
+	// ScheduledAt, when set, selects the messages SCHEDULED at that time
+	// (state.Message.Scheduled: COMMITTED PENDING with a later deliver-at).
+	ScheduledAt time.Time
+	Limit       int
 	// Cursor is the Next of a previous page.
 	Cursor string
 }

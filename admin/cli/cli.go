@@ -210,7 +210,7 @@ func (o *options) listCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&lo.Status, "status", "", "PREPARED, COMMITTED, ROLLED_BACK or VERIFY_FAILED")
+	f.StringVar(&lo.Status, "status", "", "PREPARED, COMMITTED, ROLLED_BACK, VERIFY_FAILED, CANCELLED, or SCHEDULED (committed, held until its deliver-at)")
 	f.StringVar(&lo.SendStatus, "send-status", "", "PENDING, SENT or DEAD")
 	f.StringVar(&lo.BizID, "biz", "", "bizID")
 	f.StringVar(&lo.Key, "key", "", "keys containing this")

@@ -395,7 +395,8 @@ func (s *Store) List(ctx context.Context, f store.Filter) (store.Page, error) {
 			(f.SendStatus == nil || m.SendStatus == *f.SendStatus) &&
 			(f.KeyContains == "" || strings.Contains(m.Key, f.KeyContains)) &&
 			(f.CreatedBefore.IsZero() || m.CreatedAt.Before(f.CreatedBefore)) &&
-			(!f.Orphan || m.Status == state.Committed && !m.HasBody)
+			(!f.Orphan || m.Status == state.Committed && !m.HasBody) &&
+			(f.ScheduledAt.IsZero() || m.Scheduled(f.ScheduledAt))
 	})
 	slices.Reverse(ms)
 	var p store.Page

@@ -83,6 +83,15 @@ func testScheduledClaim(t *testing.T, newStore NewStore) {
 	require.Equal(t, state.Cancelled, b.get(t, biz, "cancelled").Status)
 
 	require.Equal(t, int64(3), b.scheduledCount(t), "s10, s20, late-body")
+	page, err := b.s.List(t.Context(), store.Filter{ScheduledAt: t0, Limit: 10})
+	require.NoError(t, err)
+	var listed []string
+	for _, m := range page.Messages {
+		listed = append(listed, m.Key)
+		require.Equal(t, m.DeliverAt, m.SendNextAt, "listed with its deliver-at")
+	}
+	slices.Sort(listed)
+	require.Equal(t, []string{"late-body", "s10", "s20"}, listed)
 	require.Equal(t, []string{"now"}, b.claimKeys(t, 10, 0), "only the unscheduled one is due")
 	b.clock.Advance(10*time.Second - time.Microsecond)
 	require.Empty(t, b.claimKeys(t, 10, 0), "not a microsecond early")

@@ -237,6 +237,10 @@ func (d *Dialect[T]) List(ctx context.Context, db DB, f store.Filter) (store.Pag
 	if f.Orphan {
 		w.conds = append(w.conds, d.ListOrphan)
 	}
+	if !f.ScheduledAt.IsZero() {
+		w.conds = append(w.conds, "status = "+Committed+" AND "+d.HasBody+" AND send_status = "+SendPending)
+		w.add("deliver_at > %s", d.TimeArg(codec.Time(f.ScheduledAt)))
+	}
 	q := `SELECT ` + d.ListColumns() + ` FROM eventcenter_messages` + w.String()
 	q += " ORDER BY id DESC LIMIT " + w.next(limit+1)
 	rows, err := db.Query(ctx, q, w.args...)
