@@ -333,62 +333,9 @@ func TestWithClientIsNotClosed(t *testing.T) {
 	require.NoError(t, cl.ProduceSync(t.Context(), &kgo.Record{Topic: clientlib.DefaultControlTopic, Value: []byte("x")}).FirstErr())
 }
 
-// murmur2 is Kafka's Utils.murmur2, written from the Java source.
-func murmur2(data []byte) int32 {
-	const (
-		seed = uint32(0x9747b28c)
-		m    = uint32(0x5bd1e995)
-		r    = 24
-	)
-	length := len(data)
-	h := seed ^ uint32(length)
-	for i := 0; i+4 <= length; i += 4 {
-		k := uint32(data[i]) | uint32(data[i+1])<<8 | uint32(data[i+2])<<16 | uint32(data[i+3])<<24
-		k *= m
-		k ^= k >> r
-		k *= m
-		h *= m
-		h ^= k
-	}
-	tail := length &^ 3
-	switch length % 4 {
-	case 3:
-		h ^= uint32(data[tail+2]) << 16
-		fallthrough
-	case 2:
-		h ^= uint32(data[tail+1]) << 8
-		fallthrough
-	case 1:
-		h ^= uint32(data[tail])
-		h *= m
-	}
-	h ^= h >> 13
-	h *= m
-	h ^= h >> 15
-	return int32(h)
-}
-
-// javaPartition is Kafka's default partition of a keyed record:
-// toPositive(murmur2(key)) % numPartitions.
-func javaPartition(key []byte, n int32) int32 {
-	return (murmur2(key) & 0x7fffffff) % n
-}
-
-func TestMurmur2Reference(t *testing.T) {
-	t.Parallel()
-	// Kafka's UtilsTest.testMurmur2 vectors.
-	for in, want := range map[string]int32{
-		"21":                         -973932308,
-		"foobar":                     -790332482,
-		"a-little-bit-long-string":   -985981536,
-		"a-little-bit-longer-string": -1486304829,
-		"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
-		"abc": 479470107,
-	} {
-		require.Equal(t, want, murmur2([]byte(in)), in)
-	}
-}
-
+// Records land on the partition Kafka's default partitioner gives their
+// key (envelope.PartitionFor, checked against Kafka's murmur2 vectors in
+// the envelope module), as every Kafka client computes it.
 func TestRecordsLandOnKafkaMurmur2Partition(t *testing.T) {
 	t.Parallel()
 	const partitions = 16
@@ -401,7 +348,7 @@ func TestRecordsLandOnKafkaMurmur2Partition(t *testing.T) {
 	recs := readControl(t, c, n)
 	used := map[int32]bool{}
 	for _, r := range recs {
-		require.Equal(t, javaPartition(r.Key, partitions), r.Partition, "key %s", r.Key)
+		require.Equal(t, envelope.PartitionFor(string(r.Key), partitions), r.Partition, "key %s", r.Key)
 		used[r.Partition] = true
 	}
 	require.Greater(t, len(used), 4, "keys spread over partitions")
