@@ -164,7 +164,7 @@ func (s *Store) wake(ids []int64, now time.Time) {
 		}
 	}
 	for _, m := range head {
-		if m.SendStatus == state.SendPending && m.SendAttempts == 0 && m.SendNextAt.After(now) {
+		if m.SendStatus == state.SendPending && m.SendAttempts == 0 && m.LeaseToken == 0 && m.SendNextAt.After(now) {
 			m.SendNextAt = now
 		}
 	}

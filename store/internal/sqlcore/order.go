@@ -295,7 +295,8 @@ func (r Reads[T]) BlockedKeys(ctx context.Context, bizID string, limit int) ([]s
 // messages that stopped holding their key (sent, released, closed): the
 // lowest-sequenced holder of each queue, if it is pending, has not been
 // tried yet and waits (parked by Apply: Folded.DropHeld), becomes due at
-// the first parameter. The ids are the parameters 2 to n+1, and the
+// the first parameter; a head under a send lease (lease_token set: being
+// sent) is left alone. The ids are the parameters 2 to n+1, and the
 // parameter n+2 is the same time again. The ids are read through a
 // derived table, so MySQL accepts the statement's own table in it.
 func WakeSQL(p func(int) string, n int) string {
@@ -307,7 +308,7 @@ func WakeSQL(p func(int) string, n int) string {
 		SELECT DISTINCT (SELECT h.id FROM eventcenter_messages h WHERE ` + sameQueue("h", "s") + ` AND ` + HoldsOrder("h.") + `
 			ORDER BY h.order_seq LIMIT 1) AS id
 		FROM eventcenter_messages s WHERE s.id IN (` + strings.Join(ids, ", ") + `) AND s.order_key <> '') AS w)
-		AND send_status = ` + SendPending + ` AND send_attempts = 0 AND send_next_at > ` + p(n+2)
+		AND send_status = ` + SendPending + ` AND send_attempts = 0 AND lease_token = 0 AND send_next_at > ` + p(n+2)
 }
 
 // WakeArgs returns the parameters of WakeSQL: now, ids, now.
@@ -336,6 +337,17 @@ func freed(loaded map[store.MessageRef]*state.Message, f *store.Folded, parked m
 	for _, m := range f.Forwarded {
 		if m.OrderSeq > 0 && parked[store.OrderOf(m)] && !slices.Contains(ids, m.ID) {
 			ids = append(ids, m.ID)
+		}
+	}
+	// A message this batch parked behind a head that another transaction
+	// marked sent meanwhile (after this batch read the holders, before it
+	// committed) missed that wake: the wake after the commit looks again.
+	// It moves only an unleased, parked head (WakeSQL), never one being sent.
+	for _, rows := range [][]*state.Message{f.Inserts, f.Updates} {
+		for _, m := range rows {
+			if m.OrderSeq > 0 && parked[store.OrderOf(m)] && m.ID != 0 && !slices.Contains(ids, m.ID) {
+				ids = append(ids, m.ID)
+			}
 		}
 	}
 	return ids
