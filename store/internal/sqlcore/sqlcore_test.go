@@ -189,3 +189,24 @@ func TestTranslated(t *testing.T) {
 	require.NotErrorIs(t, err, driverErr, "driver errors do not stay reachable")
 	require.Equal(t, errors.Join(driverErr, context.Canceled, ErrInsertRace).Error(), err.Error())
 }
+
+// freed lists the heads a batch freed and, so that the wake after the
+// commit looks again, the rows it parked; never a row without an id or
+// one of a queue it did not park.
+func TestFreedIncludesParkedRows(t *testing.T) {
+	t.Parallel()
+	q := store.OrderRef{BizID: "b", OrderKey: "o"}
+	msg := func(id int64, key, orderKey string, seq int64, st state.SendStatus) *state.Message {
+		return &state.Message{ID: id, BizID: "b", Key: key, OrderKey: orderKey, OrderSeq: seq,
+			Status: state.Committed, HasBody: true, SendStatus: st}
+	}
+	headBefore := msg(1, "a", "o", 1, state.SendPending)
+	loaded := map[store.MessageRef]*state.Message{{BizID: "b", Key: "a"}: headBefore}
+	f := store.Folded{
+		Updates: []*state.Message{msg(1, "a", "o", 1, state.SendSent)},
+		Inserts: []*state.Message{msg(7, "c", "o", 3, state.SendPending), msg(0, "d", "o", 4, state.SendPending),
+			msg(8, "x", "other", 1, state.SendPending)},
+	}
+	require.ElementsMatch(t, []int64{1, 7}, freed(loaded, &f, map[store.OrderRef]bool{q: true}))
+	require.Contains(t, WakeSQL(func(n int) string { return "$" + strconv.Itoa(n) }, 1), "lease_token = 0")
+}
