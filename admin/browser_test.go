@@ -3,38 +3,16 @@ package admin_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/eventcenter/eventcenter/admin/internal/admintest"
+	"github.com/eventcenter/eventcenter/testsupport/headless"
 )
-
-// findChromium returns a Chromium binary: $EVENTCENTER_CHROMIUM, else the
-// first of chromium, chromium-browser, google-chrome on PATH. Without one
-// the test skips, or fails when CI=true.
-func findChromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("EVENTCENTER_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	msg := "no chromium binary found (install one, e.g. apt-get install chromium, or set EVENTCENTER_CHROMIUM)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg + "; CI=true makes this a failure")
-	}
-	t.Skip(msg)
-	return ""
-}
 
 // TestBrowserResolve drives the console in headless Chromium: log in, find
 // the VERIFY_FAILED message on the overview, resolve it as commit with a
@@ -43,30 +21,9 @@ func findChromium(t *testing.T) string {
 // saves the overview).
 func TestBrowserResolve(t *testing.T) {
 	t.Parallel()
-	chromium := findChromium(t)
 	env := admintest.New(t, nil)
 
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	bctx := headless.Browser(t)
 
 	base := env.Server.URL
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
@@ -106,7 +63,7 @@ func TestBrowserResolve(t *testing.T) {
 
 	select {
 	case <-env.Handoff.C:
-	case <-ctx.Done():
+	case <-bctx.Done():
 		t.Fatal("the forwarder did not get the resolved message")
 	}
 	handed := env.Handoff.Messages()

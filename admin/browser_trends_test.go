@@ -9,14 +9,13 @@ import (
 	"testing"
 	"time"
 
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/eventcenter/eventcenter/admin"
 	"github.com/eventcenter/eventcenter/admin/internal/admintest"
 	"github.com/eventcenter/eventcenter/internal/trends"
+	"github.com/eventcenter/eventcenter/testsupport/headless"
 )
 
 // countingDLQ is a dead-letter topic that can only count (the overview
@@ -68,33 +67,6 @@ func seedTrends(now time.Time) *trends.Sampler {
 	return s
 }
 
-func headless(t *testing.T) context.Context {
-	t.Helper()
-	chromium := findChromium(t)
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	t.Cleanup(cancel)
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(cancelAlloc)
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	t.Cleanup(cancelBrowser)
-	return bctx
-}
-
 // TestBrowserTrends renders the overview's charts from seeded samples in
 // headless Chromium: three charts with the total and each bizID as
 // series, the dead-letter count with its link, the check-back outcomes per
@@ -106,22 +78,8 @@ func TestBrowserTrends(t *testing.T) {
 		c.Insecure, c.Tokens = true, nil
 		c.Trends = seedTrends(c.Now())
 	})
-	bctx := headless(t)
-	var problems []string
-	require.NoError(t, chromedp.Listen(bctx, func(ev any) {
-		switch e := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeWarning {
-				problems = append(problems, "console "+string(e.Type))
-			}
-		case *cdplog.EventEntryAdded:
-			if e.Entry.Level == cdplog.EntryLevelError {
-				problems = append(problems, "log: "+e.Entry.Text)
-			}
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, "exception: "+e.ExceptionDetails.Text)
-		}
-	}))
+	bctx := headless.Browser(t)
+	problems := headless.Problems(t, bctx)
 	// Insecure mode answers loopback names only.
 	base := strings.Replace(env.Server.URL, "127.0.0.1", "localhost", 1)
 	require.NoError(t, chromedp.Do(bctx,
@@ -165,5 +123,5 @@ func TestBrowserTrends(t *testing.T) {
 		require.NoError(t, os.WriteFile(out, png, 0o644))
 		t.Logf("saved %s (%d bytes)", out, len(png))
 	}
-	require.Empty(t, problems)
+	require.Empty(t, problems())
 }

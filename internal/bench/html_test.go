@@ -1,20 +1,17 @@
 package bench
 
 import (
-	"context"
 	"encoding/xml"
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/eventcenter/eventcenter/testsupport/headless"
 	"github.com/stretchr/testify/require"
 )
 
@@ -92,30 +89,11 @@ func TestSVGFromARecordedReport(t *testing.T) {
 	require.ErrorContains(t, err, "read bench report")
 }
 
-func findChromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("EVENTCENTER_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	msg := "no chromium binary found (install one, e.g. apt-get install chromium, or set EVENTCENTER_CHROMIUM)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg + "; CI=true makes this a failure")
-	}
-	t.Skip(msg)
-	return ""
-}
-
 // TestHTMLFromAShortRun runs a short embedded bench, writes its --html
 // page and opens it in headless Chromium: no console error, and the charts
 // carry their series (latency percentiles per second included).
 func TestHTMLFromAShortRun(t *testing.T) {
 	t.Parallel()
-	chromium := findChromium(t)
 	cfg := Default()
 	cfg.Messages = 400
 	cfg.Producers = 2
@@ -137,33 +115,8 @@ func TestHTMLFromAShortRun(t *testing.T) {
 	require.NoError(t, rep.WriteHTML(out))
 	require.NoError(t, out.Close())
 
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	var problems []string
-	require.NoError(t, chromedp.Listen(bctx, func(ev any) {
-		switch e := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeWarning {
-				problems = append(problems, "console "+string(e.Type))
-			}
-		case *cdplog.EventEntryAdded:
-			if e.Entry.Level == cdplog.EntryLevelError {
-				problems = append(problems, "log: "+e.Entry.Text)
-			}
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, "exception: "+e.ExceptionDetails.Text)
-		}
-	}))
+	bctx := headless.Browser(t)
+	problems := headless.Problems(t, bctx)
 	require.NoError(t, chromedp.Do(bctx,
 		chromedp.Navigate("file://"+path),
 		chromedp.WaitVisible(chromedp.CSS(`#table`)),
@@ -191,5 +144,5 @@ func TestHTMLFromAShortRun(t *testing.T) {
 	config, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(`#config`)))
 	require.NoError(t, err)
 	require.Contains(t, config, `"messages": 400`)
-	require.Empty(t, problems)
+	require.Empty(t, problems())
 }

@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -15,31 +12,15 @@ import (
 	"github.com/eventcenter/eventcenter/internal/center"
 	"github.com/eventcenter/eventcenter/internal/config"
 	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/testsupport/headless"
 )
-
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("EVENTCENTER_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no chromium binary found; .ci/run installs Debian's chromium")
-	}
-	t.Skip("no chromium binary found (apt-get install chromium, or set EVENTCENTER_CHROMIUM)")
-	return ""
-}
 
 // TestConsoleResolvesVerifyFailed drives the center's web console in
 // headless Chromium: an operator logs in, finds a VERIFY_FAILED message,
 // resolves it as commit with a reason, and the message is forwarded.
 func TestConsoleResolvesVerifyFailed(t *testing.T) {
 	t.Parallel()
-	chromium := chromiumPath(t)
+	headless.Chromium(t) // skip (or fail in CI) before starting anything
 	const token = "ops-token-0123456789abcdef"
 	e := newEnv(t, "sqlite", func(c *config.Config) {
 		c.Admin.Insecure = false
@@ -58,18 +39,7 @@ func TestConsoleResolvesVerifyFailed(t *testing.T) {
 		return err == nil && m.Status == state.VerifyFailed
 	}, 30*time.Second, 20*time.Millisecond)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()),
-	)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	bctx := headless.Browser(t)
 
 	base := "http://" + c.Addr()
 	link := chromedp.CSS(`a[href="/ui/m/orders/console-1"]`)
