@@ -186,6 +186,10 @@ type Claim struct {
 	// Ordered (ClaimSends only) skips messages held back by their order
 	// key (see Store.ClaimSends).
 	Ordered bool
+	// FairCheckbacks (ClaimCheckbacks only), when set, shares Limit
+	// between the bizIDs with due check-backs by weight (see FairShare)
+	// instead of taking the oldest due first.
+	FairCheckbacks *FairShare
 }
 
 // Sent is one successful send.

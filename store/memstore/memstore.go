@@ -256,6 +256,7 @@ func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message,
 	if err := s.begin(ctx, &s.calls.ClaimSends, &s.fail.claimSends); err != nil {
 		return nil, err
 	}
+	c.FairCheckbacks = nil // check-back claims only
 	free := func(*state.Message) bool { return true }
 	if c.Ordered {
 		low := s.holders(func(*state.Message) bool { return true })
@@ -278,11 +279,39 @@ func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Mes
 		func(m *state.Message, until time.Time) { *m = state.ClaimCheckback(*m, until) })
 }
 
+// claimFair is claimDue for a fair check-back claim (Claim.FairCheckbacks):
+// every due row in order, then store.Pick.
+func (s *Store) claimFair(c store.Claim, due func(*state.Message) time.Time, ok func(*state.Message) bool,
+	lease func(*state.Message, time.Time)) []state.Message {
+	now := codec.Time(s.now())
+	var ms []*state.Message
+	for _, m := range s.rows {
+		if ok(m) && slices.Contains(c.Partitions, m.Partition) && !due(m).After(now) {
+			ms = append(ms, m)
+		}
+	}
+	slices.SortFunc(ms, func(a, b *state.Message) int { return cmp.Or(due(a).Compare(due(b)), cmp.Compare(a.ID, b.ID)) })
+	ms = store.Pick(c.FairCheckbacks, c.Limit, ms, func(m **state.Message) string { return (*m).BizID })
+	token := codec.LeaseToken()
+	out := make([]state.Message, len(ms))
+	for i, m := range ms {
+		lease(m, now.Add(c.Lease))
+		m.LeaseToken = token
+		out[i] = *clone(m)
+	}
+	return out
+}
+
 // claim leases the Limit earliest due rows (by due time, then id). s.mu
 // must be held.
 func (s *Store) claim(c store.Claim, due func(*state.Message) time.Time, ok func(*state.Message) bool,
 	lease func(*state.Message, time.Time)) ([]state.Message, error) {
-	return sqlcore.Claim(c, func() ([]state.Message, error) { return s.claimDue(c, due, ok, lease), nil })
+	return sqlcore.Claim(c, func() ([]state.Message, error) {
+		if c.FairCheckbacks != nil {
+			return s.claimFair(c, due, ok, lease), nil
+		}
+		return s.claimDue(c, due, ok, lease), nil
+	})
 }
 
 // claimDue is claim for a checked claim.

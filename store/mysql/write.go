@@ -409,12 +409,20 @@ func (s *Store) claimOnce(ctx context.Context, c store.Claim, q string, checkbac
 	var ms []state.Message
 	if err := s.inTx(ctx, func(tx *sql.Tx) error {
 		ms = ms[:0]
-		for _, p := range c.Partitions {
-			got, err := dialect.Messages(ctx, sqlcore.SQLDB(tx), q, p, now, c.Limit)
+		if checkback && c.FairCheckbacks != nil {
+			got, err := fairCandidates(ctx, tx, c, now)
 			if err != nil {
 				return err
 			}
 			ms = append(ms, got...)
+		} else {
+			for _, p := range c.Partitions {
+				got, err := dialect.Messages(ctx, sqlcore.SQLDB(tx), q, p, now, c.Limit)
+				if err != nil {
+					return err
+				}
+				ms = append(ms, got...)
+			}
 		}
 		if len(ms) == 0 {
 			return nil
@@ -431,6 +439,9 @@ func (s *Store) claimOnce(ctx context.Context, c store.Claim, q string, checkbac
 			}
 			return cmp.Compare(a.ID, b.ID)
 		})
+		if checkback && c.FairCheckbacks != nil {
+			ms = store.Pick(c.FairCheckbacks, c.Limit, ms, func(m *state.Message) string { return m.BizID })
+		}
 		ms = ms[:min(len(ms), c.Limit)]
 		ids := make([]any, len(ms))
 		for i := range ms {

@@ -497,6 +497,9 @@ func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message,
 
 // ClaimCheckbacks implements store.Store.
 func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	if c.FairCheckbacks != nil {
+		return s.claimFairCheckbacks(ctx, c)
+	}
 	return s.claim(ctx, "claim checkbacks", c, claimCheckbacksSQL)
 }
 

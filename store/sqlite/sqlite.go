@@ -404,6 +404,9 @@ func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message,
 // is for (state.ClaimCheckback): a call whose center dies before its
 // answer is written still counts.
 func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	if c.FairCheckbacks != nil {
+		return s.claimFairCheckbacks(ctx, c)
+	}
 	return s.claim(ctx, "claim checkbacks", c, `UPDATE eventcenter_messages SET verify_next_at = ?, lease_token = ?,
 			verify_attempts = verify_attempts + 1
 		WHERE id IN (SELECT id FROM eventcenter_messages

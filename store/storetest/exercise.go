@@ -69,6 +69,8 @@ func Exercise(t *testing.T, newStore NewStore) {
 	t.Run("Checkbacks", func(t *testing.T) { t.Parallel(); testCheckbacks(t, newStore) })
 	t.Run("CheckbackClaimCountsTheAttempt", func(t *testing.T) { t.Parallel(); testClaimCountsTheAttempt(t, newStore) })
 	t.Run("CheckbackPutOffGivesTheAttemptBack", func(t *testing.T) { t.Parallel(); testPutOffGivesTheAttemptBack(t, newStore) })
+	t.Run("FairCheckbackClaim", func(t *testing.T) { t.Parallel(); testFairCheckbackClaim(t, newStore) })
+	t.Run("FairCheckbackWeights", func(t *testing.T) { t.Parallel(); testFairCheckbackWeights(t, newStore) })
 	t.Run("OperatorActions", func(t *testing.T) { t.Parallel(); testOperatorActions(t, newStore) })
 	t.Run("List", func(t *testing.T) { t.Parallel(); testList(t, newStore) })
 	t.Run("Counts", func(t *testing.T) { t.Parallel(); testCounts(t, newStore) })

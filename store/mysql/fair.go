@@ -1,0 +1,66 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/internal/sqlcore"
+)
+
+// fairBizSQL lists the bizIDs with PREPARED rows: a loose index scan of
+// eventcenter_messages_verify_due_biz (prepared_biz, verify_due_at,
+// partition), one probe per bizID however many rows it has.
+const fairBizSQL = `SELECT prepared_biz FROM eventcenter_messages
+	WHERE prepared_biz IS NOT NULL GROUP BY prepared_biz`
+
+// fairClaimSQL locks up to ? due check-backs of one bizID in the given
+// partitions, oldest due first, reading the same index in due order.
+const fairClaimSQL = `SELECT %s FROM eventcenter_messages
+	WHERE prepared_biz = ? AND verify_due_at <= ? AND ` + "`partition`" + ` IN (%s)
+	ORDER BY verify_due_at LIMIT ? FOR UPDATE SKIP LOCKED`
+
+// fairCandidates locks, for every bizID with due check-backs in c's
+// partitions, up to c.Limit of them (claimOnce then keeps store.Pick's and
+// leases those; the others' locks end with the transaction). So a bizID
+// with 100,000 stale PREPAREs costs a claim c.Limit rows, and another
+// bizID's due rows are found however old the first one's are.
+func fairCandidates(ctx context.Context, tx *sql.Tx, c store.Claim, now time.Time) ([]state.Message, error) {
+	rows, err := tx.QueryContext(ctx, fairBizSQL)
+	if err != nil {
+		return nil, fmt.Errorf("list bizIDs with check-backs: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			_ = rows.Close()
+			return nil, fmt.Errorf("list bizIDs with check-backs: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("list bizIDs with check-backs: %w", err)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list bizIDs with check-backs: %w", err)
+	}
+	q := fmt.Sprintf(fairClaimSQL, columns, sqlcore.List(len(c.Partitions)))
+	var out []state.Message
+	for _, id := range ids {
+		args := []any{id, now}
+		for _, p := range c.Partitions {
+			args = append(args, p)
+		}
+		args = append(args, c.Limit)
+		got, err := dialect.Messages(ctx, sqlcore.SQLDB(tx), q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("claim check-backs of bizID %q: %w", id, err)
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
