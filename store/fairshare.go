@@ -1,6 +1,7 @@
 package store
 
 import (
+	"maps"
 	"slices"
 )
 
@@ -22,6 +23,9 @@ type FairShare struct {
 	// Turn rotates who gets the remainder of the split; callers increment
 	// it per claim.
 	Turn uint64
+	// Skip lists bizIDs the claim leaves out this time (the caller holds
+	// enough of theirs already).
+	Skip map[string]bool
 }
 
 // Weight returns a bizID's weight (at least 1).
@@ -38,7 +42,7 @@ func (f *FairShare) Weight(bizID string) int {
 func (f *FairShare) Shares(limit int, avail map[string]int) map[string]int {
 	ids := make([]string, 0, len(avail))
 	for id, n := range avail {
-		if n > 0 {
+		if n > 0 && !f.Skip[id] {
 			ids = append(ids, id)
 		}
 	}
@@ -49,6 +53,11 @@ func (f *FairShare) Shares(limit int, avail map[string]int) map[string]int {
 	}
 	out := make(map[string]int, len(ids))
 	left := limit
+	// avail of a skipped bizID counts as none.
+	avail = maps.Clone(avail)
+	for id := range f.Skip {
+		delete(avail, id)
+	}
 	for left > 0 {
 		// The bizIDs still wanting more, and their total weight.
 		open, weight := ids[:0:0], 0

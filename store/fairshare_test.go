@@ -40,6 +40,12 @@ func TestFairShares(t *testing.T) {
 	}
 }
 
+func TestFairSharesSkip(t *testing.T) {
+	t.Parallel()
+	f := &store.FairShare{Skip: map[string]bool{"a": true}}
+	require.Equal(t, map[string]int{"b": 3}, f.Shares(10, map[string]int{"a": 100, "b": 3}))
+}
+
 // Over successive claims the remainder of an uneven split rotates.
 func TestFairSharesTurn(t *testing.T) {
 	t.Parallel()

@@ -96,6 +96,17 @@ type BizConfig struct {
 	// headers: set it for the transition only, and turn it off once the
 	// bizID's producers run a v2 handler. Default off (v2 only).
 	SignV1 bool
+	// Weight is this bizID's share of check-back claims and workers
+	// against the other bizIDs with due check-backs (issue 28): claims
+	// and calls serve bizIDs in turn, Weight at a time. Default 1.
+	Weight int
+	// Rate, when positive, bounds this bizID's check-back calls per second
+	// (a token bucket of Burst). Over it check-backs wait, without
+	// spending an attempt; what would wait long is put off (deferred).
+	// Default 0: no limit.
+	Rate float64
+	// Burst is the token bucket's size for Rate. Default max(1, Rate).
+	Burst int
 }
 
 // Config configures a Verifier.
@@ -111,6 +122,12 @@ type Config struct {
 
 	// Workers bounds concurrent calls overall. Default 64.
 	Workers int
+	// BizWorkers bounds the calls one bizID may have running at once, so
+	// that one bizID with slow endpoints never holds every worker; while
+	// several bizIDs have check-backs waiting, each is also held to its
+	// weighted share of Workers (at least one). Default 3/4 of Workers
+	// (at least 1).
+	BizWorkers int
 	// EndpointConcurrency bounds concurrent calls per endpoint (host:port).
 	// Default 8 (at most Workers).
 	EndpointConcurrency int
@@ -206,6 +223,10 @@ type resolved struct {
 	secretSource func() string
 	// signV1 is BizConfig.SignV1.
 	signV1 bool
+	// weight, rate and burst are BizConfig's (weight at least 1).
+	weight int
+	rate   float64
+	burst  int
 }
 
 // currentSecret is the bizID's signing secret now.
@@ -231,6 +252,9 @@ func (c *Config) setDefaults() {
 		ec = min(ec, c.Workers)
 	}
 	def(&c.EndpointConcurrency, ec)
+	if c.Workers > 0 {
+		def(&c.BizWorkers, max(1, c.Workers-c.Workers/4))
+	}
 	def(&c.EndpointQueue, 64)
 	def(&c.ClaimLimit, 1024)
 	def(&c.ClaimAhead, 2*c.ClaimLimit)
@@ -323,7 +347,7 @@ func (c *Config) resolve() (map[string]*resolved, error) {
 	}{
 		{"Workers", c.Workers}, {"EndpointConcurrency", c.EndpointConcurrency}, {"EndpointQueue", c.EndpointQueue},
 		{"ClaimLimit", c.ClaimLimit}, {"ClaimAhead", c.ClaimAhead}, {"BreakerFailures", c.BreakerFailures}, {"ApplyBatch", c.ApplyBatch},
-		{"Appliers", c.Appliers},
+		{"Appliers", c.Appliers}, {"BizWorkers", c.BizWorkers},
 	} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("%s: %d is negative", f.name, f.v))
@@ -350,7 +374,7 @@ func (c *Config) resolve() (map[string]*resolved, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	out := map[string]*resolved{"": {policy: c.Policy, allow: global}}
+	out := map[string]*resolved{"": {policy: c.Policy, allow: global, weight: 1}}
 	maxTimeout := c.Policy.Timeout
 	ids := make([]string, 0, len(c.BizIDs))
 	for id := range c.BizIDs {
@@ -389,6 +413,9 @@ func (c *Config) resolve() (map[string]*resolved, error) {
 		}
 		r.secretSource = b.SecretSource
 		r.signV1 = b.SignV1
+		if err := r.setFairness(field, b); err != nil {
+			errs = append(errs, err)
+		}
 		out[id] = r
 	}
 	if c.Lease < 3*maxTimeout {

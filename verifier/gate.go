@@ -87,7 +87,10 @@ type job struct {
 	ep        checkback.Endpoint
 	name      string // ep.String(), computed once per endpoint
 	r         *resolved
+	biz       *bizState
 	claimedAt time.Time
+	// throttled: counted as held back by a per-bizID limit.
+	throttled bool
 }
 
 // gate is the storm control of one endpoint (host:port): at most cap calls

@@ -26,6 +26,7 @@ type metrics struct {
 	verifyFailed *prometheus.CounterVec
 	disallowed   prometheus.Counter
 	applyErrors  prometheus.Counter
+	fairMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -55,6 +56,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "eventcenter_checkback_apply_errors_total",
 			Help: "Batches of check-back results the store did not take (the messages are checked again when their lease runs out).",
 		}),
+		fairMetrics: newFairMetrics(),
 	}
 	for _, p := range checkback.Protocols {
 		for _, o := range []string{outcomeCommit, outcomeRollback, outcomeUnknown, outcomeError, outcomeDeferred, outcomeParked} {
@@ -66,7 +68,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.total, m.duration, m.circuitOpen, m.verifyFailed, m.disallowed, m.applyErrors} {
+	for _, c := range append([]prometheus.Collector{m.total, m.duration, m.circuitOpen, m.verifyFailed, m.disallowed, m.applyErrors}, m.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}

@@ -56,6 +56,12 @@ type Verifier struct {
 	// workersStarted counts worker goroutines started (at most Workers
 	// per run of the loop).
 	workersStarted atomic.Int64
+	// bizStates holds each bizID's limiter and running calls (the run
+	// goroutine's map; see fair.go); weights are the configured weights
+	// for the fair claim, turn its rotation.
+	bizStates map[string]*bizState
+	weights   map[string]int
+	turn      uint64
 
 	// Base gives Stop and the shared start/stop semantics.
 	startstop.Base
@@ -100,6 +106,14 @@ func New(cfg Config, st Store, owned Owned) (*Verifier, error) {
 		freed:   make(chan struct{}, 1),
 		results: make(chan result, 2*cfg.ApplyBatch),
 		parsed:  map[string]parsed{},
+
+		bizStates: map[string]*bizState{},
+		weights:   map[string]int{},
+	}
+	for id, r := range biz {
+		if id != "" && r.weight > 1 {
+			v.weights[id] = r.weight
+		}
 	}
 	return v, nil
 }
@@ -150,12 +164,11 @@ type loop struct {
 	claims   sync.WaitGroup // the claim goroutine, at most one at a time
 	claimed  chan claimed
 	claiming bool
-	buf      []job // claimed messages waiting for a worker from head on, oldest first
-	head     int
-	more     bool // the last claim was full: more may be due
-	busy     bool // an endpoint was at its cap since the last claim
-	freed    bool // a worker freed since the last claim
-	due      bool // a poll is due (PollInterval passed, or ownership changed)
+	fb       *fairBuf // claimed messages waiting for a worker, a queue per bizID
+	more     bool     // the last claim was full: more may be due
+	busy     bool     // an endpoint was at its cap since the last claim
+	freed    bool     // a worker freed since the last claim
+	due      bool     // a poll is due (PollInterval passed, or ownership changed)
 	// changed is closed at the first ownership change after the last
 	// claim read the partitions (nil once it fired, until the next claim
 	// takes a new one): a change is never lost to another ready case.
@@ -165,7 +178,7 @@ type loop struct {
 
 func (v *Verifier) run(ctx, applyCtx context.Context) {
 	applied := v.startAppliers(applyCtx)
-	l := &loop{ctx: ctx, claimed: make(chan claimed, 1), due: true, changed: v.owned.Changed(),
+	l := &loop{ctx: ctx, claimed: make(chan claimed, 1), due: true, changed: v.owned.Changed(), fb: newFairBuf(),
 		// Never full: a task is sent only with a slot taken, and there
 		// are as many slots as room here.
 		work: make(chan task, cap(v.slots))}
@@ -177,9 +190,15 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 	gap := time.NewTimer(time.Hour)
 	gap.Stop()
 	defer gap.Stop()
+	// limited wakes the loop when a rate-limited bizID gets its next token.
+	limited := time.NewTimer(time.Hour)
+	limited.Stop()
+	defer limited.Stop()
 	for {
-		v.drain(l)
-		if !l.claiming && l.buffered() <= v.cfg.ClaimAhead/2 {
+		if wake := v.drain(l); wake > 0 {
+			limited.Reset(wake)
+		}
+		if !l.claiming && l.ready() <= v.cfg.ClaimAhead/2 && l.fb.n < 2*v.cfg.ClaimAhead {
 			wantGap := !l.more && !l.due && l.busy && l.freed
 			switch {
 			case l.more || l.due:
@@ -205,6 +224,7 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 		case <-poll.C:
 			l.due = true
 		case <-gap.C:
+		case <-limited.C:
 		}
 		if ctx.Err() != nil {
 			break
@@ -219,10 +239,7 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 		v.take(l, c)
 	default:
 	}
-	for _, j := range l.buf[l.head:] {
-		v.giveBack(&j, "verifier stopping")
-	}
-	l.buf = nil
+	l.fb.all(func(j *job) { v.giveBack(j, "verifier stopping") })
 	l.calls.Wait()
 	close(l.work)
 	l.workers.Wait()
@@ -245,16 +262,17 @@ func (v *Verifier) claim(l *loop) {
 		return
 	}
 	free := cap(v.slots) - len(v.slots) // only this goroutine takes slots: a lower bound
-	limit := min(v.cfg.ClaimLimit, free+v.cfg.ClaimAhead-l.buffered())
+	limit := min(v.cfg.ClaimLimit, free+v.cfg.ClaimAhead-l.ready())
 	if limit <= 0 {
 		return
 	}
 	l.claiming, l.last = true, time.Now()
 	l.claims.Add(1)
+	fair := v.fairClaim(l.fb)
 	go func() {
 		defer l.claims.Done()
 		at := v.cfg.Now()
-		msgs, err := v.st.ClaimCheckbacks(l.ctx, store.Claim{Partitions: parts, Limit: limit, Lease: v.cfg.Lease})
+		msgs, err := v.st.ClaimCheckbacks(l.ctx, store.Claim{Partitions: parts, Limit: limit, Lease: v.cfg.Lease, FairCheckbacks: fair})
 		l.claimed <- claimed{msgs: msgs, limit: limit, err: err, at: at}
 	}()
 }
@@ -297,53 +315,43 @@ func (v *Verifier) take(l *loop, c claimed) {
 		// The body is not needed to check back: do not hold it while the
 		// message waits (only the trace context the call carries).
 		m.Payload, m.Headers = nil, tracing.TraceHeaders(m.Headers)
-		l.buf = append(l.buf, job{m: *m, ep: ep, name: v.name(ep), r: r, claimedAt: c.at})
+		st := v.bizOf(m.BizID, r)
+		l.fb.push(st, job{m: *m, ep: ep, name: v.name(ep), r: r, biz: st, claimedAt: c.at})
 	}
 }
 
-// buffered is the number of messages in the claim-ahead buffer.
-func (l *loop) buffered() int { return len(l.buf) - l.head }
+// ready is the number of messages in the claim-ahead buffer that no
+// per-bizID limit holds back: the claims keep the buffer filled with
+// these, so a held bizID's messages never keep the others' out.
+func (l *loop) ready() int { return l.fb.n - l.fb.heldN }
 
-// drain hands buffered messages, oldest first, to free workers until the
-// buffer is empty or every worker is busy.
-func (v *Verifier) drain(l *loop) {
-	for l.head < len(l.buf) && l.ctx.Err() == nil {
-		if !v.dispatch(l, l.buf[l.head]) {
-			break
-		}
-		l.buf[l.head] = job{}
-		l.head++
-	}
-	// Most drains start one call (a worker freed): move the rest to the
-	// front only once at least as many were taken, so each message is
-	// moved about once (copying the whole buffer per call cost ~8% of
-	// the process' CPU in the bench).
-	if l.head > 0 && l.head >= l.buffered() {
-		n := copy(l.buf, l.buf[l.head:])
-		clear(l.buf[n:])
-		l.buf, l.head = l.buf[:n], 0
-	}
-}
+// What dispatch did with a job.
+type dispatched uint8
 
-// dispatch puts off, queues or starts the call of j; it returns false,
-// leaving j in the buffer, when no worker is free.
-func (v *Verifier) dispatch(l *loop, j job) bool {
+const (
+	dispatchFull   dispatched = iota // no worker free: j stays in the buffer
+	dispatchCalled                   // j runs or waits at its endpoint for a call of it
+	dispatchPutOff                   // j was put off or given back
+)
+
+// dispatch puts off, queues or starts the call of j.
+func (v *Verifier) dispatch(l *loop, j job) dispatched {
 	now := v.cfg.Now()
 	if waited := now.Sub(j.claimedAt); waited > v.cfg.Lease-2*j.r.policy.Timeout {
 		// Its lease may run out before an answer is written: give it
 		// back to the next claim.
 		v.giveBack(&j, fmt.Sprintf("waited %s for a worker", waited))
-		return true
+		return dispatchPutOff
 	}
 	g := v.gates.get(j.ep.Host)
 	if at, why, hold := v.breakerHold(g, &j, now); hold {
 		v.deferMsg(&j.m, j.ep, at, why)
-		return true
+		return dispatchPutOff
 	}
 	select {
 	case v.slots <- struct{}{}: // only this goroutine takes slots
 	default:
-		return false // every worker is busy: j waits in the buffer
+		return dispatchFull // every worker is busy: j waits in the buffer
 	}
 	run, queued := g.admit(j)
 	if !run {
@@ -351,10 +359,12 @@ func (v *Verifier) dispatch(l *loop, j job) bool {
 		l.busy = true
 		if !queued {
 			v.deferMsg(&j.m, j.ep, g.putOff(now, v.cfg.BusyDelay, v.cfg.MaxPutOff, v.cfg.Rand()), fmt.Sprintf("endpoint %s at its concurrency cap", j.ep.Host))
+			return dispatchPutOff
 		}
 		// queued: a call of this endpoint that ends takes it.
-		return true
+		return dispatchCalled
 	}
+	j.biz.running.Add(1)
 	l.calls.Add(1)
 	l.work <- task{ctx: l.ctx, j: j, g: g, calls: &l.calls}
 	if l.spawned < len(v.slots) {
@@ -368,7 +378,7 @@ func (v *Verifier) dispatch(l *loop, j job) bool {
 			}
 		}()
 	}
-	return true
+	return dispatchCalled
 }
 
 // task is a dispatched call for a worker: j, then the calls queued behind
@@ -391,29 +401,42 @@ func (v *Verifier) serve(t task) {
 		default:
 		}
 	}()
-	for ok := true; ok; j, ok = g.next() {
-		if ctx.Err() != nil {
-			v.giveBack(&j, "verifier stopping")
-			continue
+	// The first job's call was counted running by dispatch; those taken
+	// from the gate's queue are counted here.
+	for ok, first := true, true; ok; first = false {
+		if !first {
+			j.biz.running.Add(1)
 		}
-		now := v.cfg.Now()
-		if waited := now.Sub(j.claimedAt); waited > v.cfg.Lease-2*j.r.policy.Timeout {
-			// Its lease may run out before an answer is written: give
-			// it back to the next claim.
-			v.giveBack(&j, fmt.Sprintf("waited %s for its endpoint", waited))
-			continue
-		}
-		if at, why, hold := v.breakerHold(g, &j, now); hold {
-			v.deferMsg(&j.m, j.ep, at, why)
-			continue
-		}
-		done, err := g.breaker.Allow()
-		if err != nil {
-			v.deferMsg(&j.m, j.ep, v.afterCoolDown(v.cfg.Now()), fmt.Sprintf("endpoint %s circuit open", j.ep.Host))
-			continue
-		}
-		v.check(ctx, &j, g, done)
+		v.serveOne(ctx, &j, g)
+		j.biz.running.Add(-1)
+		j, ok = g.next()
 	}
+}
+
+// serveOne runs the call of j (a dispatched job or one its endpoint's
+// gate queued), or puts it off.
+func (v *Verifier) serveOne(ctx context.Context, j *job, g *gate) {
+	if ctx.Err() != nil {
+		v.giveBack(j, "verifier stopping")
+		return
+	}
+	now := v.cfg.Now()
+	if waited := now.Sub(j.claimedAt); waited > v.cfg.Lease-2*j.r.policy.Timeout {
+		// Its lease may run out before an answer is written: give it
+		// back to the next claim.
+		v.giveBack(j, fmt.Sprintf("waited %s for its endpoint", waited))
+		return
+	}
+	if at, why, hold := v.breakerHold(g, j, now); hold {
+		v.deferMsg(&j.m, j.ep, at, why)
+		return
+	}
+	done, err := g.breaker.Allow()
+	if err != nil {
+		v.deferMsg(&j.m, j.ep, v.afterCoolDown(v.cfg.Now()), fmt.Sprintf("endpoint %s circuit open", j.ep.Host))
+		return
+	}
+	v.check(ctx, j, g, done)
 }
 
 // bizConf returns a bizID's effective configuration.
@@ -541,6 +564,7 @@ func (v *Verifier) check(ctx context.Context, j *job, g *gate, done func(error))
 	a := v.caller.do(ctx, call{ep: ep, bizID: m.BizID, key: m.Key, attempt: n,
 		timeout: r.policy.Timeout, secret: r.currentSecret(), signV1: r.signV1})
 	took := g.finish(id)
+	j.biz.observe(took)
 	endSpan(a)
 	if ctx.Err() != nil {
 		// Cut short by Stop: the breaker ignores it; the attempt stays

@@ -1,0 +1,375 @@
+package verifier
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// Fair share between bizIDs (issue 28). Three parts:
+//
+//   - The claim is fair (store.Claim.FairCheckbacks): its limit is split
+//     between the bizIDs with due check-backs by weight, so a bizID with a
+//     backlog of older stale PREPAREs never fills it.
+//   - The claim-ahead buffer is one queue per bizID, served in turn
+//     (weighted round robin, Weight calls per turn), not oldest first.
+//   - Each bizID is held to BizWorkers running calls, and to its weighted
+//     share of Workers while others wait; and to its Rate, when set. A
+//     bizID held back waits in its queue without spending an attempt;
+//     what would wait long is put off (deferred, the attempt given back),
+//     spaced at the pace the limit lets through, so a held bizID never
+//     fills the buffer and the claims keep bringing the others'.
+
+// Limits a bizID can be held back by (label limit of the metrics).
+const (
+	limitRate    = "rate"
+	limitWorkers = "workers"
+)
+
+// rateHorizon is how far ahead a rate-limited bizID keeps check-backs
+// waiting in memory; beyond it they are put off.
+const rateHorizon = time.Second
+
+// setFairness checks and records b's weight and rate limit.
+func (r *resolved) setFairness(field string, b BizConfig) error {
+	switch {
+	case b.Weight < 0:
+		return fmt.Errorf("%s.Weight: %d is negative", field, b.Weight)
+	case b.Rate < 0 || math.IsNaN(b.Rate) || math.IsInf(b.Rate, 0):
+		return fmt.Errorf("%s.Rate: %v is not a rate (calls per second, 0 for none)", field, b.Rate)
+	case b.Burst < 0:
+		return fmt.Errorf("%s.Burst: %d is negative", field, b.Burst)
+	case b.Burst > 0 && b.Rate == 0:
+		return fmt.Errorf("%s.Burst: set without Rate", field)
+	}
+	r.weight = max(1, b.Weight)
+	r.rate, r.burst = b.Rate, b.Burst
+	if r.rate > 0 && r.burst == 0 {
+		r.burst = max(1, int(math.Ceil(r.rate)))
+	}
+	return nil
+}
+
+// bizState is what the verifier keeps per bizID: its limiter, and its
+// running calls (counted by the workers, read by the run goroutine).
+type bizState struct {
+	id      string
+	label   string // metric label: the bizID if configured, else "other"
+	weight  int
+	lim     *rate.Limiter // nil: no rate limit
+	running atomic.Int64
+	avg     atomic.Int64 // moving average of its call durations, ns
+}
+
+// observe feeds a call's duration into the moving average.
+func (b *bizState) observe(d time.Duration) {
+	old := b.avg.Load()
+	if old == 0 {
+		b.avg.Store(int64(d))
+		return
+	}
+	b.avg.Store((4*old + int64(d)) / 5)
+}
+
+// bizQueue is one bizID's part of the claim-ahead buffer.
+type bizQueue struct {
+	st     *bizState
+	jobs   []job
+	head   int
+	credit int // calls left in its current turn
+	// held is the limit that held it back at the last drain ("" none).
+	held string
+	// shown and shownLen are what the gauges say of it.
+	shown    string
+	shownLen int
+}
+
+func (q *bizQueue) len() int { return len(q.jobs) - q.head }
+
+func (q *bizQueue) pop() job {
+	j := q.jobs[q.head]
+	q.jobs[q.head] = job{}
+	q.head++
+	if q.head >= q.len() { // move the rest to the front now and then
+		n := copy(q.jobs, q.jobs[q.head:])
+		clear(q.jobs[n:])
+		q.jobs, q.head = q.jobs[:n], 0
+	}
+	return j
+}
+
+// fairBuf is the claim-ahead buffer: a queue per bizID, served in turn.
+// Only the run goroutine touches it.
+type fairBuf struct {
+	qs   map[string]*bizQueue
+	ring []*bizQueue // the queues with jobs, in turn order
+	next int
+	n    int // jobs in all queues
+	// heldN is the jobs in queues held back at the last drain: they do
+	// not count against the claim-ahead room (see loop.ready).
+	heldN int
+}
+
+func newFairBuf() *fairBuf { return &fairBuf{qs: map[string]*bizQueue{}} }
+
+func (b *fairBuf) push(st *bizState, j job) {
+	q := b.qs[st.id]
+	if q == nil {
+		q = &bizQueue{st: st}
+		b.qs[st.id] = q
+	}
+	if q.len() == 0 {
+		b.ring = append(b.ring, q)
+	}
+	q.jobs = append(q.jobs, j)
+	b.n++
+}
+
+// all calls fn with every buffered job and empties the buffer.
+func (b *fairBuf) all(fn func(j *job)) {
+	for _, q := range b.ring {
+		for i := q.head; i < len(q.jobs); i++ {
+			fn(&q.jobs[i])
+		}
+		q.jobs, q.head = nil, 0
+	}
+	b.ring, b.next, b.n, b.heldN = nil, 0, 0, 0
+}
+
+// bizOf returns the state of a bizID, made at first sight. Only the run
+// goroutine calls it.
+func (v *Verifier) bizOf(bizID string, r *resolved) *bizState {
+	if st, ok := v.bizStates[bizID]; ok {
+		return st
+	}
+	st := &bizState{id: bizID, label: "other", weight: r.weight}
+	if _, ok := v.cfg.BizIDs[bizID]; ok {
+		st.label = bizID
+	}
+	if r.rate > 0 {
+		st.lim = rate.NewLimiter(rate.Limit(r.rate), r.burst)
+	}
+	v.bizStates[bizID] = st
+	return st
+}
+
+// fairClaim is the fairness a claim asks the store for: the bizIDs held
+// back by a limit with enough messages waiting already are skipped.
+func (v *Verifier) fairClaim(b *fairBuf) *store.FairShare {
+	v.turn++
+	f := &store.FairShare{Weights: v.weights, Turn: v.turn}
+	for id, q := range b.qs {
+		if q.held != "" && q.len() >= v.keep(q, q.held) {
+			if f.Skip == nil {
+				f.Skip = map[string]bool{}
+			}
+			f.Skip[id] = true
+		}
+	}
+	return f
+}
+
+// keep is how many messages a bizID held back by limit keeps waiting in
+// memory: what the limit lets through soon. With a rate, a second's worth
+// and the burst; with the worker cap, two calls per worker it may use.
+func (v *Verifier) keep(q *bizQueue, limit string) int {
+	if limit == limitRate {
+		return q.st.lim.Burst() + int(float64(q.st.lim.Limit())*rateHorizon.Seconds())
+	}
+	return 2 * max(1, int(q.st.running.Load()))
+}
+
+// workerCap is how many calls q's bizID may have running now: BizWorkers,
+// and its weighted share of Workers among the bizIDs that wait or run
+// (weight sum activeWeight).
+func (v *Verifier) workerCap(q *bizQueue, activeWeight int) int {
+	share := (v.cfg.Workers*q.st.weight + activeWeight - 1) / max(activeWeight, 1)
+	return max(1, min(share, v.cfg.BizWorkers))
+}
+
+// drain hands buffered messages to free workers, bizID by bizID in turn
+// (Weight each per turn), until every worker is busy or every bizID with
+// messages is empty or held back by a limit. It returns when the next
+// rate-limited bizID gets a token (zero for none).
+func (v *Verifier) drain(l *loop) time.Duration {
+	b := l.fb
+	var wake time.Duration
+	// The bizIDs that wait or run, for the worker shares.
+	active := 0
+	for _, q := range b.qs {
+		if q.len() > 0 || q.st.running.Load() > 0 {
+			active += q.st.weight
+		}
+	}
+	progress := true
+	for progress && b.n > 0 && l.ctx.Err() == nil {
+		progress = false
+		for k := 0; k < len(b.ring) && b.n > 0; {
+			if b.next >= len(b.ring) {
+				b.next = 0
+			}
+			q := b.ring[b.next]
+			if q.len() == 0 {
+				b.ring = append(b.ring[:b.next], b.ring[b.next+1:]...)
+				continue
+			}
+			k++
+			served, full, wait := v.serveTurn(l, b, q, active)
+			if full {
+				v.countHeld(b)
+				return wake
+			}
+			if wait > 0 && (wake == 0 || wait < wake) {
+				wake = wait
+			}
+			if served {
+				progress = true
+			}
+			// Its turn is over: credit spent, held back or empty.
+			q.credit = 0
+			b.next++
+		}
+	}
+	v.countHeld(b)
+	return wake
+}
+
+// countHeld sets heldN, and the gauges of the queues whose state changed,
+// after a drain.
+func (v *Verifier) countHeld(b *fairBuf) {
+	b.heldN = 0
+	for _, q := range b.qs {
+		if q.len() == 0 {
+			q.held = ""
+		}
+		if q.held != "" {
+			b.heldN += q.len()
+		}
+		if q.held != q.shown {
+			if q.shown != "" {
+				v.m.bizHeld.WithLabelValues(q.st.label, q.shown).Set(0)
+			}
+			if q.held != "" {
+				v.m.bizHeld.WithLabelValues(q.st.label, q.held).Set(1)
+			}
+			q.shown = q.held
+		}
+		if n := q.len(); n != q.shownLen {
+			v.m.bizWaiting.WithLabelValues(q.st.label).Add(float64(n - q.shownLen))
+			q.shownLen = n
+		}
+	}
+}
+
+// serveTurn dispatches from q until its turn's credit is spent, a limit
+// holds it back (held set; wait is when its rate lets the next call
+// through), or no worker is free (full).
+func (v *Verifier) serveTurn(l *loop, b *fairBuf, q *bizQueue, active int) (served, full bool, wait time.Duration) {
+	if q.credit == 0 {
+		q.credit = q.st.weight
+	}
+	q.held = ""
+	for q.credit > 0 && q.len() > 0 {
+		if q.st.running.Load() >= int64(v.workerCap(q, active)) {
+			// At its cap: its messages wait for its calls to end; they
+			// do not count against the claim-ahead room, and the
+			// claims skip it, so the others' keep coming.
+			v.hold(b, q, limitWorkers, 0)
+			return served, false, 0
+		}
+		var res *rate.Reservation
+		if q.st.lim != nil {
+			now := time.Now()
+			res = q.st.lim.ReserveN(now, 1)
+			if d := res.DelayFrom(now); d > 0 {
+				res.CancelAt(now)
+				v.hold(b, q, limitRate, d)
+				return served, false, d
+			}
+		}
+		j := q.jobs[q.head]
+		switch v.dispatch(l, j) {
+		case dispatchFull:
+			if res != nil {
+				res.Cancel()
+			}
+			return served, true, 0
+		case dispatchCalled:
+			served = true
+		default: // put off or given back: the token is not spent
+			if res != nil {
+				res.Cancel()
+			}
+		}
+		q.pop()
+		b.n--
+		q.credit--
+	}
+	return served, false, 0
+}
+
+// hold marks q held back by limit. Its head message is counted as
+// throttled (once). With a rate, the messages beyond what the rate lets
+// through soon (keep) are put off (deferred, no attempt spent), spaced at
+// the rate from when it lets them through, so they come back at its
+// pace instead of waiting in memory; with the worker cap they wait (the
+// claims skip the bizID meanwhile: fairClaim).
+func (v *Verifier) hold(b *fairBuf, q *bizQueue, limit string, wait time.Duration) {
+	q.held = limit
+	if head := &q.jobs[q.head]; !head.throttled {
+		head.throttled = true
+		v.m.bizThrottled.WithLabelValues(q.st.label, limit).Inc()
+	}
+	if limit != limitRate {
+		return
+	}
+	keep := v.keep(q, limit)
+	pace := max(time.Duration(float64(time.Second)/float64(q.st.lim.Limit())), time.Millisecond)
+	now := v.cfg.Now()
+	for i := 0; q.len() > keep; i++ {
+		j := q.jobs[len(q.jobs)-1]
+		q.jobs[len(q.jobs)-1] = job{}
+		q.jobs = q.jobs[:len(q.jobs)-1]
+		b.n--
+		at := min(wait+time.Duration(keep+i)*pace, v.cfg.MaxPutOff) + time.Duration(v.cfg.Rand()*float64(pace))
+		if !j.throttled {
+			v.m.bizThrottled.WithLabelValues(q.st.label, limit).Inc()
+		}
+		v.deferMsg(&j.m, j.ep, now.Add(at), fmt.Sprintf("bizID %q over its check-back rate limit", q.st.id))
+	}
+}
+
+// fairMetrics are the per-bizID fairness metrics.
+type fairMetrics struct {
+	bizThrottled *prometheus.CounterVec
+	bizHeld      *prometheus.GaugeVec
+	bizWaiting   *prometheus.GaugeVec
+}
+
+func newFairMetrics() fairMetrics {
+	return fairMetrics{
+		bizThrottled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_checkback_throttled_total",
+			Help: "Check-backs that waited, or were put off (no attempt spent), because their bizID was held back by a per-bizID limit: limit=\"rate\" (checkback.biz[].rate) or \"workers\" (its share of checkback.workers). biz_id is \"other\" for bizIDs not configured.",
+		}, []string{"biz_id", "limit"}),
+		bizHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "eventcenter_checkback_biz_throttled",
+			Help: "1 while a bizID's check-backs wait because of a per-bizID limit (rate or workers), else 0.",
+		}, []string{"biz_id", "limit"}),
+		bizWaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "eventcenter_checkback_biz_waiting",
+			Help: "Claimed check-backs of a bizID waiting in memory for a worker or a limit.",
+		}, []string{"biz_id"}),
+	}
+}
+
+func (f fairMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{f.bizThrottled, f.bizHeld, f.bizWaiting}
+}

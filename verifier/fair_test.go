@@ -1,0 +1,155 @@
+package verifier
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/envelope/checkback"
+	"github.com/eventcenter/eventcenter/state"
+)
+
+// slowProducer answers commit once release is closed; it records the most
+// calls it had in flight.
+func slowProducer(t *testing.T) (p *producer, release chan struct{}, maxInFlight *atomic.Int32) {
+	t.Helper()
+	release, maxInFlight = make(chan struct{}), new(atomic.Int32)
+	var inFlight atomic.Int32
+	p = newProducer(t, func(w http.ResponseWriter, r *http.Request) {
+		raiseTo(maxInFlight, inFlight.Add(1))
+		defer inFlight.Add(-1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		reply(w, r, checkback.DecisionCommit)
+	})
+	return p, release, maxInFlight
+}
+
+// A bizID whose endpoint hangs never holds every worker: while its calls
+// hang (and its backlog of older PREPAREs is due), another bizID's
+// check-backs are claimed and answered, and the slow bizID's are put off
+// without spending an attempt (MaxAttempts 1 would park them). With
+// BizWorkers = Workers the slow bizID takes every worker and the other
+// waits (the test can fail).
+func TestSlowBizIDDoesNotHoldEveryWorker(t *testing.T) {
+	t.Parallel()
+	for _, reserve := range []bool{true, false} {
+		t.Run(fmt.Sprintf("reserve=%v", reserve), func(t *testing.T) {
+			t.Parallel()
+			slow, release, slowMax := slowProducer(t)
+			fast := newProducer(t, replying(checkback.DecisionCommit))
+			clk := newRealClock()
+			cfg := Config{
+				Allow:   []string{slow.endpoint("http", ""), fast.endpoint("http", "")},
+				Workers: 4, EndpointConcurrency: 4, EndpointQueue: 4,
+				ClaimLimit: 16, ClaimAhead: 16, BusyDelay: 20 * time.Millisecond,
+				BizIDs: map[string]BizConfig{"slow": {Policy: Policy{MaxAttempts: 1}}},
+			}
+			if !reserve {
+				cfg.BizWorkers = 4
+			}
+			h := startVerifier(t, clk, newMemStore(clk.Now), cfg)
+			for i := range 40 {
+				h.prepare("slow", fmt.Sprint("s", i), slow.endpoint("http", "/cb"))
+			}
+			require.Eventually(t, func() bool { return slowMax.Load() >= 3 }, 5*time.Second, time.Millisecond)
+			for i := range 5 {
+				h.prepare("fast", fmt.Sprint("f", i), fast.endpoint("http", "/cb"))
+			}
+			answered := func() bool {
+				for i := range 5 {
+					if m := h.get("fast", fmt.Sprint("f", i)); m.Status != state.Committed {
+						return false
+					}
+				}
+				return true
+			}
+			if !reserve {
+				require.Never(t, answered, 300*time.Millisecond, 5*time.Millisecond, "every worker held by the slow bizID")
+				close(release)
+				return
+			}
+			require.Eventually(t, answered, 5*time.Second, time.Millisecond, "the fast bizID is answered while the slow one hangs")
+			require.LessOrEqual(t, slowMax.Load(), int32(3), "the slow bizID holds at most BizWorkers")
+			close(release)
+			for i := range 40 {
+				m := h.waitStatus("slow", fmt.Sprint("s", i), state.Committed)
+				require.Equal(t, 1, m.VerifyAttempts, "put off without spending an attempt")
+			}
+		})
+	}
+}
+
+// A bizID over its check-back rate waits: calls are spaced by the rate,
+// what would wait long is put off (counted by the throttled metric), and
+// no attempt is spent (MaxAttempts 1 would park a message whose attempt
+// was).
+func TestBizRateLimitWaitsWithoutSpendingAttempts(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var calls []time.Time
+	p := newProducer(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls = append(calls, time.Now())
+		mu.Unlock()
+		reply(w, r, checkback.DecisionCommit)
+	})
+	clk := newRealClock()
+	const n, perSecond = 60, 40
+	h := startVerifier(t, clk, newMemStore(clk.Now), Config{
+		Allow:     []string{p.endpoint("http", "")},
+		BusyDelay: 20 * time.Millisecond,
+		BizIDs:    map[string]BizConfig{"limited": {Policy: Policy{MaxAttempts: 1}, Rate: perSecond, Burst: 1}},
+	})
+	for i := range n {
+		h.prepare("limited", fmt.Sprint("k", i), p.endpoint("http", "/cb"))
+	}
+	for i := range n {
+		m := h.waitStatus("limited", fmt.Sprint("k", i), state.Committed)
+		require.Equal(t, 1, m.VerifyAttempts, "waiting spends no attempt")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, calls, n)
+	span := calls[len(calls)-1].Sub(calls[0])
+	// n calls at perSecond with a burst of 1 take (n-1)/perSecond at least.
+	require.GreaterOrEqual(t, span, time.Duration(float64(n-1)/perSecond*float64(time.Second))*9/10)
+	require.Positive(t, testutil.ToFloat64(h.v.m.bizThrottled.WithLabelValues("limited", limitRate)),
+		"the backlog beyond a second's worth was put off, and counted")
+}
+
+func TestFairnessConfigValidation(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		b    BizConfig
+		want string
+	}{
+		{BizConfig{Weight: -1}, "Weight: -1 is negative"},
+		{BizConfig{Rate: -1}, "Rate: -1 is not a rate"},
+		{BizConfig{Burst: 3}, "Burst: set without Rate"},
+		{BizConfig{Rate: 1, Burst: -3}, "Burst: -3 is negative"},
+	} {
+		err := Config{BizIDs: map[string]BizConfig{"a": c.b}}.Validate()
+		require.ErrorContains(t, err, c.want)
+	}
+	require.ErrorContains(t, Config{BizWorkers: -1}.Validate(), "BizWorkers: -1 is negative")
+	var c Config
+	c.setDefaults()
+	require.Equal(t, 48, c.BizWorkers, "3/4 of the default 64 workers")
+	r, err := c.resolve()
+	require.NoError(t, err)
+	require.Equal(t, 1, r[""].weight)
+	c.BizIDs = map[string]BizConfig{"a": {Rate: 2.5, Weight: 3}}
+	r, err = c.resolve()
+	require.NoError(t, err)
+	require.Equal(t, 3, r["a"].burst, "burst defaults to the rate, rounded up")
+	require.Equal(t, 3, r["a"].weight)
+}
