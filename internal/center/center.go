@@ -299,6 +299,7 @@ func verifierConfig(cfg config.Config, opt Options) verifier.Config {
 		BizIDs:              map[string]verifier.BizConfig{},
 		Workers:             cb.Workers,
 		EndpointConcurrency: cb.EndpointConcurrency,
+		BizWorkers:          cb.BizWorkers,
 		Lease:               cb.Lease,
 		BreakerFailures:     cb.Breaker.Failures,
 		BreakerCoolDown:     cb.Breaker.Cooldown,
@@ -307,7 +308,8 @@ func verifierConfig(cfg config.Config, opt Options) verifier.Config {
 		Now:                 opt.Now,
 	}
 	for _, b := range cb.Biz {
-		v.BizIDs[b.BizID] = verifier.BizConfig{Policy: policy(b.Policy), Allow: b.Allow, Endpoint: b.Endpoint, ForceEndpoint: b.ForceEndpoint, Secret: b.Secret, SignV1: b.SignV1}
+		v.BizIDs[b.BizID] = verifier.BizConfig{Policy: policy(b.Policy), Allow: b.Allow, Endpoint: b.Endpoint, ForceEndpoint: b.ForceEndpoint, Secret: b.Secret, SignV1: b.SignV1,
+			Weight: b.Weight, Rate: b.Rate, Burst: b.Burst}
 	}
 	return v
 }

@@ -319,6 +319,9 @@ type Checkback struct {
 	Policy              `yaml:",inline"`
 	Workers             int     `yaml:"workers" env:"EVENTCENTER_CHECKBACK_WORKERS"`
 	EndpointConcurrency int     `yaml:"endpoint_concurrency" env:"EVENTCENTER_CHECKBACK_ENDPOINT_CONCURRENCY"`
+	// BizWorkers bounds the calls one bizID may have running (0: 3/4 of
+	// workers), so one bizID's slow endpoints never hold every worker.
+	BizWorkers int `yaml:"biz_workers" env:"EVENTCENTER_CHECKBACK_BIZ_WORKERS"`
 	Breaker             Breaker `yaml:"breaker"`
 	// Lease is how long claimed check-backs stay claimed; a call lost with
 	// a crashed instance is retried by another after it. It must be at
@@ -366,6 +369,14 @@ type Biz struct {
 	// SignV1 adds the legacy v1 signature next to v2 for producers not yet
 	// upgraded (verifier.BizConfig.SignV1); for the transition only.
 	SignV1 bool `yaml:"sign_v1"`
+	// Weight is the bizID's share of check-back claims and workers
+	// against the others (0: 1).
+	Weight int `yaml:"weight"`
+	// Rate bounds the bizID's check-back calls per second (0: none), a
+	// token bucket of Burst (0: the rate rounded up). Over it check-backs
+	// wait; no attempt is spent.
+	Rate  float64 `yaml:"rate"`
+	Burst int     `yaml:"burst"`
 }
 
 // Retention configures the purge of terminal messages.
@@ -877,6 +888,9 @@ func (c *Config) validateCheckback(bad func(string, string, ...any)) {
 		bad("checkback.endpoint_concurrency", "%d exceeds checkback.workers (%d)", cb.EndpointConcurrency, cb.Workers)
 	}
 	checkAllow("checkback.allow", cb.Allow, bad)
+	if cb.BizWorkers < 0 || (cb.Workers > 0 && cb.BizWorkers > cb.Workers) {
+		bad("checkback.biz_workers", "must be between 0 (3/4 of workers) and checkback.workers (%d)", cb.Workers)
+	}
 	if cb.Breaker.Failures < 1 || cb.Breaker.Cooldown <= 0 {
 		bad("checkback.breaker", "failures must be at least 1 and cooldown positive")
 	}
@@ -896,6 +910,7 @@ func (c *Config) validateCheckback(bad func(string, string, ...any)) {
 			bad(field+".backoff_cap", "%s is below the bizID's backoff_base %s (unset values inherit checkback's)", capped, base)
 		}
 		checkAllow(field+".allow", b.Allow, bad)
+		validateBizFairness(field, b, bad)
 		if b.Endpoint != "" {
 			if _, err := checkback.ParseEndpoint(b.Endpoint); err != nil {
 				bad(field+".endpoint", "%v", err)
