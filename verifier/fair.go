@@ -270,7 +270,8 @@ func (v *Verifier) countHeld(b *fairBuf) {
 
 // serveTurn dispatches from q until its turn's credit is spent, a limit
 // holds it back (held set; wait is when its rate lets the next call
-// through), or no worker is free (full).
+// through), or no worker is free (full). served says whether any message
+// left the buffer (called, queued at its endpoint, put off or given back).
 func (v *Verifier) serveTurn(l *loop, b *fairBuf, q *bizQueue, active int) (served, full bool, wait time.Duration) {
 	if q.credit == 0 {
 		q.credit = q.st.weight
@@ -302,12 +303,12 @@ func (v *Verifier) serveTurn(l *loop, b *fairBuf, q *bizQueue, active int) (serv
 			}
 			return served, true, 0
 		case dispatchCalled:
-			served = true
 		default: // put off or given back: the token is not spent
 			if res != nil {
 				res.Cancel()
 			}
 		}
+		served = true // it left the buffer: the drain made progress
 		q.pop()
 		b.n--
 		q.credit--

@@ -153,3 +153,23 @@ func TestFairnessConfigValidation(t *testing.T) {
 	require.Equal(t, 3, r["a"].burst, "burst defaults to the rate, rounded up")
 	require.Equal(t, 3, r["a"].weight)
 }
+
+// One drain puts off every message its full endpoint cannot take, not
+// one per wake-up of the loop (a put-off is progress too).
+func TestDrainPutsOffABacklogAtOnce(t *testing.T) {
+	t.Parallel()
+	slow, release, _ := slowProducer(t)
+	defer close(release)
+	clk := newRealClock()
+	h := startVerifier(t, clk, newMemStore(clk.Now), Config{
+		Allow:   []string{slow.endpoint("http", "")},
+		Workers: 4, EndpointConcurrency: 1, EndpointQueue: 1,
+		PollInterval: 300 * time.Millisecond, BusyDelay: time.Minute, MaxPutOff: time.Minute,
+	})
+	for i := range 200 {
+		h.prepare("a", fmt.Sprint("k", i), slow.endpoint("http", "/cb"))
+	}
+	// Claims come every 300 ms: put off one per wake-up, 150 would take
+	// 45 s.
+	require.Eventually(t, func() bool { return h.total("http", outcomeDeferred) >= 150 }, 5*time.Second, time.Millisecond)
+}

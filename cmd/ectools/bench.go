@@ -16,6 +16,7 @@ import (
 func newBench() *cobra.Command {
 	cfg := bench.Default()
 	var jsonPath, htmlPath, cpuProfile, memProfile, logLevel string
+	var fairck *fairCheckbackFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the center: load through clientlib, commit-to-forward latency, baselines",
@@ -50,6 +51,9 @@ A progress line per second goes to stderr, the table to stdout.`,
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			cfg.Progress = cmd.ErrOrStderr()
+			if fairck.on {
+				return fairck.run(cmd, cfg, jsonPath)
+			}
 			if !cmd.Flags().Changed("messages") && cfg.Duration > 0 {
 				cfg.Messages = 0
 			}
@@ -114,6 +118,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 		},
 	}
 	f := cmd.Flags()
+	fairck = addFairCheckbackFlags(f)
 	f.IntVar(&cfg.Messages, "messages", cfg.Messages, "messages to send (with --duration and no --messages: bounded by time only)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "how long to send (0: until --messages are sent)")
 	f.Float64Var(&cfg.Rate, "rate", 0, "target messages/s over all producers (0: as fast as possible)")
