@@ -317,12 +317,12 @@ func (c *Config) MessageBytes(t Target) int {
 // Checkback configures check-backs.
 type Checkback struct {
 	Policy              `yaml:",inline"`
-	Workers             int     `yaml:"workers" env:"EVENTCENTER_CHECKBACK_WORKERS"`
-	EndpointConcurrency int     `yaml:"endpoint_concurrency" env:"EVENTCENTER_CHECKBACK_ENDPOINT_CONCURRENCY"`
+	Workers             int `yaml:"workers" env:"EVENTCENTER_CHECKBACK_WORKERS"`
+	EndpointConcurrency int `yaml:"endpoint_concurrency" env:"EVENTCENTER_CHECKBACK_ENDPOINT_CONCURRENCY"`
 	// BizWorkers bounds the calls one bizID may have running (0: 3/4 of
 	// workers), so one bizID's slow endpoints never hold every worker.
-	BizWorkers int `yaml:"biz_workers" env:"EVENTCENTER_CHECKBACK_BIZ_WORKERS"`
-	Breaker             Breaker `yaml:"breaker"`
+	BizWorkers int     `yaml:"biz_workers" env:"EVENTCENTER_CHECKBACK_BIZ_WORKERS"`
+	Breaker    Breaker `yaml:"breaker"`
 	// Lease is how long claimed check-backs stay claimed; a call lost with
 	// a crashed instance is retried by another after it. It must be at
 	// least 3 × the longest timeout.
