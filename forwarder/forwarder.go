@@ -70,6 +70,8 @@ type lane struct {
 	open     prometheus.Gauge
 	duration prometheus.Observer
 	br       *breaker
+	// pace holds its sends while the target throttles (throttle.go).
+	pace *pacer
 }
 
 // New returns a Forwarder over the targets in cfg. It does not take
@@ -125,7 +127,7 @@ func (f *Forwarder) newLane(name string, t Target) *lane {
 	for i := range shards {
 		shards[i] = make(chan state.Message, max(1, f.cfg.QueueSize/f.cfg.Concurrency))
 	}
-	return &lane{
+	l := &lane{
 		name:     name,
 		target:   t,
 		shards:   shards,
@@ -134,7 +136,12 @@ func (f *Forwarder) newLane(name string, t Target) *lane {
 		open:     f.met.breakerOpen.WithLabelValues(name),
 		duration: f.met.duration.WithLabelValues(name),
 		br:       newBreaker(f.cfg.Breaker.Failures, f.cfg.Breaker.FailingFor, f.cfg.Breaker.Cooldown, f.cfg.Breaker.MaxCooldown),
+		pace:     newPacer(&f.met.throttleMetrics, name),
 	}
+	if src, ok := t.(ThrottleSource); ok {
+		src.OnThrottle(l.pace.throttle)
+	}
+	return l
 }
 
 // Start starts the scan, the per-target send workers and the sent-mark
@@ -485,7 +492,14 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 	if len(keep) == 0 {
 		return recs
 	}
+	// While the target throttles, wait (not past an abort; then the
+	// leases bring the messages back).
+	paced := l.pace.wait(f.hardCtx)
 	pass, ok := l.br.allow(f.cfg.Now())
+	if ok && !paced {
+		l.br.release(pass)
+		ok = false
+	}
 	if !ok {
 		for i := range keep {
 			f.track.done(keep[i].ID)
@@ -506,6 +520,7 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 	var br batchResult
 	now := f.cfg.Now()
 	retryable := 0
+	var busy []*state.Message // answered busy: put off, no attempt spent
 	for i := range keep {
 		m := &keep[i]
 		if tok := f.track.done(m.ID); tok != 0 {
@@ -530,6 +545,10 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 		if aborted {
 			continue // stopping: do not burn an attempt; the lease brings it back
 		}
+		if IsThrottled(err) {
+			busy = append(busy, m)
+			continue
+		}
 		f.log.Debug("send failed", "target", l.name, "id", m.MessageID(), "attempt", m.SendAttempts+1, "err", err)
 		fl := f.newFailure(l.name, m, err, now)
 		if !fl.change.Event.Permanent {
@@ -537,7 +556,18 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 		}
 		br.fails = append(br.fails, fl)
 	}
-	if aborted {
+	if len(busy) > 0 {
+		pause := l.pace.busy(began)
+		f.log.Info("forward target busy; pausing its sends", "target", l.name, "pause", pause, "put_off", len(busy))
+		for _, m := range busy {
+			br.defers = append(br.defers, newThrottleRelease(m, m.LeaseToken, now, pause))
+		}
+		l.deferred.Add(float64(len(busy)))
+	} else if !aborted {
+		l.pace.went()
+	}
+	if aborted || (len(busy) > 0 && len(br.marks) == 0 && len(br.fails) == 0) {
+		// Aborted, or only busy answers: the circuit learns nothing.
 		l.br.release(pass)
 	} else {
 		cause := ""
@@ -547,7 +577,7 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 		f.settle(l, pass, len(br.marks) == 0 && retryable > 0, now, cause)
 	}
 	clear(recs) // drop references to payloads
-	if len(br.marks) == 0 && len(br.fails) == 0 {
+	if len(br.marks) == 0 && len(br.fails) == 0 && len(br.defers) == 0 {
 		return recs[:0]
 	}
 	select {

@@ -28,6 +28,7 @@ type metrics struct {
 	released     prometheus.Counter
 	dead         *prometheus.CounterVec
 	breakerOpen  *prometheus.GaugeVec
+	throttleMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -72,11 +73,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "eventcenter_forward_breaker_open",
 			Help: "1 while a target's breaker is open (sends paused after consecutive failures).",
 		}, []string{"target"}),
+		throttleMetrics: newThrottleMetrics(),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.forward, m.inline, m.duration, m.commitToSent, m.lateness, m.dropped, m.released, m.dead, m.breakerOpen} {
+	for _, c := range append([]prometheus.Collector{m.forward, m.inline, m.duration, m.commitToSent, m.lateness, m.dropped, m.released, m.dead, m.breakerOpen},
+		m.throttleMetrics.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register forwarder metrics: %w", err)
 		}

@@ -124,6 +124,8 @@ type Target struct {
 	big      *kgo.Client
 	smallMax int
 	maxMsg   int
+	// throttled hears the brokers' throttle_time_ms (see OnThrottle).
+	throttled *throttleHook
 }
 
 var _ forwarder.Target = (*Target)(nil)
@@ -170,6 +172,8 @@ func New(cfg Config) (*Target, error) {
 		compression,
 		kgo.WithLogger(kslog.New(cfg.Logger)),
 	}
+	hook := &throttleHook{}
+	opts = append(opts, kgo.WithHooks(hook))
 	if cfg.AutoCreateTopics {
 		opts = append(opts, kgo.AllowAutoTopicCreation())
 	}
@@ -181,7 +185,7 @@ func New(cfg Config) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka target %q: new client: %w", cfg.Name, err)
 	}
-	t := &Target{name: cfg.Name, brokers: strings.Join(cfg.Brokers, ","), cl: cl, smallMax: smallMax, maxMsg: maxMsg}
+	t := &Target{name: cfg.Name, brokers: strings.Join(cfg.Brokers, ","), cl: cl, smallMax: smallMax, maxMsg: maxMsg, throttled: hook}
 	if maxMsg > smallMax {
 		if t.big, err = client(maxMsg); err != nil {
 			cl.Close()

@@ -55,7 +55,13 @@ func (t *Target) classify(ctx context.Context, topic string, err error) error {
 			return forwarder.Permanent(fmt.Errorf("rocketmq broker rejected the message for topic %q as illegal: %w", topic, err))
 		case codeTopicNotExist:
 			return forwarder.Permanent(fmt.Errorf("rocketmq topic %q does not exist on the broker: %w", topic, err))
-		default: // SYSTEM_ERROR, SYSTEM_BUSY, SERVICE_NOT_AVAILABLE, unknown
+		case codeSystemBusy:
+			// Flow control ("[TIMEOUT_CLEAN_QUEUE]broker busy",
+			// "[PC_SYNCHRONIZED]broker busy"...): the broker asks to slow
+			// down. The forwarder pauses the target and puts the message
+			// off without spending an attempt.
+			return forwarder.Throttled(fmt.Errorf("rocketmq broker busy (flow control) for topic %q: %w", topic, err))
+		default: // SYSTEM_ERROR, SERVICE_NOT_AVAILABLE, unknown
 			return fmt.Errorf("send to rocketmq topic %q: %w", topic, err)
 		}
 	}
