@@ -371,6 +371,22 @@ func newFairMetrics() fairMetrics {
 	}
 }
 
+// touch makes the series of every configured bizID and of "other" exist
+// from the start, so dashboards and alerts see zeros rather than nothing.
+func (f fairMetrics) touch(bizIDs map[string]BizConfig) {
+	labels := []string{"other"}
+	for id := range bizIDs {
+		labels = append(labels, id)
+	}
+	for _, l := range labels {
+		for _, lim := range []string{limitRate, limitWorkers} {
+			f.bizThrottled.WithLabelValues(l, lim)
+			f.bizHeld.WithLabelValues(l, lim)
+		}
+		f.bizWaiting.WithLabelValues(l)
+	}
+}
+
 func (f fairMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{f.bizThrottled, f.bizHeld, f.bizWaiting}
 }

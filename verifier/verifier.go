@@ -91,6 +91,7 @@ func New(cfg Config, st Store, owned Owned) (*Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.touch(cfg.BizIDs)
 	rt := cfg.Transport
 	if rt == nil {
 		rt = newTransport(cfg.EndpointConcurrency)

@@ -15,7 +15,8 @@ import (
 
 // fairCheckbackFlags are the flags of the noisy-neighbour check-back
 // bench (issue 28); --noisy-checkback runs it instead of the load bench,
-// with --store, --dsn and --json.
+// with --store, --dsn, --json, --checkback-workers and
+// --checkback-concurrency (when given; else the verifier's defaults).
 type fairCheckbackFlags struct {
 	on  bool
 	cfg bench.FairCheckback
@@ -23,7 +24,7 @@ type fairCheckbackFlags struct {
 
 func addFairCheckbackFlags(f *pflag.FlagSet) *fairCheckbackFlags {
 	fc := &fairCheckbackFlags{}
-	f.BoolVar(&fc.on, "noisy-checkback", false, "run the noisy-neighbour check-back bench instead: bizID A's stale PREPAREs behind a slow endpoint, bizID B's check-back resolution alone and during A's (with --store sqlite|postgres, --dsn, --json)")
+	f.BoolVar(&fc.on, "noisy-checkback", false, "run the noisy-neighbour check-back bench instead: bizID A's stale PREPAREs behind a slow endpoint, bizID B's check-back resolution alone and during A's (with --store sqlite|postgres, --dsn, --json; --checkback-workers and --checkback-concurrency when given)")
 	f.IntVar(&fc.cfg.Backlog, "noisy-checkback-backlog", 20000, "--noisy-checkback: bizID A's stale PREPAREs")
 	f.DurationVar(&fc.cfg.SlowAnswer, "noisy-checkback-slow", 0, "--noisy-checkback: how long A's endpoint takes to answer (default 2s)")
 	f.Float64Var(&fc.cfg.BRate, "noisy-checkback-b-rate", 50, "--noisy-checkback: bizID B's PREPAREs per second")
@@ -35,6 +36,12 @@ func addFairCheckbackFlags(f *pflag.FlagSet) *fairCheckbackFlags {
 func (fc *fairCheckbackFlags) run(cmd *cobra.Command, b bench.Config, jsonPath string) error {
 	fc.cfg.Store, fc.cfg.DSN, fc.cfg.Logger = b.Store, b.DSN, b.Logger
 	fc.cfg.Progress = cmd.ErrOrStderr()
+	if cmd.Flags().Changed("checkback-workers") {
+		fc.cfg.Workers = b.CheckbackWorkers
+	}
+	if cmd.Flags().Changed("checkback-concurrency") {
+		fc.cfg.EndpointConcurrency = b.CheckbackConcurrency
+	}
 	ctx, cancel := shutdown.SignalContext(cmd.Context(), b.Logger)
 	defer cancel()
 	rep, err := bench.RunFairCheckback(ctx, fc.cfg)
@@ -54,8 +61,8 @@ func (fc *fairCheckbackFlags) run(cmd *cobra.Command, b bench.Config, jsonPath s
 }
 
 func writeFairCheckbackTable(w io.Writer, r *bench.FairCheckbackReport) {
-	fmt.Fprintf(w, "noisy-neighbour check-back: store %s, A %d stale PREPAREs answered in %s, B %.0f/s for %s a phase\n",
-		r.Config.Store, r.Config.Backlog, r.Config.SlowAnswer, r.Config.BRate, r.Config.Phase)
+	fmt.Fprintf(w, "noisy-neighbour check-back: store %s, A %d stale PREPAREs answered in %s, B %.0f/s for %s a phase, workers %d, endpoint concurrency %d (0: defaults)\n",
+		r.Config.Store, r.Config.Backlog, r.Config.SlowAnswer, r.Config.BRate, r.Config.Phase, r.Config.Workers, r.Config.EndpointConcurrency)
 	fmt.Fprintf(w, "%-22s %8s %10s %10s %10s %10s\n", "B's resolution (ms)", "n", "p50", "p90", "p99", "max")
 	for _, row := range []struct {
 		name string

@@ -47,6 +47,9 @@ type FairCheckback struct {
 	Phase time.Duration
 	// Partitions the messages are spread over (all owned).
 	Partitions int
+	// Workers and EndpointConcurrency are the verifier's (0: its
+	// defaults, 64 and 8).
+	Workers, EndpointConcurrency int
 	// Logger receives the verifier's logs (nil: discard); Progress a
 	// line per phase.
 	Logger   *slog.Logger
@@ -200,6 +203,7 @@ func RunFairCheckback(ctx context.Context, cfg FairCheckback) (*FairCheckbackRep
 		owned.Assign(int32(p))
 	}
 	v, err := verifier.New(verifier.Config{
+		Workers: cfg.Workers, EndpointConcurrency: cfg.EndpointConcurrency,
 		Allow:  []string{slowURL, fastURL},
 		Policy: verifier.Policy{Timeout: cfg.SlowAnswer + 3*time.Second},
 		Lease:  max(verifier.DefaultLease, 3*(cfg.SlowAnswer+3*time.Second)),
