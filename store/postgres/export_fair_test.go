@@ -1,0 +1,4 @@
+package postgres
+
+// FairCandidatesSQL is fairCandidatesSQL, for the plan tests.
+var FairCandidatesSQL = fairCandidatesSQL
