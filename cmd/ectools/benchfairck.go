@@ -72,4 +72,7 @@ func writeFairCheckbackTable(w io.Writer, r *bench.FairCheckbackReport) {
 	}
 	fmt.Fprintf(w, "p99 during / alone: %.2f (at most 2 wanted); A resolved: %d; A's most attempts: %d; B unresolved: %d\n",
 		r.Ratio, r.AResolved, r.AMaxAttempts, r.BMissing)
+	if r.BMissing > 0 {
+		fmt.Fprintf(w, "(B's unresolved check-backs count with the time they waited: the during figures and the ratio are lower bounds)\n")
+	}
 }
