@@ -410,7 +410,7 @@ func (s *Store) claimOnce(ctx context.Context, c store.Claim, q string, checkbac
 	if err := s.inTx(ctx, func(tx *sql.Tx) error {
 		ms = ms[:0]
 		if checkback && c.FairCheckbacks != nil {
-			got, err := fairCandidates(ctx, tx, c, now)
+			got, err := ckCandidates(ctx, tx, c, now)
 			if err != nil {
 				return err
 			}

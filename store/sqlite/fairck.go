@@ -14,29 +14,29 @@ import (
 	"github.com/eventcenter/eventcenter/store/internal/sqlcore"
 )
 
-// fairBizSQL lists the bizIDs with PREPARED rows by skipping from one to
+// ckBizSQL lists the bizIDs with PREPARED rows by skipping from one to
 // the next in eventcenter_messages_verify_due_biz (biz_id, verify_next_at,
 // partition) WHERE status = 1: one probe per bizID.
-var fairBizSQL = `WITH RECURSIVE biz(b) AS (
+var ckBizSQL = `WITH RECURSIVE biz(b) AS (
 		SELECT MIN(biz_id) FROM eventcenter_messages WHERE ` + sqlcore.IsPrepared() + `
 		UNION ALL
 		SELECT (SELECT MIN(biz_id) FROM eventcenter_messages WHERE ` + sqlcore.IsPrepared() + ` AND biz_id > b)
 		FROM biz WHERE b IS NOT NULL)
 	SELECT b FROM biz WHERE b IS NOT NULL`
 
-// fairCandidatesSQL is up to ? due check-backs of one bizID in the given
+// ckCandidatesSQL is up to ? due check-backs of one bizID in the given
 // partitions, oldest due first, read from the same index in due order.
-var fairCandidatesSQL = `SELECT id, verify_next_at FROM eventcenter_messages INDEXED BY eventcenter_messages_verify_due_biz
+var ckCandidatesSQL = `SELECT id, verify_next_at FROM eventcenter_messages INDEXED BY eventcenter_messages_verify_due_biz
 	WHERE biz_id = ? AND ` + sqlcore.IsPrepared() + ` AND verify_next_at <= ?
 		AND partition IN (SELECT value FROM json_each(?))
 	ORDER BY verify_next_at LIMIT ?`
 
-var fairLeaseSQL = `UPDATE eventcenter_messages SET verify_next_at = ?, lease_token = ?,
+var ckLeaseSQL = `UPDATE eventcenter_messages SET verify_next_at = ?, lease_token = ?,
 		verify_attempts = verify_attempts + 1
 	WHERE id IN (SELECT value FROM json_each(?)) AND ` + sqlcore.IsPrepared() + ` AND verify_next_at <= ?
 	RETURNING ` + codec.Columns
 
-type candidate struct {
+type ckCandidate struct {
 	bizID string
 	id    int64
 	due   int64
@@ -50,21 +50,21 @@ func (s *Store) claimFairCheckbacks(ctx context.Context, c store.Claim) ([]state
 		now := codec.Time(s.now())
 		var ms []state.Message
 		err := s.write(ctx, "claim checkbacks", func(tx *sql.Tx) error {
-			bizIDs, err := fairBizIDs(ctx, tx)
+			bizIDs, err := ckBizIDs(ctx, tx)
 			if err != nil {
 				return err
 			}
 			parts := partitionsJSON(c.Partitions)
-			var cands []candidate
+			var cands []ckCandidate
 			for _, b := range bizIDs {
-				got, err := fairBizCandidates(ctx, tx, b, now.UnixMicro(), parts, c.Limit)
+				got, err := ckBizCandidates(ctx, tx, b, now.UnixMicro(), parts, c.Limit)
 				if err != nil {
 					return err
 				}
 				cands = append(cands, got...)
 			}
-			slices.SortFunc(cands, func(a, b candidate) int { return cmp.Or(cmp.Compare(a.due, b.due), cmp.Compare(a.id, b.id)) })
-			cands = store.Pick(c.FairCheckbacks, c.Limit, cands, func(x *candidate) string { return x.bizID })
+			slices.SortFunc(cands, func(a, b ckCandidate) int { return cmp.Or(cmp.Compare(a.due, b.due), cmp.Compare(a.id, b.id)) })
+			cands = store.Pick(c.FairCheckbacks, c.Limit, cands, func(x *ckCandidate) string { return x.bizID })
 			if len(cands) == 0 {
 				ms = nil
 				return nil
@@ -74,7 +74,7 @@ func (s *Store) claimFairCheckbacks(ctx context.Context, c store.Claim) ([]state
 				ids[i] = x.id
 			}
 			b, _ := json.Marshal(ids) // cannot fail for []int64
-			ms, err = dialect.Messages(ctx, sqlcore.SQLDB(tx), fairLeaseSQL, now.Add(c.Lease).UnixMicro(), codec.LeaseToken(),
+			ms, err = dialect.Messages(ctx, sqlcore.SQLDB(tx), ckLeaseSQL, now.Add(c.Lease).UnixMicro(), codec.LeaseToken(),
 				string(b), now.UnixMicro())
 			return err
 		})
@@ -82,8 +82,8 @@ func (s *Store) claimFairCheckbacks(ctx context.Context, c store.Claim) ([]state
 	})
 }
 
-func fairBizIDs(ctx context.Context, tx *sql.Tx) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, fairBizSQL)
+func ckBizIDs(ctx context.Context, tx *sql.Tx) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, ckBizSQL)
 	if err != nil {
 		return nil, fmt.Errorf("list bizIDs with check-backs: %w", err)
 	}
@@ -102,15 +102,15 @@ func fairBizIDs(ctx context.Context, tx *sql.Tx) ([]string, error) {
 	return ids, nil
 }
 
-func fairBizCandidates(ctx context.Context, tx *sql.Tx, bizID string, now int64, parts string, limit int) ([]candidate, error) {
-	rows, err := tx.QueryContext(ctx, fairCandidatesSQL, bizID, now, parts, limit)
+func ckBizCandidates(ctx context.Context, tx *sql.Tx, bizID string, now int64, parts string, limit int) ([]ckCandidate, error) {
+	rows, err := tx.QueryContext(ctx, ckCandidatesSQL, bizID, now, parts, limit)
 	if err != nil {
 		return nil, fmt.Errorf("check-back candidates of bizID %q: %w", bizID, err)
 	}
 	defer func() { _ = rows.Close() }()
-	var out []candidate
+	var out []ckCandidate
 	for rows.Next() {
-		x := candidate{bizID: bizID}
+		x := ckCandidate{bizID: bizID}
 		if err := rows.Scan(&x.id, &x.due); err != nil {
 			return nil, fmt.Errorf("check-back candidates of bizID %q: %w", bizID, err)
 		}

@@ -11,25 +11,25 @@ import (
 	"github.com/eventcenter/eventcenter/store/internal/sqlcore"
 )
 
-// fairBizSQL lists the bizIDs with PREPARED rows: a loose index scan of
+// ckBizSQL lists the bizIDs with PREPARED rows: a loose index scan of
 // eventcenter_messages_verify_due_biz (prepared_biz, verify_due_at,
 // partition), one probe per bizID however many rows it has.
-const fairBizSQL = `SELECT prepared_biz FROM eventcenter_messages
+const ckBizSQL = `SELECT prepared_biz FROM eventcenter_messages
 	WHERE prepared_biz IS NOT NULL GROUP BY prepared_biz`
 
-// fairClaimSQL locks up to ? due check-backs of one bizID in the given
+// ckClaimSQL locks up to ? due check-backs of one bizID in the given
 // partitions, oldest due first, reading the same index in due order.
-const fairClaimSQL = `SELECT %s FROM eventcenter_messages
+const ckClaimSQL = `SELECT %s FROM eventcenter_messages
 	WHERE prepared_biz = ? AND verify_due_at <= ? AND ` + "`partition`" + ` IN (%s)
 	ORDER BY verify_due_at LIMIT ? FOR UPDATE SKIP LOCKED`
 
-// fairCandidates locks, for every bizID with due check-backs in c's
+// ckCandidates locks, for every bizID with due check-backs in c's
 // partitions, up to c.Limit of them (claimOnce then keeps store.Pick's and
 // leases those; the others' locks end with the transaction). So a bizID
 // with 100,000 stale PREPAREs costs a claim c.Limit rows, and another
 // bizID's due rows are found however old the first one's are.
-func fairCandidates(ctx context.Context, tx *sql.Tx, c store.Claim, now time.Time) ([]state.Message, error) {
-	rows, err := tx.QueryContext(ctx, fairBizSQL)
+func ckCandidates(ctx context.Context, tx *sql.Tx, c store.Claim, now time.Time) ([]state.Message, error) {
+	rows, err := tx.QueryContext(ctx, ckBizSQL)
 	if err != nil {
 		return nil, fmt.Errorf("list bizIDs with check-backs: %w", err)
 	}
@@ -48,7 +48,7 @@ func fairCandidates(ctx context.Context, tx *sql.Tx, c store.Claim, now time.Tim
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list bizIDs with check-backs: %w", err)
 	}
-	q := fmt.Sprintf(fairClaimSQL, columns, sqlcore.List(len(c.Partitions)))
+	q := fmt.Sprintf(ckClaimSQL, columns, sqlcore.List(len(c.Partitions)))
 	var out []state.Message
 	for _, id := range ids {
 		args := []any{id, now}

@@ -37,7 +37,7 @@ func TestFairClaimPlanSkipsThroughTheBizIDs(t *testing.T) {
 			var doc []struct {
 				Plan planNode `json:"Plan"`
 			}
-			require.NoError(t, pool.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+postgres.FairCandidatesSQL,
+			require.NoError(t, pool.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+postgres.FairCheckbackCandidatesSQL,
 				parts, time.Now(), limit).Scan(&doc))
 			require.Len(t, doc, 1)
 			// big: limit; each of the 5 small bizIDs: its 100.

@@ -10,7 +10,7 @@ import (
 	"github.com/eventcenter/eventcenter/store/internal/sqlcore"
 )
 
-// fairCandidatesSQL lists, for every bizID with PREPARED rows, up to $3 of
+// ckCandidatesSQL lists, for every bizID with PREPARED rows, up to $3 of
 // its due check-backs in the partitions $1 (due at $2 or before), each
 // bizID's oldest due first. The bizIDs come from a skip scan of the index
 // eventcenter_messages_verify_due_biz (biz_id, verify_next_at, partition)
@@ -18,7 +18,7 @@ import (
 // bizID's rows are read from the same index in due order and stop at the
 // limit. So a bizID with 100,000 stale PREPAREs costs a claim $3 index
 // entries, not 100,000.
-var fairCandidatesSQL = `WITH RECURSIVE biz(biz_id) AS (
+var ckCandidatesSQL = `WITH RECURSIVE biz(biz_id) AS (
 		(SELECT biz_id FROM eventcenter_messages WHERE ` + sqlcore.IsPrepared() + ` ORDER BY biz_id LIMIT 1)
 		UNION ALL
 		SELECT (SELECT m.biz_id FROM eventcenter_messages m
@@ -31,16 +31,16 @@ var fairCandidatesSQL = `WITH RECURSIVE biz(biz_id) AS (
 		ORDER BY m.verify_next_at LIMIT $3) c
 	ORDER BY c.verify_next_at, c.id`
 
-// fairClaimSQL leases the picked candidates by id, skipping rows another
+// ckLeaseSQL leases the picked candidates by id, skipping rows another
 // transaction holds and checking them again under the lock (see claimSQL).
-var fairClaimSQL = `UPDATE eventcenter_messages
+var ckLeaseSQL = `UPDATE eventcenter_messages
 	SET verify_next_at = $1, lease_token = $2, verify_attempts = verify_attempts + 1
 	WHERE id = ANY(ARRAY(SELECT id FROM eventcenter_messages
 		WHERE id = ANY($3::bigint[]) AND (` + sqlcore.IsPrepared() + `) IS TRUE AND verify_next_at <= $4
 		FOR UPDATE SKIP LOCKED))
 	RETURNING ` + codec.Columns
 
-type candidate struct {
+type ckCandidate struct {
 	bizID string
 	id    int64
 }
@@ -50,13 +50,13 @@ type candidate struct {
 func (s *Store) claimFairCheckbacks(ctx context.Context, c store.Claim) ([]state.Message, error) {
 	return sqlcore.Claim(c, func() ([]state.Message, error) {
 		now := codec.Time(s.now())
-		rows, err := s.pool.Query(ctx, fairCandidatesSQL, c.Partitions, now, c.Limit)
+		rows, err := s.pool.Query(ctx, ckCandidatesSQL, c.Partitions, now, c.Limit)
 		if err != nil {
 			return nil, fmt.Errorf("claim checkbacks: candidates: %w", translate(err))
 		}
-		var cands []candidate
+		var cands []ckCandidate
 		for rows.Next() {
-			var x candidate
+			var x ckCandidate
 			if err := rows.Scan(&x.bizID, &x.id); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("claim checkbacks: candidates: %w", translate(err))
@@ -67,7 +67,7 @@ func (s *Store) claimFairCheckbacks(ctx context.Context, c store.Claim) ([]state
 		if err := rows.Err(); err != nil {
 			return nil, fmt.Errorf("claim checkbacks: candidates: %w", translate(err))
 		}
-		cands = store.Pick(c.FairCheckbacks, c.Limit, cands, func(x *candidate) string { return x.bizID })
+		cands = store.Pick(c.FairCheckbacks, c.Limit, cands, func(x *ckCandidate) string { return x.bizID })
 		if len(cands) == 0 {
 			return nil, nil
 		}
@@ -75,7 +75,7 @@ func (s *Store) claimFairCheckbacks(ctx context.Context, c store.Claim) ([]state
 		for i, x := range cands {
 			ids[i] = x.id
 		}
-		ms, err := dialect.Messages(ctx, pgDB{s.pool}, fairClaimSQL, now.Add(c.Lease), codec.LeaseToken(), ids, now)
+		ms, err := dialect.Messages(ctx, pgDB{s.pool}, ckLeaseSQL, now.Add(c.Lease), codec.LeaseToken(), ids, now)
 		if err != nil {
 			return nil, fmt.Errorf("claim checkbacks: %w", translate(err))
 		}

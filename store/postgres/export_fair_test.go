@@ -1,4 +1,0 @@
-package postgres
-
-// FairCandidatesSQL is fairCandidatesSQL, for the plan tests.
-var FairCandidatesSQL = fairCandidatesSQL

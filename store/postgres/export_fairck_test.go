@@ -1,0 +1,4 @@
+package postgres
+
+// FairCheckbackCandidatesSQL is ckCandidatesSQL, for the plan tests.
+var FairCheckbackCandidatesSQL = ckCandidatesSQL
