@@ -492,9 +492,9 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 	if len(keep) == 0 {
 		return recs
 	}
-	// While the target throttles, wait (not past an abort; then the
-	// leases bring the messages back).
-	paced := l.pace.wait(f.hardCtx)
+	// While the target throttles, wait (not past a stop; then the leases
+	// bring the messages back).
+	paced := l.pace.wait(f.hardCtx, f.stopReq)
 	pass, ok := l.br.allow(f.cfg.Now())
 	if ok && !paced {
 		l.br.release(pass)

@@ -60,7 +60,7 @@ func (f *Forwarder) sendInline(ctx context.Context, msgs []state.Message, todo [
 	for _, i := range todo {
 		m := &msgs[i]
 		l := f.lanes[f.targetName(m)]
-		if l == nil || l.br.isOpen() {
+		if l == nil || l.br.isOpen() || l.pace.paused() {
 			continue
 		}
 		if _, ok := owned[m.Partition]; !ok {
@@ -111,7 +111,7 @@ func (f *Forwarder) sendInlineLane(ctx context.Context, l *lane, msgs []state.Me
 	res := l.target.Send(sctx, recs)
 	cancel()
 	l.duration.Observe(time.Since(began).Seconds())
-	sent, retryable := 0, 0
+	sent, retryable, busy := 0, 0, false
 	for j, i := range idx {
 		if j >= len(res) {
 			retryable++
@@ -122,9 +122,15 @@ func (f *Forwarder) sendInlineLane(ctx context.Context, l *lane, msgs []state.Me
 			sent++
 			continue
 		}
-		if !IsPermanent(res[j].Err) {
+		switch {
+		case IsThrottled(res[j].Err):
+			busy = true // the target's flow control: not a failure
+		case !IsPermanent(res[j].Err):
 			retryable++
 		}
+	}
+	if busy {
+		l.pace.busy(began)
 	}
 	l.sent.Add(float64(sent))
 	f.met.inline.WithLabelValues(l.name, resultSent).Add(float64(sent))

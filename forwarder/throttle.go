@@ -148,9 +148,18 @@ func (p *pacer) went() {
 	}
 }
 
-// wait blocks until the target's pause is over; false when ctx ended
-// first.
-func (p *pacer) wait(ctx context.Context) bool {
+// paused tells whether the target's sends are paused now (inline sends
+// are then left to the lanes, which wait).
+func (p *pacer) paused() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Now().Before(p.until)
+}
+
+// wait blocks until the target's pause is over; false when ctx ended or
+// stop closed first (then the messages are left to their leases: a
+// paused target must not hold up a stop).
+func (p *pacer) wait(ctx context.Context, stop <-chan struct{}) bool {
 	for {
 		p.mu.Lock()
 		left := time.Until(p.until)
@@ -161,6 +170,9 @@ func (p *pacer) wait(ctx context.Context) bool {
 		t := time.NewTimer(left)
 		select {
 		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-stop:
 			t.Stop()
 			return false
 		case <-t.C:

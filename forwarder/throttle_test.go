@@ -12,6 +12,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
 )
 
 var errBusy = errors.New("CODE: 2, DESC: [TIMEOUT_CLEAN_QUEUE]broker busy")
@@ -138,4 +139,42 @@ func TestBrokerThrottleHoldsTheNextBatch(t *testing.T) {
 		require.GreaterOrEqual(t, c.Sub(throttledAt), 290*time.Millisecond, "held for the throttle")
 	}
 	require.Zero(t, h.gauge(t, "eventcenter_forward_target_throttle_seconds", "target", "main"))
+}
+
+// While a target is paused, messages are not sent inline (in the store's
+// transaction) but left to the lane, which waits for the pause; a busy
+// answer to an inline send pauses the target too, and is not a failure.
+func TestInlineSendsRespectTheThrottle(t *testing.T) {
+	t.Parallel()
+	tt := &throttlingTarget{}
+	h := newHarness(t, func(c *forwarder.Config) {
+		c.Targets["main"] = tt
+		c.MaxAttempts = 1
+	})
+	(*tt.fn.Load())(time.Hour)
+	res, err := h.f.Applier(h.st).Apply(t.Context(), store.ApplyRequest{Changes: commitChanges(h.clock.Now(), "k1")})
+	require.NoError(t, err)
+	require.Empty(t, res.Forwarded, "not sent inline while paused")
+	require.Empty(t, tt.log.times(), "nothing sent while paused")
+	h.f.Handoff(res.Sendable) // queued: the lane waits for the pause
+	stopCtx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	require.NoError(t, h.f.Stop(stopCtx), "a paused target does not hold up a stop")
+
+	h2 := newHarness(t, func(c *forwarder.Config) { c.MaxAttempts = 1 })
+	var busy atomic.Bool
+	busy.Store(true)
+	h2.targets["main"].setFail(func(forwarder.Record) error {
+		if busy.Swap(false) {
+			return forwarder.Throttled(errBusy)
+		}
+		return nil
+	})
+	res, err = h2.f.Applier(h2.st).Apply(t.Context(), store.ApplyRequest{Changes: commitChanges(h2.clock.Now(), "k1")})
+	require.NoError(t, err)
+	require.Empty(t, res.Forwarded)
+	require.Equal(t, 1.0, h2.counter(t, "eventcenter_forward_target_throttled_total", "target", "main", "cause", "busy"))
+	m := h2.waitStatus(t, res.Sendable[0], state.SendSent)
+	require.Zero(t, m.SendAttempts)
+	require.Zero(t, h2.gauge(t, "eventcenter_forward_breaker_open", "target", "main"))
 }
