@@ -165,6 +165,16 @@
 //     no attempt burned) to the next claim, as one waiting in an
 //     endpoint's queue is. Buffered
 //     messages do not keep their payload.
+//   - Fair share between bizIDs (fair.go, issue 28). The claim is fair
+//     (store.FairShare: its limit split between the bizIDs with due
+//     check-backs by BizConfig.Weight), the buffer is one queue per bizID
+//     served in turn (weighted round robin), one bizID runs at most
+//     BizWorkers calls and its weighted share of Workers while others
+//     wait, and BizConfig.Rate is a token bucket per bizID. A bizID held
+//     back by a limit waits in its queue (put off beyond a second's worth
+//     of its rate), spends no attempt, does not count against the
+//     buffer's room, and is skipped by the claims while it has enough
+//     waiting, so the other bizIDs' check-backs keep coming.
 //   - Calls, on a pool of worker goroutines (at most Workers, started as
 //     concurrency first needs them, kept until Stop), bounded by Workers
 //     and the endpoint caps (Storm control).
