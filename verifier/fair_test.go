@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/envelope/checkback"
 	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
 )
 
 // slowProducer answers commit once release is closed; it records the most
@@ -172,4 +174,64 @@ func TestDrainPutsOffABacklogAtOnce(t *testing.T) {
 	// Claims come every 300 ms: put off one per wake-up, 150 would take
 	// 45 s.
 	require.Eventually(t, func() bool { return h.total("http", outcomeDeferred) >= 150 }, 5*time.Second, time.Millisecond)
+}
+
+// fairLog records the fairness each claim asks for.
+type fairLog struct {
+	testStore
+	mu    sync.Mutex
+	fairs []store.FairShare
+}
+
+func (f *fairLog) ClaimCheckbacks(ctx context.Context, cl store.Claim) ([]state.Message, error) {
+	f.mu.Lock()
+	if cl.FairCheckbacks != nil {
+		f.fairs = append(f.fairs, *cl.FairCheckbacks)
+	}
+	f.mu.Unlock()
+	return f.testStore.ClaimCheckbacks(ctx, cl)
+}
+
+func (f *fairLog) last() []store.FairShare {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]store.FairShare(nil), f.fairs...)
+}
+
+// Every claim is fair, with the configured weights and a turn that moves
+// on; a bizID held back by its rate with enough waiting is skipped by the
+// claims while it waits.
+func TestClaimsAskForTheFairShare(t *testing.T) {
+	t.Parallel()
+	p := newProducer(t, replying(checkback.DecisionCommit))
+	clk := newRealClock()
+	st := &fairLog{testStore: newMemStore(clk.Now)}
+	h := startVerifier(t, clk, st, Config{
+		Allow: []string{p.endpoint("http", "")},
+		BizIDs: map[string]BizConfig{
+			"heavy": {Weight: 3},
+			"slow":  {Rate: 0.5, Burst: 1},
+		},
+	})
+	for i := range 5 {
+		h.prepare("slow", fmt.Sprint("s", i), p.endpoint("http", "/cb"))
+	}
+	require.Eventually(t, func() bool {
+		for _, f := range st.last() {
+			if f.Skip["slow"] {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, time.Millisecond, "a rate-held bizID with a second's worth waiting is skipped")
+	fs := st.last()
+	require.GreaterOrEqual(t, len(fs), 2)
+	for i, f := range fs {
+		require.Equal(t, map[string]int{"heavy": 3}, f.Weights)
+		if i > 0 {
+			require.Greater(t, f.Turn, fs[i-1].Turn, "the turn moves on")
+		}
+	}
+	m := h.get("slow", "s4")
+	require.LessOrEqual(t, m.VerifyAttempts, 1, "waiting for the rate spends no attempt")
 }
