@@ -35,6 +35,7 @@ func (f *Folded) DropHeld(low map[OrderRef]int64, park time.Time) map[OrderRef]b
 			if !park.IsZero() {
 				m.SendNextAt = park
 			}
+			m.LeaseToken = 0
 			if dropped == nil {
 				dropped = map[OrderRef]bool{}
 			}

@@ -38,6 +38,7 @@ func ExerciseOrder(t *testing.T, newStore NewStore) {
 	t.Run("QueuesAreIndependent", func(t *testing.T) { t.Parallel(); testOrderQueues(t, newStore) })
 	t.Run("BlockedKeys", func(t *testing.T) { t.Parallel(); testBlockedKeys(t, newStore) })
 	t.Run("ParkAndWake", func(t *testing.T) { t.Parallel(); testOrderWake(t, newStore) })
+	t.Run("WakeAfterCheckbackClaim", func(t *testing.T) { t.Parallel(); testOrderWakeAfterCheckback(t, newStore) })
 }
 
 // allParts are the partitions the order tests use.
@@ -217,6 +218,28 @@ func testOrderWake(t *testing.T, newStore NewStore) {
 	require.Empty(t, b.claimOrdered(t), "c is free but parked")
 	b.clock.Advance(lease)
 	require.Equal(t, []string{"c"}, b.claimOrdered(t), "due at the end of its park")
+}
+
+// A message whose PREPARE a check-back claim leased (its row keeps that
+// lease token) and whose COMMIT then comes while the head holds is parked
+// unleased, so the head's sent mark wakes it: with the check-back's token
+// left on the row the wake took it for a head being sent and left it to
+// its park (30 s in ectools bench on a busy machine).
+func testOrderWakeAfterCheckback(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	b.commitOrdered(t, "o-1", []string{"a"}, part0)
+	b.applyOrdered(t, PrepareOrdered(biz, "b", "o-1", 0, b.now()))
+	b.clock.Advance(2 * time.Minute) // past b's check-back delay
+	claimed, err := b.s.ClaimCheckbacks(t.Context(), store.Claim{Partitions: allParts, Limit: 10, Lease: lease})
+	require.NoError(t, err)
+	require.Equal(t, []string{"b"}, sortedKeys(claimed))
+	res := b.applyOrdered(t, Commit(biz, "b", 0, b.now()))
+	require.Empty(t, res.Sendable, "held behind a")
+	mb := b.get(t, biz, "b")
+	require.Zero(t, mb.LeaseToken, "parked unleased")
+	require.True(t, mb.SendNextAt.After(b.now()), "parked")
+	b.markSent(t, "a")
+	require.Equal(t, []string{"b"}, b.claimOrdered(t), "a sent: b woken at once")
 }
 
 // The head is on a partition the claimer does not own (another center's):
