@@ -317,3 +317,18 @@ type Orderer interface {
 	// failed (SendAttempts > 0), oldest head first.
 	BlockedKeys(ctx context.Context, bizID string, limit int) ([]BlockedKey, error)
 }
+
+// NextClaimer is implemented by the stores that lease the next message of
+// an order key with its predecessor's sent mark, so that a forwarder
+// sends it at once instead of waiting for a wake and a scan (issue 26).
+type NextClaimer interface {
+	// MarkSentClaimNext is MarkSent, and then, for each Ordered one of
+	// sent, leases for c.Lease the next message of its order key if that
+	// one is free to go now: the lowest-sequenced message that holds the
+	// key, pending, on one of c.Partitions, never tried (a failed one
+	// waits for its backoff and the claims) and not under a send lease
+	// (parked, or its lease ran out). It returns what it leased. The next
+	// messages it does not lease are woken as MarkSent wakes them. The
+	// marks and the leases are written in one transaction.
+	MarkSentClaimNext(ctx context.Context, sent []Sent, c Claim) ([]state.Message, error)
+}

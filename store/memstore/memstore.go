@@ -50,7 +50,10 @@ type Calls struct {
 	Apply, ClaimSends, ClaimCheckbacks, MarkSent int
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store       = (*Store)(nil)
+	_ store.NextClaimer = (*Store)(nil)
+)
 
 // New returns an empty store reading time from now (nil means time.Now).
 func New(now func() time.Time) *Store {
@@ -150,6 +153,16 @@ func (s *Store) wake(ids []int64, now time.Time) {
 	if len(ids) == 0 {
 		return
 	}
+	for _, m := range s.heads(ids) {
+		if m.SendStatus == state.SendPending && m.SendAttempts == 0 && m.LeaseToken == 0 && m.SendNextAt.After(now) {
+			m.SendNextAt = now
+		}
+	}
+}
+
+// heads returns the heads (lowest-sequenced holders) of the queues of
+// ids. s.mu must be held.
+func (s *Store) heads(ids []int64) map[store.OrderRef]*state.Message {
 	queues := map[store.OrderRef]bool{}
 	for _, id := range ids {
 		if r, ok := s.byID[id]; ok && s.rows[r].OrderKey != "" {
@@ -157,17 +170,16 @@ func (s *Store) wake(ids []int64, now time.Time) {
 		}
 	}
 	head := map[store.OrderRef]*state.Message{}
+	if len(queues) == 0 {
+		return head
+	}
 	for _, m := range s.rows {
 		r := store.OrderOf(m)
 		if queues[r] && m.HoldsOrder() && (head[r] == nil || m.OrderSeq < head[r].OrderSeq) {
 			head[r] = m
 		}
 	}
-	for _, m := range head {
-		if m.SendStatus == state.SendPending && m.SendAttempts == 0 && m.LeaseToken == 0 && m.SendNextAt.After(now) {
-			m.SendNextAt = now
-		}
-	}
+	return head
 }
 
 // FailApply makes the next Apply calls fail with errs, in order.
@@ -355,27 +367,62 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 		return err
 	}
 	now := codec.Time(s.now())
+	s.mark(sent, now)
+	s.wake(orderedIDs(sent), now)
+	return nil
+}
+
+// mark writes sent marks (MarkSent). s.mu must be held.
+func (s *Store) mark(sent []store.Sent, now time.Time) {
 	for _, x := range sent {
-		r, ok := s.byID[x.ID]
-		if !ok {
-			continue
-		}
-		if m := s.rows[r]; m.Sendable() {
-			m.SendStatus = state.SendSent
-			m.SentAt = now
-			m.SendRef = x.Ref
-			m.UpdatedAt = now
-			m.LastError = ""
+		if r, ok := s.byID[x.ID]; ok {
+			if m := s.rows[r]; m.Sendable() {
+				m.SendStatus = state.SendSent
+				m.SentAt = now
+				m.SendRef = x.Ref
+				m.UpdatedAt = now
+				m.LastError = ""
+			}
 		}
 	}
+}
+
+// orderedIDs returns the ids of the Ordered ones of sent.
+func orderedIDs(sent []store.Sent) []int64 {
 	var ids []int64
 	for _, x := range sent {
 		if x.Ordered {
 			ids = append(ids, x.ID)
 		}
 	}
+	return ids
+}
+
+// MarkSentClaimNext implements store.NextClaimer.
+func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c store.Claim) ([]state.Message, error) {
+	ids := orderedIDs(sent)
+	if len(ids) == 0 || len(c.Partitions) == 0 || c.Lease <= 0 {
+		return nil, s.MarkSent(ctx, sent)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin(ctx, &s.calls.MarkSent, &s.fail.markSent); err != nil {
+		return nil, err
+	}
+	now := codec.Time(s.now())
+	s.mark(sent, now)
+	token := codec.LeaseToken()
+	var out []state.Message
+	for _, m := range s.heads(ids) {
+		if m.SendStatus == state.SendPending && m.SendAttempts == 0 && slices.Contains(c.Partitions, m.Partition) &&
+			(m.LeaseToken == 0 || !m.SendNextAt.After(now)) {
+			m.SendNextAt = now.Add(c.Lease)
+			m.LeaseToken = token
+			out = append(out, *clone(m))
+		}
+	}
 	s.wake(ids, now)
-	return nil
+	return out, nil
 }
 
 // Get implements store.Store.

@@ -552,6 +552,66 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 	})
 }
 
+// claimNextSQL leases the heads of the queues of the sent ids $3 that
+// are free to go (store.NextClaimer): on the partitions $4, pending, never
+// tried, and parked or past their lease. $1 is the new due time (the
+// lease), $2 the lease token, $5 now. It runs after markSentSQL in the
+// same transaction, so the sent rows no longer hold their keys.
+var claimNextSQL = `UPDATE eventcenter_messages SET send_next_at = $1, lease_token = $2
+	WHERE id = ANY(ARRAY(SELECT ` + sqlcore.HeadOf("s") + ` FROM eventcenter_messages s
+		WHERE s.id = ANY($3::bigint[]) AND s.order_key <> ''))
+	AND partition = ANY($4::int[]) AND ` + pendingSendByID + ` AND send_attempts = 0
+	AND (lease_token = 0 OR send_next_at <= $5)
+	RETURNING ` + codec.Columns
+
+// MarkSentClaimNext implements store.NextClaimer: the sent mark, the
+// leases of the next messages and the wake of the others in one batch
+// (one implicit transaction, one round trip).
+func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c store.Claim) ([]state.Message, error) {
+	var ids, ordered []int64
+	for _, x := range sent {
+		ids = append(ids, x.ID)
+		if x.Ordered {
+			ordered = append(ordered, x.ID)
+		}
+	}
+	if len(ordered) == 0 || len(c.Partitions) == 0 || c.Lease <= 0 {
+		return nil, s.MarkSent(ctx, sent)
+	}
+	now := codec.Time(s.now())
+	var b pgx.Batch
+	b.Queue(markSentSQL, now, ids, sentRefs(sent))
+	b.Queue(claimNextSQL, now.Add(c.Lease), codec.LeaseToken(), ordered, c.Partitions, now)
+	b.Queue(sqlcore.WakeSQL(dialect.Param, len(ordered)), sqlcore.WakeArgs(now, ordered)...)
+	br := s.pool.SendBatch(ctx, &b)
+	ms, err := readClaimNext(br)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mark sent and claim the next messages: %w", translate(err))
+	}
+	return ms, nil
+}
+
+func readClaimNext(br pgx.BatchResults) ([]state.Message, error) {
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	ms, err := sqlcore.Collect(rows, dialect.ScanMessage)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	return ms, nil
+}
+
 // sentRefs returns the references of sent as a JSON object keyed by id.
 func sentRefs(sent []store.Sent) string {
 	b := make([]byte, 0, len(sent)*40)

@@ -39,6 +39,7 @@ func ExerciseOrder(t *testing.T, newStore NewStore) {
 	t.Run("BlockedKeys", func(t *testing.T) { t.Parallel(); testBlockedKeys(t, newStore) })
 	t.Run("ParkAndWake", func(t *testing.T) { t.Parallel(); testOrderWake(t, newStore) })
 	t.Run("WakeAfterCheckbackClaim", func(t *testing.T) { t.Parallel(); testOrderWakeAfterCheckback(t, newStore) })
+	t.Run("ClaimNextWithTheSentMark", func(t *testing.T) { t.Parallel(); testOrderClaimNext(t, newStore) })
 }
 
 // allParts are the partitions the order tests use.
@@ -240,6 +241,48 @@ func testOrderWakeAfterCheckback(t *testing.T, newStore NewStore) {
 	require.True(t, mb.SendNextAt.After(b.now()), "parked")
 	b.markSent(t, "a")
 	require.Equal(t, []string{"b"}, b.claimOrdered(t), "a sent: b woken at once")
+}
+
+// store.NextClaimer: the head's sent mark leases the next message of its
+// key when it is free and on a claimed partition, and only that one; on
+// another partition it is woken for its owner's claim instead; a head
+// that failed is left to its backoff. Stores without it skip.
+func testOrderClaimNext(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	nc, ok := b.s.(store.NextClaimer)
+	if !ok {
+		t.Skip("the store does not implement store.NextClaimer (the forwarder marks sent and waits for the wake and its scan)")
+	}
+	next := func(key string, parts ...int32) []string {
+		t.Helper()
+		m := b.get(t, biz, key)
+		got, err := nc.MarkSentClaimNext(t.Context(), []store.Sent{{ID: m.ID, Ref: "ref/" + key, Ordered: true}},
+			store.Claim{Partitions: parts, Limit: 100, Lease: lease})
+		require.NoError(t, err)
+		for _, g := range got {
+			require.NotZero(t, g.LeaseToken, g.Key)
+			require.Equal(t, b.now().Add(lease), g.SendNextAt, g.Key)
+		}
+		require.Equal(t, state.SendSent, b.get(t, biz, key).SendStatus, key)
+		return sortedKeys(got)
+	}
+	b.commitOrdered(t, "o-1", []string{"a", "b", "c"}, func(i int) int32 { return []int32{0, 0, 1}[i] })
+	require.Equal(t, []string{"b"}, next("a", 0, 1), "b leased with a's mark; c still held")
+	require.Empty(t, b.claimOrdered(t), "b leased, c held")
+	require.Equal(t, b.now().Add(lease), b.get(t, biz, "c").SendNextAt, "c still parked")
+	require.Empty(t, next("b", 0), "c is on partition 1, not claimed")
+	require.Equal(t, []string{"c"}, b.claimOrdered(t, 1), "but woken for its owner's claim")
+
+	// A repeated mark of w (its send was retried after a lease) while
+	// the next one, x, failed: x waits for its backoff and the claims.
+	b.commitOrdered(t, "o-2", []string{"w", "x"}, part0)
+	b.markSent(t, "w")
+	require.Equal(t, []string{"x"}, b.claimOrdered(t))
+	b.failSend(t, "x", false, false)
+	require.Empty(t, next("w", 0), "x failed: not taken")
+	mx := b.get(t, biz, "x")
+	require.Equal(t, 1, mx.SendAttempts)
+	require.True(t, mx.SendNextAt.After(b.now()), "x waits for its backoff")
 }
 
 // The head is on a partition the claimer does not own (another center's):

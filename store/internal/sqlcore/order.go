@@ -242,6 +242,16 @@ func (o SQLOrder) Holders(ctx context.Context, refs []store.OrderRef, exclude []
 	return low, nil
 }
 
+// SameQueue is "p is in the queue of h" for row aliases p and h.
+func SameQueue(p, h string) string { return sameQueue(p, h) }
+
+// HeadOf is the id of the head (the lowest-sequenced holder) of the queue
+// of the row alias s, as a scalar subquery (NULL when none holds it).
+func HeadOf(s string) string {
+	return `(SELECT h.id FROM eventcenter_messages h WHERE ` + sameQueue("h", s) + ` AND ` + HoldsOrder("h.") + `
+			ORDER BY h.order_seq LIMIT 1)`
+}
+
 // sameQueue is "p is in the queue of h" for row aliases p and h.
 func sameQueue(p, h string) string {
 	return p + ".biz_id = " + h + ".biz_id AND " + p + ".order_key = " + h + ".order_key AND " +
@@ -305,8 +315,7 @@ func WakeSQL(p func(int) string, n int) string {
 		ids[i] = p(i + 2)
 	}
 	return `UPDATE eventcenter_messages SET send_next_at = ` + p(1) + ` WHERE id IN (SELECT id FROM (
-		SELECT DISTINCT (SELECT h.id FROM eventcenter_messages h WHERE ` + sameQueue("h", "s") + ` AND ` + HoldsOrder("h.") + `
-			ORDER BY h.order_seq LIMIT 1) AS id
+		SELECT DISTINCT ` + HeadOf("s") + ` AS id
 		FROM eventcenter_messages s WHERE s.id IN (` + strings.Join(ids, ", ") + `) AND s.order_key <> '') AS w)
 		AND send_status = ` + SendPending + ` AND send_attempts = 0 AND lease_token = 0 AND send_next_at > ` + p(n+2)
 }
