@@ -255,6 +255,27 @@ func (l *lane) room() int {
 // its next interval (so that a target whose queue stays full is not
 // claimed for in a loop). It returns how many it dropped.
 func (f *Forwarder) route(msgs []state.Message, wait time.Duration, release, handoff bool) int {
+	dropped, released, unknown := f.enqueue(msgs, wait, release)
+	if len(released) > 0 {
+		f.release(released, handoff)
+	}
+	if len(unknown) == 0 {
+		return dropped
+	}
+	select {
+	case f.results <- batchResult{fails: unknown}:
+	default:
+		f.met.dropped.Add(float64(len(unknown)))
+		dropped += len(unknown)
+	}
+	return dropped
+}
+
+// enqueue is route's queueing: it returns how many it dropped, the lease
+// releases of those (with release) and the failures of messages naming an
+// unconfigured target, for the caller to hand to the recorder (the
+// recorder itself keeps them).
+func (f *Forwarder) enqueue(msgs []state.Message, wait time.Duration, release bool) (int, []store.Change, []failure) {
 	dropped := 0
 	var unknown []failure
 	var released []store.Change
@@ -304,19 +325,7 @@ func (f *Forwarder) route(msgs []state.Message, wait time.Duration, release, han
 			released = append(released, f.newRelease(m, tok))
 		}
 	}
-	if len(released) > 0 {
-		f.release(released, handoff)
-	}
-	if len(unknown) == 0 {
-		return dropped
-	}
-	select {
-	case f.results <- batchResult{fails: unknown}:
-	default:
-		f.met.dropped.Add(float64(len(unknown)))
-		dropped += len(unknown)
-	}
-	return dropped
+	return dropped, released, unknown
 }
 
 // settle records a batch's outcome in its target's breaker (failed: nothing

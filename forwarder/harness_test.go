@@ -132,6 +132,13 @@ const testLease = 30 * time.Second
 // end stops it.
 func newHarness(t *testing.T, mod func(*forwarder.Config)) *harness {
 	t.Helper()
+	return newHarnessWith(t, mod, nil)
+}
+
+// newHarnessWith is newHarness with the forwarder's store wrapped by wrap
+// (nil: as it is).
+func newHarnessWith(t *testing.T, mod func(*forwarder.Config), wrap func(forwarder.Store) forwarder.Store) *harness {
+	t.Helper()
 	h := &harness{
 		clock:   newClock(),
 		owned:   ingest.NewOwnership(),
@@ -157,7 +164,11 @@ func newHarness(t *testing.T, mod func(*forwarder.Config)) *harness {
 	if mod != nil {
 		mod(&h.cfg)
 	}
-	f, err := forwarder.New(h.cfg, h.st, h.owned)
+	var st forwarder.Store = h.st
+	if wrap != nil {
+		st = wrap(st)
+	}
+	f, err := forwarder.New(h.cfg, st, h.owned)
 	require.NoError(t, err)
 	h.f = f
 	require.NoError(t, f.Start(t.Context()))

@@ -26,6 +26,7 @@ type metrics struct {
 	lateness     prometheus.Histogram
 	dropped      prometheus.Counter
 	released     prometheus.Counter
+	chained      prometheus.Counter
 	dead         *prometheus.CounterVec
 	breakerOpen  *prometheus.GaugeVec
 	throttleMetrics
@@ -65,6 +66,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "eventcenter_forward_handoff_released_total",
 			Help: "Dropped handoffs whose send lease was released (due at once for the scan) instead of waiting for it to run out.",
 		}),
+		chained: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventcenter_forward_order_chained_total",
+			Help: "Messages with an order key leased with their predecessor's sent mark and queued at once, instead of woken for the scan.",
+		}),
 		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_forward_dead_total",
 			Help: "Messages given up (DEAD) by target.",
@@ -78,7 +83,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range append([]prometheus.Collector{m.forward, m.inline, m.duration, m.commitToSent, m.lateness, m.dropped, m.released, m.dead, m.breakerOpen},
+	for _, c := range append([]prometheus.Collector{m.forward, m.inline, m.duration, m.commitToSent, m.lateness, m.dropped, m.released, m.chained, m.dead, m.breakerOpen},
 		m.throttleMetrics.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register forwarder metrics: %w", err)

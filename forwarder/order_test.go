@@ -113,3 +113,44 @@ func TestOrderedDeadHeadHoldsOrReleases(t *testing.T) {
 		})
 	}
 }
+
+// plainStore hides store.NextClaimer: a store that only marks sent (MySQL,
+// SQLite), whose next messages wait for the wake and the scan.
+type plainStore struct{ forwarder.Store }
+
+// While the head is being sent the later messages of its key park; the
+// head's sent mark leases the next one and its worker sends it at once,
+// and so on down the key (chained: no scan involved, the parked messages'
+// park is far off on the test clock). Over a store that cannot, the wake
+// and the scan do it. Both keep commit order.
+func TestOrderedNextGoesWithItsHeadsMark(t *testing.T) {
+	t.Parallel()
+	for _, chain := range []bool{true, false} {
+		t.Run(fmt.Sprintf("chain=%v", chain), func(t *testing.T) {
+			t.Parallel()
+			var wrap func(forwarder.Store) forwarder.Store
+			if !chain {
+				wrap = func(s forwarder.Store) forwarder.Store { return plainStore{s} }
+			}
+			h := newHarnessWith(t, func(c *forwarder.Config) { c.Ordered = func() bool { return true } }, wrap)
+			gate := make(chan struct{})
+			h.targets["main"].mu.Lock()
+			h.targets["main"].gate = gate
+			h.targets["main"].mu.Unlock()
+			ids := h.commitOrdered(t, h.f.Applier(h.st), 5, "order-7")
+			for _, id := range ids[1:] {
+				m := h.get(t, state.Message{BizID: "shop", Key: id[len("shop:"):]})
+				require.True(t, m.SendNextAt.After(h.clock.Now()), "%s parked behind the head", id)
+			}
+			close(gate)
+			require.Eventually(t, func() bool { return len(firstOccurrences(h.targets["main"])) == len(ids) },
+				10*time.Second, 5*time.Millisecond)
+			require.Equal(t, ids, firstOccurrences(h.targets["main"]), "commit order")
+			want := 0.0
+			if chain {
+				want = float64(len(ids) - 1)
+			}
+			require.Equal(t, want, h.counter(t, "eventcenter_forward_order_chained_total"))
+		})
+	}
+}

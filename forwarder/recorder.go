@@ -171,7 +171,7 @@ func (r *recorder) flush(ctx context.Context) error {
 		for _, m := range r.marks[:n] {
 			r.sents = append(r.sents, m.sent)
 		}
-		if err := f.st.MarkSent(ctx, r.sents); err != nil {
+		if err := r.markSent(ctx); err != nil {
 			return fmt.Errorf("mark %d messages sent: %w", n, err)
 		}
 		now := f.cfg.Now()
@@ -229,6 +229,55 @@ func (r *recorder) flush(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// nextClaimer is a store that leases the next message of an order key
+// with its predecessor's sent mark (store.NextClaimer).
+type nextClaimer interface {
+	MarkSentClaimNext(ctx context.Context, sent []store.Sent, c store.Claim) ([]state.Message, error)
+}
+
+// markSent writes r.sents. With per-key order on and a store that can, the
+// next message of each ordered one's key is leased in the same
+// transaction and queued at once (its worker sends it next), instead of
+// being woken for the scan's next claim: the key's messages go one after
+// the other at the pace of a send and a mark. Not while stopping: the
+// workers may be gone, and the wake leaves the next ones to the claims.
+func (r *recorder) markSent(ctx context.Context) error {
+	f := r.f
+	nc, ok := f.st.(nextClaimer)
+	if !ok || f.Stopping() || !hasOrderedSent(r.sents) || !f.cfg.Ordered() {
+		return f.st.MarkSent(ctx, r.sents)
+	}
+	parts := f.owned.Partitions()
+	next, err := nc.MarkSentClaimNext(ctx, r.sents, store.Claim{Partitions: parts, Limit: len(r.sents), Lease: f.cfg.Lease, Ordered: true})
+	if err != nil {
+		return err
+	}
+	if len(next) == 0 {
+		return nil
+	}
+	f.met.chained.Add(float64(len(next)))
+	// The recorder must not wait for itself: what finds no room is
+	// released with the next flush, what names an unconfigured target
+	// fails with it.
+	_, released, unknown := f.enqueue(next, 0, true)
+	if len(released) > 0 {
+		r.defers = append(r.defers, released...)
+		r.rescan = true
+	}
+	r.fails = append(r.fails, unknown...)
+	return nil
+}
+
+// hasOrderedSent tells whether one of sent is an ordered message's.
+func hasOrderedSent(sent []store.Sent) bool {
+	for _, x := range sent {
+		if x.Ordered {
+			return true
+		}
+	}
+	return false
 }
 
 // count updates the metrics and logs for one recorded failure.
