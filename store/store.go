@@ -329,6 +329,9 @@ type NextClaimer interface {
 	// waits for its backoff and the claims) and not under a send lease
 	// (parked, or its lease ran out). It returns what it leased. The next
 	// messages it does not lease are woken as MarkSent wakes them. The
-	// marks and the leases are written in one transaction.
+	// marks are committed before the next messages are looked for (as
+	// MarkSent's wake does): an Apply that parks a message behind one of
+	// them and commits meanwhile looks again after its commit, so one of
+	// the two sees the other.
 	MarkSentClaimNext(ctx context.Context, sent []Sent, c Claim) ([]state.Message, error)
 }

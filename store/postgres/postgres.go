@@ -302,7 +302,7 @@ func (t *pgTx) Holders(ctx context.Context, refs []store.OrderRef, exclude []int
 
 // Wake implements sqlcore.Tx (a statement of its own: no transaction).
 func (t *pgTx) Wake(ctx context.Context, ids []int64, now time.Time) error {
-	_, err := t.conn.Exec(ctx, sqlcore.WakeSQL(dialect.Param, len(ids)), sqlcore.WakeArgs(now, ids)...)
+	_, err := t.conn.Exec(ctx, sqlcore.WakeArraySQL, now, ids, now)
 	return err
 }
 
@@ -547,7 +547,7 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 		return fmt.Errorf("mark sent: %w", translate(err))
 	}
 	return wakeSent(sent, func(ids []int64) error {
-		_, err := s.pool.Exec(ctx, sqlcore.WakeSQL(dialect.Param, len(ids)), sqlcore.WakeArgs(now, ids)...)
+		_, err := s.pool.Exec(ctx, sqlcore.WakeArraySQL, now, ids, now)
 		return translate(err)
 	})
 }
@@ -555,8 +555,8 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 // claimNextSQL leases the heads of the queues of the sent ids $3 that
 // are free to go (store.NextClaimer): on the partitions $4, pending, never
 // tried, and parked or past their lease. $1 is the new due time (the
-// lease), $2 the lease token, $5 now. It runs after markSentSQL in the
-// same transaction, so the sent rows no longer hold their keys.
+// lease), $2 the lease token, $5 now. It runs after markSentSQL
+// committed, so the sent rows no longer hold their keys.
 var claimNextSQL = `UPDATE eventcenter_messages SET send_next_at = $1, lease_token = $2
 	WHERE id = ANY(ARRAY(SELECT ` + sqlcore.HeadOf("s") + ` FROM eventcenter_messages s
 		WHERE s.id = ANY($3::bigint[]) AND s.order_key <> ''))
@@ -564,9 +564,12 @@ var claimNextSQL = `UPDATE eventcenter_messages SET send_next_at = $1, lease_tok
 	AND (lease_token = 0 OR send_next_at <= $5)
 	RETURNING ` + codec.Columns
 
-// MarkSentClaimNext implements store.NextClaimer: the sent mark, the
-// leases of the next messages and the wake of the others in one batch
-// (one implicit transaction, one round trip).
+// MarkSentClaimNext implements store.NextClaimer in one round trip: the
+// sent marks in a transaction of their own, then the leases of the next
+// messages and the wake of the others in a second one. The marks must be
+// committed before the next messages are looked for: a batch that parks a
+// message behind one of them and commits meanwhile looks again after its
+// commit (its wake), and one of the two must see the other's commit.
 func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c store.Claim) ([]state.Message, error) {
 	var ids, ordered []int64
 	for _, x := range sent {
@@ -580,9 +583,11 @@ func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c stor
 	}
 	now := codec.Time(s.now())
 	var b pgx.Batch
+	b.Queue("BEGIN")
 	b.Queue(markSentSQL, now, ids, sentRefs(sent))
+	b.Queue("COMMIT")
 	b.Queue(claimNextSQL, now.Add(c.Lease), codec.LeaseToken(), ordered, c.Partitions, now)
-	b.Queue(sqlcore.WakeSQL(dialect.Param, len(ordered)), sqlcore.WakeArgs(now, ordered)...)
+	b.Queue(sqlcore.WakeArraySQL, now, ordered, now)
 	br := s.pool.SendBatch(ctx, &b)
 	ms, err := readClaimNext(br)
 	if cerr := br.Close(); err == nil && cerr != nil {
@@ -595,7 +600,13 @@ func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c stor
 }
 
 func readClaimNext(br pgx.BatchResults) ([]state.Message, error) {
+	if _, err := br.Exec(); err != nil { // BEGIN
+		return nil, err
+	}
 	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	if err := checkCommit(br.Exec()); err != nil {
 		return nil, err
 	}
 	rows, err := br.Query()
