@@ -56,10 +56,11 @@
 //   - Each target has Concurrency workers, each with its own queue; a worker
 //     takes what is queued, up to BatchSize, and sends it as one batch.
 //     Messages with the same forward key share a worker, so they reach the
-//     target in the order they were handed over (a retry can still overtake:
-//     there is no ordering promise across failures). A message whose
-//     partition is no longer owned when its turn comes is skipped (the new
-//     owner gets it after the lease).
+//     target in the order they were handed over. For a message without an
+//     order key that is all: a retry can overtake it. Messages with an
+//     order key keep their order across failures (see "Order keys"). A
+//     message whose partition is no longer owned when its turn comes is
+//     skipped (the new owner gets it after the lease).
 //   - A success becomes a sent mark, written in batches of MarkBatch or every
 //     MarkInterval (like River's job completer). While the store fails, marks
 //     are kept and retried with StoreBackoff; the workers slow down when too
@@ -82,6 +83,33 @@
 //     partition) count once, and failures must last Breaker.FailingFor (5s)
 //     before it opens: a short burst of broker errors is retried through
 //     quickly instead of being probed one error per cooldown.
+//
+// # Order keys
+//
+// With per-key order on (Config.Ordered, the cluster level gate), messages
+// of one bizID with the same order key, target and topic are forwarded in
+// the order the center applied their COMMITs: none is sent before every
+// earlier-committed message of its key was sent, or ended DEAD with its
+// bizID set to skip (ReleaseOnDead), or was closed or released by an
+// operator. It holds across send failures and retries, breaker pauses,
+// lease expiry, rebalances, restarts, kill -9 and several centers, because
+// the store decides, not this package's memory: a message gets a sequence
+// from its key's counter in the transaction that makes it sendable, and
+// no Apply, claim or sent-mark lease hands one out while an
+// earlier-sequenced message of its key still holds the key (pending or
+// DEAD). A message that fails holds its key (its retries keep their
+// place), not other keys. Duplicates stay possible (at least once), never
+// before a predecessor's first delivery. Such messages are never sent
+// inline: a transaction that fails after an inline send gives its
+// sequence back, and a later message could be numbered before one already
+// sent. They are written leased and handed over after the commit; one
+// held behind an earlier message is parked (unleased) instead. When the
+// recorder writes a sent mark of an ordered message through a store that
+// implements store.NextClaimer, the next message of the key is leased in
+// the same round trip and queued at once (eventcenter_forward_order_chained_total);
+// otherwise the mark wakes it and the scan claims it. Consumers see the
+// order when a key's records land on one partition or queue (one forward
+// key per order key).
 //
 // # Records
 //

@@ -37,7 +37,10 @@ type Store struct {
 	next atomic.Uint32
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store       = (*Store)(nil)
+	_ store.NextClaimer = (*Store)(nil)
+)
 
 // ErrOrderAcrossShards is what a store of several shards returns when
 // asked for per-key order (ApplyRequest.Ordered, Claim.Ordered,
@@ -270,6 +273,30 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 		return fmt.Errorf("sharded mark sent: %w", err)
 	}
 	return nil
+}
+
+// MarkSentClaimNext implements store.NextClaimer for a store of one shard
+// whose store has it (per-key order is kept on one shard only); otherwise
+// it is MarkSent and leases nothing (the marks wake the next messages for
+// the claims).
+func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c store.Claim) ([]state.Message, error) {
+	nc, ok := s.shards[0].Store.(store.NextClaimer)
+	if len(s.shards) > 1 || !ok {
+		return nil, s.MarkSent(ctx, sent)
+	}
+	inner := make([]store.Sent, len(sent))
+	for i, x := range sent {
+		id, _, err := s.shardOf(x.ID)
+		if err != nil {
+			return nil, fmt.Errorf("sharded mark sent: %w", err)
+		}
+		inner[i] = store.Sent{ID: id, Ref: x.Ref, Ordered: x.Ordered}
+	}
+	ms, err := nc.MarkSentClaimNext(ctx, inner, c)
+	if err != nil {
+		return nil, fmt.Errorf("sharded mark sent: %w", err)
+	}
+	return outerMessages(ms, 0), nil
 }
 
 // Get implements store.Store.
