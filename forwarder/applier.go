@@ -42,6 +42,8 @@ type Applier struct {
 	// ordered is the forwarder's per-key order gate (Config.Ordered); nil
 	// means off.
 	ordered func() bool
+	// scan wakes the forwarder's scan (nil: none).
+	scan func()
 }
 
 // NewApplier returns an Applier over st that hands sendable messages to
@@ -59,6 +61,7 @@ func NewApplier(st ApplyStore, to Handoff, lease time.Duration) *Applier {
 func (f *Forwarder) Applier(st ApplyStore) *Applier {
 	a := NewApplier(st, f, f.cfg.Lease)
 	a.ordered = f.cfg.Ordered
+	a.scan = f.wakeScan
 	if f.cfg.InlineTimeout > 0 {
 		a.inline = f
 	}
@@ -84,6 +87,9 @@ func (a *Applier) Apply(ctx context.Context, req store.ApplyRequest) (store.Appl
 	}
 	if len(res.Sendable) > 0 && a.to != nil {
 		a.to.Handoff(res.Sendable)
+	}
+	if res.Woken > 0 && a.scan != nil {
+		a.scan() // the next messages of keys the batch freed are due
 	}
 	return res, nil
 }

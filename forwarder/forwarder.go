@@ -389,6 +389,14 @@ func (f *Forwarder) newFailure(label string, m *state.Message, err error, now ti
 	}
 }
 
+// wakeScan makes the scan claim at once (it does not wait for it).
+func (f *Forwarder) wakeScan() {
+	select {
+	case f.rescan <- struct{}{}:
+	default:
+	}
+}
+
 // scanLoop claims due sends periodically and whenever ownership changes.
 func (f *Forwarder) scanLoop(ctx context.Context) {
 	timer := time.NewTimer(0)

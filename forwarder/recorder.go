@@ -171,12 +171,15 @@ func (r *recorder) flush(ctx context.Context) error {
 		for _, m := range r.marks[:n] {
 			r.sents = append(r.sents, m.sent)
 		}
-		if err := r.markSent(ctx); err != nil {
+		chained, err := r.markSent(ctx)
+		if err != nil {
 			return fmt.Errorf("mark %d messages sent: %w", n, err)
 		}
 		now := f.cfg.Now()
 		for _, m := range r.marks[:n] {
-			r.rescan = r.rescan || m.ordered
+			// Without the chain, the marks woke the next messages of their
+			// keys for the scan.
+			r.rescan = r.rescan || (m.ordered && !chained)
 			if !m.decided.IsZero() {
 				f.met.commitToSent.Observe(max(now.Sub(m.decided), 0).Seconds())
 			}
@@ -194,6 +197,9 @@ func (r *recorder) flush(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("record %d send failures: %w", n, err)
 		}
+		// A head given up with its key released (DEAD, skip) woke the
+		// next message of its key.
+		r.rescan = r.rescan || res.Woken > 0
 		for i, fl := range r.fails[:n] {
 			var o store.ChangeOutcome
 			if i < len(res.Outcomes) {
@@ -223,10 +229,7 @@ func (r *recorder) flush(ctx context.Context) error {
 		// of the order keys just marked sent: claim them as soon as the
 		// queues have room.
 		r.rescan = false
-		select {
-		case f.rescan <- struct{}{}:
-		default:
-		}
+		f.wakeScan()
 	}
 	return nil
 }
@@ -234,8 +237,10 @@ func (r *recorder) flush(ctx context.Context) error {
 // nextClaimer is a store that leases the next message of an order key
 // with its predecessor's sent mark (store.NextClaimer).
 type nextClaimer interface {
-	MarkSentClaimNext(ctx context.Context, sent []store.Sent, c store.Claim) ([]state.Message, error)
+	MarkSentClaimNext(ctx context.Context, sent []store.Sent, c store.Claim) ([]state.Message, int, error)
 }
+
+var _ nextClaimer = store.NextClaimer(nil) // the same method
 
 // markSent writes r.sents. With per-key order on and a store that can, the
 // next message of each ordered one's key is leased in the same
@@ -243,19 +248,22 @@ type nextClaimer interface {
 // being woken for the scan's next claim: the key's messages go one after
 // the other at the pace of a send and a mark. Not while stopping: the
 // workers may be gone, and the wake leaves the next ones to the claims.
-func (r *recorder) markSent(ctx context.Context) error {
+// It tells whether it chained (then the scan runs only for what the store
+// woke instead of leasing).
+func (r *recorder) markSent(ctx context.Context) (bool, error) {
 	f := r.f
 	nc, ok := f.st.(nextClaimer)
 	if !ok || f.Stopping() || !hasOrderedSent(r.sents) || !f.cfg.Ordered() {
-		return f.st.MarkSent(ctx, r.sents)
+		return false, f.st.MarkSent(ctx, r.sents)
 	}
 	parts := f.owned.Partitions()
-	next, err := nc.MarkSentClaimNext(ctx, r.sents, store.Claim{Partitions: parts, Limit: len(r.sents), Lease: f.cfg.Lease, Ordered: true})
+	next, woken, err := nc.MarkSentClaimNext(ctx, r.sents, store.Claim{Partitions: parts, Limit: len(r.sents), Lease: f.cfg.Lease, Ordered: true})
 	if err != nil {
-		return err
+		return false, err
 	}
+	r.rescan = r.rescan || woken > 0
 	if len(next) == 0 {
-		return nil
+		return true, nil
 	}
 	f.met.chained.Add(float64(len(next)))
 	// The recorder must not wait for itself: what finds no room is
@@ -267,7 +275,7 @@ func (r *recorder) markSent(ctx context.Context) error {
 		r.rescan = true
 	}
 	r.fails = append(r.fails, unknown...)
-	return nil
+	return true, nil
 }
 
 // hasOrderedSent tells whether one of sent is an ordered message's.

@@ -166,6 +166,10 @@ type ApplyResult struct {
 	// Forwarded are the messages ApplyRequest.Forward sent, as written
 	// (sent).
 	Forwarded []state.Message
+	// Woken counts the parked messages of the order keys the batch freed
+	// that the store made due at once after its commit (the wake): the
+	// caller's forwarder should claim now rather than at its next scan.
+	Woken int
 }
 
 // ChangeOutcome is the result of one change.
@@ -333,5 +337,8 @@ type NextClaimer interface {
 	// MarkSent's wake does): an Apply that parks a message behind one of
 	// them and commits meanwhile looks again after its commit, so one of
 	// the two sees the other.
-	MarkSentClaimNext(ctx context.Context, sent []Sent, c Claim) ([]state.Message, error)
+	// woken counts the next messages made due (not leased) for the
+	// claims: on other partitions, or committed while the leases were
+	// looked for.
+	MarkSentClaimNext(ctx context.Context, sent []Sent, c Claim) (leased []state.Message, woken int, err error)
 }

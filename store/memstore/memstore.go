@@ -143,21 +143,23 @@ func (s *Store) holders(keep func(m *state.Message) bool) map[store.OrderRef]int
 }
 
 // Wake implements sqlcore.Tx.
-func (t memTx) Wake(_ context.Context, ids []int64, now time.Time) error {
-	t.s.wake(ids, now)
-	return nil
+func (t memTx) Wake(_ context.Context, ids []int64, now time.Time) (int, error) {
+	return t.s.wake(ids, now), nil
 }
 
 // wake is sqlcore.WakeSQL in memory. s.mu must be held.
-func (s *Store) wake(ids []int64, now time.Time) {
+func (s *Store) wake(ids []int64, now time.Time) int {
 	if len(ids) == 0 {
-		return
+		return 0
 	}
+	n := 0
 	for _, m := range s.heads(ids) {
 		if m.SendStatus == state.SendPending && m.SendAttempts == 0 && m.LeaseToken == 0 && m.SendNextAt.After(now) {
 			m.SendNextAt = now
+			n++
 		}
 	}
+	return n
 }
 
 // heads returns the heads (lowest-sequenced holders) of the queues of
@@ -399,15 +401,15 @@ func orderedIDs(sent []store.Sent) []int64 {
 }
 
 // MarkSentClaimNext implements store.NextClaimer.
-func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c store.Claim) ([]state.Message, error) {
+func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c store.Claim) ([]state.Message, int, error) {
 	ids := orderedIDs(sent)
 	if len(ids) == 0 || len(c.Partitions) == 0 || c.Lease <= 0 {
-		return nil, s.MarkSent(ctx, sent)
+		return nil, len(ids), s.MarkSent(ctx, sent)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.begin(ctx, &s.calls.MarkSent, &s.fail.markSent); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	now := codec.Time(s.now())
 	s.mark(sent, now)
@@ -421,8 +423,7 @@ func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c stor
 			out = append(out, *clone(m))
 		}
 	}
-	s.wake(ids, now)
-	return out, nil
+	return out, s.wake(ids, now), nil
 }
 
 // Get implements store.Store.

@@ -77,9 +77,13 @@ func (t myTx) Holders(ctx context.Context, refs []store.OrderRef, exclude []int6
 }
 
 // Wake implements sqlcore.Tx.
-func (t myTx) Wake(ctx context.Context, ids []int64, now time.Time) error {
-	_, err := t.tx.ExecContext(ctx, sqlcore.WakeSQL(sqlcore.QuestionParam, len(ids)), sqlcore.WakeArgs(now, ids)...)
-	return err
+func (t myTx) Wake(ctx context.Context, ids []int64, now time.Time) (int, error) {
+	res, err := t.tx.ExecContext(ctx, sqlcore.WakeSQL(sqlcore.QuestionParam, len(ids)), sqlcore.WakeArgs(now, ids)...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
 }
 
 // Write implements sqlcore.Tx.

@@ -301,9 +301,9 @@ func (t *pgTx) Holders(ctx context.Context, refs []store.OrderRef, exclude []int
 }
 
 // Wake implements sqlcore.Tx (a statement of its own: no transaction).
-func (t *pgTx) Wake(ctx context.Context, ids []int64, now time.Time) error {
-	_, err := t.conn.Exec(ctx, sqlcore.WakeArraySQL, now, ids, now)
-	return err
+func (t *pgTx) Wake(ctx context.Context, ids []int64, now time.Time) (int, error) {
+	tag, err := t.conn.Exec(ctx, sqlcore.WakeArraySQL, now, ids, now)
+	return int(tag.RowsAffected()), err
 }
 
 // wakeSent wakes the next messages of the ordered ones of sent (see
@@ -570,7 +570,7 @@ var claimNextSQL = `UPDATE eventcenter_messages SET send_next_at = $1, lease_tok
 // committed before the next messages are looked for: a batch that parks a
 // message behind one of them and commits meanwhile looks again after its
 // commit (its wake), and one of the two must see the other's commit.
-func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c store.Claim) ([]state.Message, error) {
+func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c store.Claim) ([]state.Message, int, error) {
 	var ids, ordered []int64
 	for _, x := range sent {
 		ids = append(ids, x.ID)
@@ -579,7 +579,8 @@ func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c stor
 		}
 	}
 	if len(ordered) == 0 || len(c.Partitions) == 0 || c.Lease <= 0 {
-		return nil, s.MarkSent(ctx, sent)
+		// The marks wake the next messages; how many is not counted.
+		return nil, len(ordered), s.MarkSent(ctx, sent)
 	}
 	now := codec.Time(s.now())
 	var b pgx.Batch
@@ -589,38 +590,39 @@ func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c stor
 	b.Queue(claimNextSQL, now.Add(c.Lease), codec.LeaseToken(), ordered, c.Partitions, now)
 	b.Queue(sqlcore.WakeArraySQL, now, ordered, now)
 	br := s.pool.SendBatch(ctx, &b)
-	ms, err := readClaimNext(br)
+	ms, woken, err := readClaimNext(br)
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	if err != nil {
-		return nil, fmt.Errorf("mark sent and claim the next messages: %w", translate(err))
+		return nil, 0, fmt.Errorf("mark sent and claim the next messages: %w", translate(err))
 	}
-	return ms, nil
+	return ms, woken, nil
 }
 
-func readClaimNext(br pgx.BatchResults) ([]state.Message, error) {
+func readClaimNext(br pgx.BatchResults) ([]state.Message, int, error) {
 	if _, err := br.Exec(); err != nil { // BEGIN
-		return nil, err
+		return nil, 0, err
 	}
 	if _, err := br.Exec(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := checkCommit(br.Exec()); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	ms, err := sqlcore.Collect(rows, dialect.ScanMessage)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if _, err := br.Exec(); err != nil {
-		return nil, err
+	tag, err := br.Exec()
+	if err != nil {
+		return nil, 0, err
 	}
-	return ms, nil
+	return ms, int(tag.RowsAffected()), nil
 }
 
 // sentRefs returns the references of sent as a JSON object keyed by id.

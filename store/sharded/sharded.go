@@ -127,6 +127,7 @@ func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyR
 	res := store.ApplyResult{Outcomes: make([]store.ChangeOutcome, len(req.Changes))}
 	sendable := make([][]state.Message, len(s.shards))
 	forwarded := make([][]state.Message, len(s.shards))
+	woken := make([]int, len(s.shards))
 	err := s.each(func(i int, st store.Store) error {
 		if len(parts[i]) == 0 {
 			return nil
@@ -151,6 +152,7 @@ func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyR
 		}
 		sendable[i] = outerMessages(r.Sendable, i)
 		forwarded[i] = outerMessages(r.Forwarded, i)
+		woken[i] = r.Woken
 		return nil
 	})
 	if err != nil {
@@ -159,6 +161,7 @@ func (s *Store) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyR
 	for i := range sendable {
 		res.Sendable = append(res.Sendable, sendable[i]...)
 		res.Forwarded = append(res.Forwarded, forwarded[i]...)
+		res.Woken += woken[i]
 	}
 	return res, nil
 }
@@ -279,24 +282,30 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 // whose store has it (per-key order is kept on one shard only); otherwise
 // it is MarkSent and leases nothing (the marks wake the next messages for
 // the claims).
-func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c store.Claim) ([]state.Message, error) {
+func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c store.Claim) ([]state.Message, int, error) {
 	nc, ok := s.shards[0].Store.(store.NextClaimer)
 	if len(s.shards) > 1 || !ok {
-		return nil, s.MarkSent(ctx, sent)
+		n := 0
+		for _, x := range sent {
+			if x.Ordered {
+				n++
+			}
+		}
+		return nil, n, s.MarkSent(ctx, sent) // woken: not counted, so all of them
 	}
 	inner := make([]store.Sent, len(sent))
 	for i, x := range sent {
 		id, _, err := s.shardOf(x.ID)
 		if err != nil {
-			return nil, fmt.Errorf("sharded mark sent: %w", err)
+			return nil, 0, fmt.Errorf("sharded mark sent: %w", err)
 		}
 		inner[i] = store.Sent{ID: id, Ref: x.Ref, Ordered: x.Ordered}
 	}
-	ms, err := nc.MarkSentClaimNext(ctx, inner, c)
+	ms, woken, err := nc.MarkSentClaimNext(ctx, inner, c)
 	if err != nil {
-		return nil, fmt.Errorf("sharded mark sent: %w", err)
+		return nil, 0, fmt.Errorf("sharded mark sent: %w", err)
 	}
-	return outerMessages(ms, 0), nil
+	return outerMessages(ms, 0), woken, nil
 }
 
 // Get implements store.Store.

@@ -118,10 +118,11 @@ func TestApplyOneShardFails(t *testing.T) {
 	require.Equal(t, "r", m.SendRef)
 	require.ErrorContains(t, s.MarkSent(t.Context(), []store.Sent{{ID: 7<<8 | 9, Ref: "r"}}), "belongs to no shard")
 	// With several shards (no per-key order) MarkSentClaimNext only marks.
-	next, err := s.MarkSentClaimNext(t.Context(), []store.Sent{{ID: res.Sendable[0].ID, Ref: "r2", Ordered: true}},
+	next, woken, err := s.MarkSentClaimNext(t.Context(), []store.Sent{{ID: res.Sendable[0].ID, Ref: "r2", Ordered: true}},
 		store.Claim{Partitions: []int32{0, 1}, Limit: 10, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Empty(t, next)
+	require.Equal(t, 1, woken, "not counted: every ordered mark may have woken one")
 	require.NoError(t, s.Close())
 }
 

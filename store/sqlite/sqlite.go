@@ -273,9 +273,13 @@ func (t liteTx) Holders(ctx context.Context, refs []store.OrderRef, exclude []in
 }
 
 // Wake implements sqlcore.Tx.
-func (t liteTx) Wake(ctx context.Context, ids []int64, now time.Time) error {
-	_, err := t.tx.ExecContext(ctx, sqlcore.WakeSQL(sqlcore.QuestionParam, len(ids)), sqlcore.WakeArgs(now.UnixMicro(), ids)...)
-	return err
+func (t liteTx) Wake(ctx context.Context, ids []int64, now time.Time) (int, error) {
+	res, err := t.tx.ExecContext(ctx, sqlcore.WakeSQL(sqlcore.QuestionParam, len(ids)), sqlcore.WakeArgs(now.UnixMicro(), ids)...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
 }
 
 // Write implements sqlcore.Tx.

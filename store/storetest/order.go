@@ -253,12 +253,14 @@ func testOrderClaimNext(t *testing.T, newStore NewStore) {
 	if !ok {
 		t.Skip("the store does not implement store.NextClaimer (the forwarder marks sent and waits for the wake and its scan)")
 	}
+	woken := 0
 	next := func(key string, parts ...int32) []string {
 		t.Helper()
 		m := b.get(t, biz, key)
-		got, err := nc.MarkSentClaimNext(t.Context(), []store.Sent{{ID: m.ID, Ref: "ref/" + key, Ordered: true}},
+		got, n, err := nc.MarkSentClaimNext(t.Context(), []store.Sent{{ID: m.ID, Ref: "ref/" + key, Ordered: true}},
 			store.Claim{Partitions: parts, Limit: 100, Lease: lease})
 		require.NoError(t, err)
+		woken = n
 		for _, g := range got {
 			require.NotZero(t, g.LeaseToken, g.Key)
 			require.Equal(t, b.now().Add(lease), g.SendNextAt, g.Key)
@@ -268,9 +270,11 @@ func testOrderClaimNext(t *testing.T, newStore NewStore) {
 	}
 	b.commitOrdered(t, "o-1", []string{"a", "b", "c"}, func(i int) int32 { return []int32{0, 0, 1}[i] })
 	require.Equal(t, []string{"b"}, next("a", 0, 1), "b leased with a's mark; c still held")
+	require.Zero(t, woken)
 	require.Empty(t, b.claimOrdered(t), "b leased, c held")
 	require.Equal(t, b.now().Add(lease), b.get(t, biz, "c").SendNextAt, "c still parked")
 	require.Empty(t, next("b", 0), "c is on partition 1, not claimed")
+	require.Equal(t, 1, woken, "c woken for its partition's claims")
 	require.Equal(t, []string{"c"}, b.claimOrdered(t, 1), "but woken for its owner's claim")
 
 	// A repeated mark of w (its send was retried after a lease) while
@@ -280,6 +284,7 @@ func testOrderClaimNext(t *testing.T, newStore NewStore) {
 	require.Equal(t, []string{"x"}, b.claimOrdered(t))
 	b.failSend(t, "x", false, false)
 	require.Empty(t, next("w", 0), "x failed: not taken")
+	require.Zero(t, woken, "nor woken")
 	mx := b.get(t, biz, "x")
 	require.Equal(t, 1, mx.SendAttempts)
 	require.True(t, mx.SendNextAt.After(b.now()), "x waits for its backoff")
@@ -328,7 +333,10 @@ func testOrderDeadHolds(t *testing.T, newStore NewStore) {
 func testOrderDeadReleases(t *testing.T, newStore NewStore) {
 	b := setup(t, newStore)
 	b.commitOrdered(t, "o-1", []string{"a", "b"}, part0)
-	require.True(t, b.failSend(t, "a", true, true).Dead)
+	res := b.applyOrdered(t, Event(biz, "a", 0, state.Event{Kind: state.KindSendFailed, At: b.now(),
+		RetryAt: b.now().Add(time.Minute), MaxAttempts: 5, Permanent: true, ReleaseOnDead: true, Err: "broker says no"}))
+	require.True(t, res.Outcomes[0].Dead)
+	require.Equal(t, 1, res.Woken, "b woken after the commit, counted for the caller's scan")
 	m := b.get(t, biz, "a")
 	require.Equal(t, state.SendDead, m.SendStatus)
 	require.Zero(t, m.OrderSeq, "released")

@@ -36,7 +36,8 @@ type Tx interface {
 	// Wake makes the next message of the queues of ids due at now (see
 	// WakeSQL); it runs in a transaction of its own after the batch that
 	// freed them committed.
-	Wake(ctx context.Context, ids []int64, now time.Time) error
+	// It returns how many it made due.
+	Wake(ctx context.Context, ids []int64, now time.Time) (int, error)
 }
 
 // Driver runs transactions.
@@ -156,7 +157,7 @@ func (c *Core) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyRe
 			return nil
 		})
 		if err == nil {
-			c.wake(ctx, wake)
+			res.Woken = c.wake(ctx, wake)
 			return res, nil
 		}
 		if c.retryable == nil {
@@ -169,17 +170,27 @@ func (c *Core) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyRe
 	}
 }
 
-// wake makes the next messages of the queues the batch freed due now. A
-// failure is logged only: a parked message is due again after its park
-// (the send lease) anyway.
-func (c *Core) wake(ctx context.Context, ids []int64) {
+// wake makes the next messages of the queues the batch freed due now and
+// returns how many it made due. A failure is logged only: a parked
+// message is due again after its park (the send lease) anyway.
+func (c *Core) wake(ctx context.Context, ids []int64) int {
 	if len(ids) == 0 {
-		return
+		return 0
 	}
 	now := codec.Time(c.now())
-	if err := c.driver.InTx(ctx, func(tx Tx) error { return tx.Wake(ctx, ids, now) }); err != nil && ctx.Err() == nil {
-		c.log.Warn("waking the next messages of freed order keys failed; they are due after their park", "err", c.translateErr(err))
+	n := 0
+	err := c.driver.InTx(ctx, func(tx Tx) error {
+		var err error
+		n, err = tx.Wake(ctx, ids, now)
+		return err
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("waking the next messages of freed order keys failed; they are due after their park", "err", c.translateErr(err))
+		}
+		return 0
 	}
+	return n
 }
 
 // RetryNowBizID implements store.Store.RetryNowBizID: the eligible rows of

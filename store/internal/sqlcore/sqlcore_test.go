@@ -94,7 +94,7 @@ func (f *fakeTx) Holders(context.Context, []store.OrderRef, []int64) (map[store.
 	return nil, nil
 }
 
-func (f *fakeTx) Wake(context.Context, []int64, time.Time) error { return nil }
+func (f *fakeTx) Wake(context.Context, []int64, time.Time) (int, error) { return 0, nil }
 
 func (f *fakeTx) Load(context.Context, []store.MessageRef) (map[store.MessageRef]*state.Message, error) {
 	return map[store.MessageRef]*state.Message{}, nil
