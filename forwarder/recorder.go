@@ -78,8 +78,13 @@ func (f *Forwarder) record() {
 		case b := <-in:
 			r.add(b)
 			// The sent marks of ordered messages are written at once: the
-			// next message of each key waits for them.
+			// next message of each key waits for them. With them goes what
+			// the other workers handed over meanwhile (while the last
+			// write ran), up to a statement's worth: one write, not one
+			// per worker batch, when marks come faster than they are
+			// written.
 			if r.retry == nil && (len(r.marks) >= f.cfg.MarkBatch || hasOrdered(b.marks)) {
+				r.takeWaiting(f.cfg.MarkBatch)
 				r.flushNow()
 			}
 		case <-tick.C:
@@ -94,6 +99,19 @@ func (f *Forwarder) record() {
 				r.retry.Stop()
 			}
 			r.final()
+			return
+		}
+	}
+}
+
+// takeWaiting adds the results already waiting, without blocking, until
+// n marks are pending.
+func (r *recorder) takeWaiting(n int) {
+	for len(r.marks) < n {
+		select {
+		case b := <-r.f.results:
+			r.add(b)
+		default:
 			return
 		}
 	}
