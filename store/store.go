@@ -140,7 +140,8 @@ type ApplyRequest struct {
 	// Ordered enforces per-key order on what the batch makes sendable: a
 	// message behind an earlier-sequenced one of its order key that still
 	// holds the key is neither leased, nor forwarded, nor returned; it is
-	// written due now, for a claim to take once the key is free. Messages
+	// written parked (unleased, due after SendLease, or now without one)
+	// and woken when the key is freed (see ApplyResult.Woken). Messages
 	// with an order key are sequenced whether or not it is set.
 	Ordered bool
 }
