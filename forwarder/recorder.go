@@ -261,8 +261,8 @@ type nextClaimer interface {
 var _ nextClaimer = store.NextClaimer(nil) // the same method
 
 // markSent writes r.sents. With per-key order on and a store that can, the
-// next message of each ordered one's key is leased in the same
-// transaction and queued at once (its worker sends it next), instead of
+// next message of each ordered one's key is leased once the marks are
+// committed, in the same round trip, and queued at once (its worker sends it next), instead of
 // being woken for the scan's next claim: the key's messages go one after
 // the other at the pace of a send and a mark. Not while stopping: the
 // workers may be gone, and the wake leaves the next ones to the claims.

@@ -242,9 +242,6 @@ func (o SQLOrder) Holders(ctx context.Context, refs []store.OrderRef, exclude []
 	return low, nil
 }
 
-// SameQueue is "p is in the queue of h" for row aliases p and h.
-func SameQueue(p, h string) string { return sameQueue(p, h) }
-
 // HeadOf is the id of the head (the lowest-sequenced holder) of the queue
 // of the row alias s, as a scalar subquery (NULL when none holds it).
 func HeadOf(s string) string {
