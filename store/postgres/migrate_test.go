@@ -32,24 +32,36 @@ func fillMessages(t testing.TB, pool *pgxpool.Pool, n int) {
 	require.NoError(t, err)
 }
 
-// inserter inserts one message at a time, as ingest does, and keeps the
-// longest time one insert took.
+// inserter inserts one message at a time, as ingest does, on one
+// connection, and keeps the longest time one insert took. Beside it a
+// watcher samples that connection's backend in pg_stat_activity and adds up
+// the time it was seen waiting for a lock: on a loaded machine an insert can
+// wait tens of milliseconds for a core, which says nothing about locks, but
+// a lock wait shows as wait_event_type 'Lock' whatever the machine does.
 type inserter struct {
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
-	n       atomic.Int64
-	longest atomic.Int64
-	err     error
+	stop       context.CancelFunc
+	wg         sync.WaitGroup
+	n          atomic.Int64
+	longest    atomic.Int64
+	lockWaited atomic.Int64
+	err        error
+	watchErr   error
 }
 
 func startInserts(t *testing.T, pool *pgxpool.Pool, prefix string) *inserter {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	in := &inserter{stop: cancel}
+	conn, err := pool.Acquire(t.Context())
+	require.NoError(t, err)
+	var pid int32
+	require.NoError(t, conn.QueryRow(t.Context(), `SELECT pg_backend_pid()`).Scan(&pid))
+	in.wg.Go(func() { in.watchLockWaits(ctx, pool, pid) })
 	in.wg.Go(func() {
+		defer conn.Release()
 		for i := 0; ctx.Err() == nil; i++ {
 			start := time.Now()
-			_, err := pool.Exec(ctx, `INSERT INTO eventcenter_messages
+			_, err := conn.Exec(ctx, `INSERT INTO eventcenter_messages
 				(biz_id, message_key, partition, status, created_at, updated_at) VALUES ('live', $1, 0, 1, now(), now())`,
 				fmt.Sprintf("%s-%d", prefix, i))
 			if ctx.Err() != nil {
@@ -71,6 +83,32 @@ func startInserts(t *testing.T, pool *pgxpool.Pool, prefix string) *inserter {
 	return in
 }
 
+// watchLockWaits samples the inserting backend every millisecond; the
+// time between two samples that both saw it waiting for a lock is counted
+// as lock wait (a single sample counts nothing, so a late sample after a
+// short wait does not inflate it).
+func (in *inserter) watchLockWaits(ctx context.Context, pool *pgxpool.Pool, pid int32) {
+	last, waiting := time.Now(), false
+	for ctx.Err() == nil {
+		var lock bool
+		err := pool.QueryRow(ctx, `SELECT coalesce(wait_event_type = 'Lock', false)
+			FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&lock)
+		now := time.Now()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			in.watchErr = err
+			return
+		}
+		if waiting && lock {
+			in.lockWaited.Add(int64(now.Sub(last)))
+		}
+		last, waiting = now, lock
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // finish stops the loop and returns the longest insert.
 func (in *inserter) finish() {
 	in.stop()
@@ -78,6 +116,9 @@ func (in *inserter) finish() {
 }
 
 func (in *inserter) longestInsert() time.Duration { return time.Duration(in.longest.Load()) }
+
+// lockWait is how long the inserts were seen waiting for a lock.
+func (in *inserter) lockWait() time.Duration { return time.Duration(in.lockWaited.Load()) }
 
 // TestMigrationsOnline applies each migration after the first (which
 // creates the tables) to a table of many rows while another connection
@@ -101,19 +142,53 @@ func TestMigrationsOnline(t *testing.T) {
 			took := time.Since(start)
 			time.Sleep(50 * time.Millisecond)
 			in.finish()
-			require.NoError(t, in.err)
-			t.Logf("step took %s; %d inserts meanwhile, the longest %s", took, in.n.Load(), in.longestInsert())
-			require.Less(t, in.longestInsert(), postgres.DefaultLockTimeout, "an insert waited as long as the lock timeout")
-			// A plain CREATE INDEX here took 42 ms and held an insert 41 ms
-			// (96 of 100 ms in another run). An insert may also wait a few
-			// tens of milliseconds for a core on a loaded machine, whatever
-			// the step: under 50 ms it says nothing about locks.
-			if longest := in.longestInsert(); longest >= 50*time.Millisecond {
-				require.Less(t, longest, took/2, "an insert waited for most of the step")
-			}
+			requireOnline(t, in, took)
 			require.NoError(t, postgres.CheckSchemaUpTo(t.Context(), pool, m.Version))
 		})
 	}
+}
+
+// requireOnline fails when an insert waited as long as the lock timeout or
+// the inserts were seen waiting for a lock during half the step or more
+// (and at least 50 ms: a step that short blocks nothing that matters). A
+// plain CREATE INDEX blocks the inserts for its whole build (see
+// TestOnlineCheckCatchesABlockingStep); the time an insert waited alone
+// would not do, since on a loaded machine it also waits for a core.
+func requireOnline(t *testing.T, in *inserter, took time.Duration) {
+	t.Helper()
+	require.NoError(t, in.err)
+	require.NoError(t, in.watchErr)
+	t.Logf("step took %s; %d inserts meanwhile, the longest %s, seen waiting for a lock %s",
+		took, in.n.Load(), in.longestInsert(), in.lockWait())
+	require.Less(t, in.longestInsert(), postgres.DefaultLockTimeout, "an insert waited as long as the lock timeout")
+	if in.lockWait() >= 50*time.Millisecond {
+		require.Less(t, in.lockWait(), took/2, "the inserts waited for a lock during most of the step")
+	}
+}
+
+// The check above can fail: a step that builds an index without
+// CONCURRENTLY holds the inserts behind its SHARE lock for the whole build.
+func TestOnlineCheckCatchesABlockingStep(t *testing.T) {
+	t.Parallel()
+	ms, err := postgres.Migrations()
+	require.NoError(t, err)
+	pool := pgtest.Pool(t)
+	opts := postgres.MigrateOptions{Logger: quiet}
+	require.NoError(t, postgres.MigrateSteps(t.Context(), pool, ms, opts))
+	fillMessages(t, pool, 300_000)
+	blocking := migrate.Migration{Version: len(ms) + 1, Name: "plain_index",
+		SQL: "CREATE INDEX test_plain_idx ON eventcenter_messages (md5(payload || message_key));"}
+	in := startInserts(t, pool, "blocked")
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	require.NoError(t, postgres.MigrateSteps(t.Context(), pool, append(append([]migrate.Migration(nil), ms...), blocking), opts))
+	took := time.Since(start)
+	time.Sleep(50 * time.Millisecond)
+	in.finish()
+	require.NoError(t, in.err)
+	require.NoError(t, in.watchErr)
+	t.Logf("blocking step took %s; seen waiting for a lock %s", took, in.lockWait())
+	require.GreaterOrEqual(t, in.lockWait(), took/2, "the watcher missed the inserts waiting behind a plain CREATE INDEX")
 }
 
 // A concurrent build that failed leaves an INVALID index of the same name;
