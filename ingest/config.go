@@ -77,6 +77,13 @@ type Config struct {
 	// farther, or not after the timestamp, the PREPARE is dead-lettered
 	// with the reason. 0 means DefaultMaxDelay.
 	MaxDelay time.Duration
+	// Scheduling tells whether scheduled delivery is on: every live
+	// center keeps a message's deliver-at (the cluster level gate,
+	// internal/center). While it reports off, a PREPARE with ec-deliver-at
+	// or ec-delay is dead-lettered with why as the reason rather than
+	// stored where a center of an older release could send it early.
+	// nil means on.
+	Scheduling func() (on bool, why string)
 	// OrderByForwardKey, when set, names the bizIDs whose messages without
 	// an ec-order-key are ordered by their forward key (the forward key
 	// is then the order key); nil means none.

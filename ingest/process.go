@@ -228,6 +228,15 @@ func recordTime(rec *kgo.Record, now time.Time) time.Time {
 // the topic (a lagging or stopped center) from being dead-lettered: its
 // message is sent at once instead.
 func (in *Ingester) schedule(e *envelope.Envelope, at time.Time) (field, reason string) {
+	if e.Delay != 0 || !e.DeliverAt.IsZero() {
+		if on, why := in.scheduling(); !on {
+			field = envelope.HeaderDeliverAt
+			if e.Delay != 0 {
+				field = envelope.HeaderDelay
+			}
+			return field, why
+		}
+	}
 	switch {
 	case e.Delay != 0:
 		if e.Delay > in.cfg.MaxDelay {
@@ -245,6 +254,31 @@ func (in *Ingester) schedule(e *envelope.Envelope, at time.Time) (field, reason 
 		}
 	}
 	return "", ""
+}
+
+// scheduling is Config.Scheduling, on when unset.
+func (in *Ingester) scheduling() (bool, string) {
+	if in.cfg.Scheduling == nil {
+		return true, ""
+	}
+	return in.cfg.Scheduling()
+}
+
+// ChangeOf returns the store change ingest applies for envelope e read
+// from control partition partition in a record stamped recordTime, at
+// now: for a PREPARE the checks of processGroup that depend on neither
+// the record's size nor its topic (the schedule: resolved, bounded, and
+// refused while scheduling is off) and the same conversion. An error
+// says why the record would be dead-lettered. It is for tools that write
+// what ingest would have written without going through Kafka (ectools
+// bench seeds a scheduled backlog with it).
+func (in *Ingester) ChangeOf(e envelope.Envelope, partition int32, recordTime, now time.Time) (store.Change, error) {
+	if e.Type == envelope.Prepare {
+		if field, reason := in.schedule(&e, recordTime); reason != "" {
+			return store.Change{}, &envelope.DecodeError{Partition: partition, Field: field, Reason: reason, Err: envelope.ErrInvalid}
+		}
+	}
+	return in.change(&e, partition, now), nil
 }
 
 // partitions lists the group's partitions, for logs.

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,4 +93,63 @@ func TestScheduleResolvedFromTheRecordTime(t *testing.T) {
 	m, _ = st.get("shop", "sent")
 	require.Equal(t, state.SendSent, m.SendStatus)
 	require.Equal(t, 1, m.Conflicts)
+}
+
+// TestScheduleRefusedWhileSchedulingIsOff: while Config.Scheduling says
+// off (an older center is live), a scheduled PREPARE is dead-lettered with
+// the reason it gives and nothing is stored; an unscheduled one is stored
+// as usual. ChangeOf says the same.
+func TestScheduleRefusedWhileSchedulingIsOff(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1)
+	st, fwd := newMemStore(), &handoffs{}
+	cfg := e.config()
+	var off atomic.Bool
+	off.Store(true)
+	cfg.Scheduling = func() (bool, string) {
+		if off.Load() {
+			return false, "scheduled delivery is off for this test"
+		}
+		return true, ""
+	}
+	in := e.start(cfg, st, fwd, NewOwnership())
+
+	hdr := func(k, v string) kgo.RecordHeader { return kgo.RecordHeader{Key: k, Value: []byte(v)} }
+	e.produce(prepareRec("shop", "delay", nil, hdr(envelope.HeaderDelay, "60000")),
+		prepareRec("shop", "at", nil, hdr(envelope.HeaderDeliverAt, strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10))),
+		prepareRec("shop", "plain", nil))
+	require.Eventually(t, e.committedAll, waitFor, tick)
+	_, ok := st.get("shop", "plain")
+	require.True(t, ok)
+	for _, k := range []string{"delay", "at"} {
+		_, ok := st.get("shop", k)
+		require.False(t, ok, k)
+	}
+	dead := e.readDLQ(2)
+	require.Len(t, dead, 2)
+	for _, d := range dead {
+		var reason string
+		for _, h := range d.Headers {
+			if h.Key == envelope.HeaderDLQReason {
+				reason = string(h.Value)
+			}
+		}
+		require.Contains(t, reason, "scheduled delivery is off for this test")
+	}
+	require.InDelta(t, 1, testutil.ToFloat64(in.met.dlq.WithLabelValues(envelope.HeaderDelay)), 0)
+	require.InDelta(t, 1, testutil.ToFloat64(in.met.dlq.WithLabelValues(envelope.HeaderDeliverAt)), 0)
+
+	now := time.Now()
+	sched := envelope.Envelope{Type: envelope.Prepare, BizID: "shop", MessageKey: "k", ForwardTopic: "t", Delay: time.Minute}
+	_, err := in.ChangeOf(sched, 0, now, now)
+	require.ErrorIs(t, err, envelope.ErrInvalid)
+	require.ErrorContains(t, err, "off for this test")
+	off.Store(false)
+	c, err := in.ChangeOf(sched, 3, now, now)
+	require.NoError(t, err)
+	require.Equal(t, int32(3), c.Partition)
+	require.Equal(t, state.KindPrepare, c.Event.Kind)
+	require.True(t, now.Add(time.Minute).Truncate(time.Millisecond).Equal(c.Event.Body.DeliverAt))
+	_, err = in.ChangeOf(envelope.Envelope{Type: envelope.Prepare, BizID: "shop", MessageKey: "k", ForwardTopic: "t", Delay: 100 * 24 * time.Hour}, 0, now, now)
+	require.ErrorContains(t, err, "forward.max_delay")
 }

@@ -237,6 +237,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		CheckTopic:        targetTopicCheck(cfg.Forward),
 		OrderByForwardKey: cfg.Forward.Order.ByForwardKey,
 		MaxDelay:          cfg.Forward.MaxDelay,
+		Scheduling:        c.Scheduling,
 		ClientOptions:     append(append(ingestOpts, kafkaAuth...), opt.KafkaOptions...),
 		Now:               opt.Now,
 		Logger:            opt.Logger.With("component", "ingest"),
@@ -416,6 +417,8 @@ func (c *Center) ready(w http.ResponseWriter, r *http.Request) {
 	lv := c.level.State()
 	_, _ = fmt.Fprintf(w, "cluster level %d, this instance %d: %s\n", lv.Level, FeatureLevel, lv.Reason)
 	_, _ = fmt.Fprintln(w, orderingState(lv, c.Ordering()))
+	on, _ := c.Scheduling()
+	_, _ = fmt.Fprintln(w, schedulingState(on, lv))
 }
 
 // Addr is the HTTP server's address once started.

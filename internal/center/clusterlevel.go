@@ -26,12 +26,22 @@ import (
 // when the cluster level (the lowest level any live instance reports) is
 // at least L. Raise it in the release that adds such a feature; releases
 // before this one report nothing and count as level 0.
-const FeatureLevel = 2
+const FeatureLevel = 3
 
 // OrderLevel is the cluster level at which per-key order switches on
 // (level 2: every instance claims and applies in key order; an instance
 // of level 1 would forward ordered messages without order).
 const OrderLevel = 2
+
+// ScheduleLevel is the cluster level at which scheduled delivery
+// (ec-deliver-at, ec-delay) is on (level 3: every instance keeps a
+// message's deliver-at). An instance of an earlier level ignores the
+// headers and the deliver_at column: a scheduled PREPARE it ingests is
+// stored unscheduled, and a scheduled message whose COMMIT or check-back
+// answer it applies is sent at once, early. So while an instance below
+// ScheduleLevel is live, this release dead-letters scheduled PREPAREs
+// with the reason (replay them once the upgrade is done).
+const ScheduleLevel = 3
 
 // LevelState is what an instance knows of the cluster's level.
 type LevelState struct {
@@ -42,6 +52,10 @@ type LevelState struct {
 	// Instances is how many live instances report a level; Members how
 	// many members the control topic's consumer group has (-1: unknown).
 	Instances, Members int
+	// Lowest is the lowest level the live instances report (0: none
+	// reports); unlike Level it ignores group members that report
+	// nothing.
+	Lowest int
 	// Reason says how Level was decided, for /readyz and the logs.
 	Reason string
 }
@@ -65,6 +79,7 @@ func computeLevel(live []postgres.Instance, members int) LevelState {
 			low = in
 		}
 	}
+	s.Lowest = low.Level
 	if members > len(live) {
 		s.Reason = fmt.Sprintf("%d consumer group members but %d instances report a level: an older release is running", members, len(live))
 		return s
@@ -132,6 +147,12 @@ type levelGate struct {
 	// an older release that joins forwards without order whatever this
 	// instance does.
 	ordered atomic.Bool
+	// scheduling is on once the cluster level reached ScheduleLevel and
+	// off again only when a live instance reports a lower level (a
+	// release without scheduling runs, a rollback say): a member that has
+	// not reported yet does not switch it off, as for ordered. Always on
+	// without a registry (see newLevelGate).
+	scheduling atomic.Bool
 }
 
 func newInstanceID() string {
@@ -148,6 +169,11 @@ func newLevelGate(reg instanceRegistry, members groupMembers, self postgres.Inst
 		state: LevelState{Members: -1, Reason: "not reported yet"}}
 	if reg == nil {
 		g.state.Reason = "this store does not record instances: features that need every instance at a level stay off"
+		// Scheduled delivery is not gated where no level can be known:
+		// SQLite runs one center, and on MySQL or a sharded store the
+		// operator rolls every instance before producers schedule
+		// (README "Upgrades").
+		g.scheduling.Store(true)
 	}
 	g.Loop = lifecycle.NewLoop(interval, g.tick)
 	return g
@@ -181,6 +207,17 @@ func (g *levelGate) tick(ctx context.Context) {
 	g.mu.Unlock()
 	if s.AtLeast(OrderLevel) && !g.ordered.Swap(true) {
 		g.log.Info("per-key order on: every live instance keeps it", "level", s.Level)
+	}
+	switch {
+	case s.AtLeast(ScheduleLevel):
+		if !g.scheduling.Swap(true) {
+			g.log.Info("scheduled delivery on: every live instance keeps deliver-at", "level", s.Level)
+		}
+	case s.Instances > 0 && s.Lowest < ScheduleLevel:
+		if g.scheduling.Swap(false) {
+			g.log.Warn("scheduled delivery off: a live instance of an older release would send scheduled messages early; scheduled PREPAREs go to the dead-letter topic",
+				"level", s.Lowest, "reason", s.Reason)
+		}
 	}
 	if s.Level != old.Level || s.Instances != old.Instances {
 		g.log.Info("cluster level", "level", s.Level, "this_instance_level", g.self.Level,
@@ -237,6 +274,34 @@ func orderingState(lv LevelState, on bool) string {
 		return "per-key order: on"
 	}
 	return fmt.Sprintf("per-key order: off until the cluster level reaches %d (messages with an order key are stored with their order data and forwarded without order)", OrderLevel)
+}
+
+// Scheduling tells whether scheduled delivery is on, and if not why (for
+// ingest's dead letters): on once the cluster level reached
+// ScheduleLevel, until a live instance reports a lower level; always on
+// with a store that records no instances.
+func (c *Center) Scheduling() (bool, string) {
+	if c.level != nil && c.level.scheduling.Load() {
+		return true, ""
+	}
+	return false, schedulingOff(c.level)
+}
+
+func schedulingOff(g *levelGate) string {
+	lv := LevelState{Reason: "not reported yet"}
+	if g != nil {
+		lv = g.State()
+	}
+	return fmt.Sprintf("scheduled delivery is off until every center runs a release of cluster level %d or later (now %d: %s); replay this record from the dead-letter topic once the upgrade is done",
+		ScheduleLevel, lv.Level, lv.Reason)
+}
+
+// schedulingState is the /readyz line of Scheduling.
+func schedulingState(on bool, lv LevelState) string {
+	if on {
+		return "scheduled delivery: on"
+	}
+	return fmt.Sprintf("scheduled delivery: off until the cluster level reaches %d (PREPAREs with ec-deliver-at or ec-delay go to the dead-letter topic); level now %d", ScheduleLevel, lv.Level)
 }
 
 // ClusterLevel is the cluster's feature level as this instance last saw

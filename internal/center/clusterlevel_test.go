@@ -28,8 +28,10 @@ func TestComputeLevel(t *testing.T) {
 	require.Equal(t, 1, s.Level)
 	require.False(t, s.AtLeast(2))
 	require.Contains(t, s.Reason, "b, version v1")
+	require.Equal(t, 1, s.Lowest)
 	s = computeLevel([]postgres.Instance{a}, 2)
 	require.Zero(t, s.Level, "a member that reports nothing runs an older release")
+	require.Equal(t, 2, s.Lowest, "the lowest reported level ignores silent members")
 	require.Contains(t, s.Reason, "an older release is running")
 	s = computeLevel([]postgres.Instance{a}, -1)
 	require.Equal(t, 2, s.Level, "the group could not be read: the reports decide")
@@ -123,6 +125,62 @@ func TestOrderingFollowsTheClusterLevel(t *testing.T) {
 	g.tick(t.Context())
 	require.Zero(t, g.State().Level)
 	require.True(t, c.Ordering(), "stays on")
+}
+
+// Scheduled delivery switches on at ScheduleLevel, stays on while a
+// member has not reported yet, switches off when an instance of a lower
+// level reports (an older release, or a rollback), and on again when it
+// leaves; ingest's reason and /readyz say why.
+func TestSchedulingFollowsTheClusterLevel(t *testing.T) {
+	t.Parallel()
+	require.GreaterOrEqual(t, FeatureLevel, ScheduleLevel, "this release keeps deliver-at")
+	on, why := (&Center{}).Scheduling()
+	require.False(t, on, "no gate: off")
+	require.Contains(t, why, "scheduled delivery is off until every center runs a release of cluster level 3")
+
+	reg := &memRegistry{}
+	members := 1
+	var logs logbuf.Buffer
+	g := newLevelGate(reg, func(context.Context) int { return members }, postgres.Instance{ID: "a", Level: FeatureLevel, Version: "v3"},
+		time.Second, slog.New(slog.NewTextHandler(&logs, nil)))
+	c := &Center{level: g}
+	on, _ = c.Scheduling()
+	require.False(t, on, "before the first report: off")
+	g.tick(t.Context())
+	on, _ = c.Scheduling()
+	require.True(t, on)
+	require.Equal(t, "scheduled delivery: on", schedulingState(on, g.State()))
+
+	members = 2 // a restarted center joined the group, not reported yet
+	g.tick(t.Context())
+	require.Zero(t, g.State().Level)
+	on, _ = c.Scheduling()
+	require.True(t, on, "a silent member does not switch it off")
+
+	// An instance of the release before scheduling (level 2) reports.
+	require.NoError(t, reg.Report(t.Context(), postgres.Instance{ID: "old", Level: ScheduleLevel - 1, Version: "v2"}))
+	g.tick(t.Context())
+	on, why = c.Scheduling()
+	require.False(t, on)
+	require.Contains(t, why, "(now 2: lowest of 2 live instances (old, version v2))")
+	require.Contains(t, why, "replay this record")
+	require.Contains(t, schedulingState(on, g.State()), "scheduled delivery: off until the cluster level reaches 3")
+	require.Contains(t, logs.String(), "scheduled delivery off")
+	require.True(t, c.Ordering(), "per-key order stays on: level 2 keeps it")
+
+	reg.in, members = reg.in[:1], 1 // the old instance left
+	g.tick(t.Context())
+	on, _ = c.Scheduling()
+	require.True(t, on)
+}
+
+// Without a store that records instances scheduling is not gated.
+func TestSchedulingWithoutRegistry(t *testing.T) {
+	t.Parallel()
+	g := newLevelGate(nil, nil, postgres.Instance{ID: "a", Level: FeatureLevel}, time.Second, slog.New(slog.DiscardHandler))
+	on, _ := (&Center{level: g}).Scheduling()
+	require.True(t, on)
+	require.False(t, (&Center{level: g}).Ordering())
 }
 
 // memRegistry is an instance registry in memory (no ttl).
