@@ -36,13 +36,21 @@ database with the same payloads: transport (produce + consume, no center) and
 store (the lifecycle writes in batches of 1,000, no center). The report gives
 the center's throughput as a ratio of the lower one (--baselines=false skips).
 
+--scheduled N puts N committed scheduled messages in the center's store before the
+load (through the center's ingest conversion and store, not through Kafka), due
+after the run: a backlog the load flows past. With --scheduled-due-rate R they
+fall due at R/s instead, and the report gives their delivery lateness (the
+center's produce minus deliver-at) next to the load's latency.
+
 A progress line per second goes to stderr, the table to stdout.`,
 		Example: `  ectools bench --messages 100000
   ectools bench --store postgres --dsn postgres://postgres@127.0.0.1:5432/test --messages 200000 --json run.json
   ectools bench --store postgres --dsn ... --checkback-ratio 1 --messages 100000 --baselines=false
   ectools bench --store postgres --dsn ... --duration 10m --rate 8000
   ectools bench --via http --messages 20000 --baselines=false --json via-http.json
-  ectools bench --messages 20000 --html report.html`,
+  ectools bench --messages 20000 --html report.html
+  ectools bench --store postgres --dsn ... --duration 30s --rate 10000 --scheduled 1000000 --baselines=false
+  ectools bench --store postgres --dsn ... --scheduled 1000000 --scheduled-due-rate 10000 --baselines=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
@@ -111,6 +119,12 @@ A progress line per second goes to stderr, the table to stdout.`,
 			if rep.Center.Missing > 0 {
 				return fmt.Errorf("%d messages were not forwarded within --drain-timeout", rep.Center.Missing)
 			}
+			if s := rep.Scheduled; s != nil && (s.Missing > 0 || s.Duplicates > 0 || s.Early > 0) {
+				return fmt.Errorf("scheduled messages: %d missing, %d duplicates, %d sent before their deliver-at", s.Missing, s.Duplicates, s.Early)
+			}
+			if s := rep.Scheduled; s != nil && s.DueRate == 0 && s.Forwarded > 0 {
+				return fmt.Errorf("%d held scheduled messages were forwarded before their time", s.Forwarded)
+			}
 			if rep.Via != nil && rep.Via.HTTP.Missing > 0 {
 				return fmt.Errorf("through the producer API: %d messages were not forwarded within --drain-timeout", rep.Via.HTTP.Missing)
 			}
@@ -125,6 +139,10 @@ A progress line per second goes to stderr, the table to stdout.`,
 	f.IntVar(&cfg.Payload, "payload", cfg.Payload, "payload bytes")
 	f.IntVar(&cfg.OrderKeys, "order-keys", 0, "give messages order keys: message i gets key i mod N (0: none; order is kept with the postgres store)")
 	f.BoolVar(&cfg.HotKey, "hot-key", false, "give every message the same order key")
+	f.IntVar(&cfg.Scheduled, "scheduled", 0, "hold this many committed scheduled messages in the center's store (written through the center's ingest conversion and store, not through Kafka), due after the run unless --scheduled-due-rate")
+	f.Float64Var(&cfg.ScheduledDueRate, "scheduled-due-rate", 0, "the --scheduled messages fall due at this rate (msg/s) and the report gives their delivery lateness (0: held)")
+	f.DurationVar(&cfg.ScheduledLead, "scheduled-lead", 0, "with --scheduled-due-rate: when the first falls due, from the start of the seeding (0: 30s plus 1s per 10,000 messages)")
+	f.DurationVar(&cfg.ScanInterval, "scan-interval", 0, "embedded center: forward.scan_interval (0: its default, 1s), which bounds the lateness of scheduled messages")
 	f.IntVar(&cfg.Producers, "producers", cfg.Producers, "clientlib producers (Kafka clients)")
 	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "goroutines sending through each producer")
 	f.Float64Var(&cfg.RollbackRatio, "rollback-ratio", 0, "share of messages rolled back")

@@ -141,6 +141,13 @@ func TestValidate(t *testing.T) {
 		"concurrency": {func(c *Config) { c.Concurrency = 0 }, "concurrency"},
 		"order keys":  {func(c *Config) { c.OrderKeys = -1 }, "order-keys"},
 		"hot and n":   {func(c *Config) { c.OrderKeys, c.HotKey = 3, true }, "hot-key"},
+		"scheduled":   {func(c *Config) { c.Scheduled = -1 }, "scheduled"},
+		"sched ext":   {func(c *Config) { c.Scheduled, c.External, c.Brokers = 5, true, []string{"b:9092"} }, "scheduled"},
+		"sched http":  {func(c *Config) { c.Scheduled, c.Via = 5, ViaHTTP }, "scheduled"},
+		"due rate":    {func(c *Config) { c.Scheduled, c.ScheduledDueRate = 5, -1 }, "scheduled-due-rate"},
+		"lead":        {func(c *Config) { c.ScheduledLead = -time.Second }, "scheduled-lead"},
+		"scan":        {func(c *Config) { c.ScanInterval = -time.Second }, "scan-interval"},
+		"held alone":  {func(c *Config) { c.Messages, c.Scheduled = 0, 5 }, "messages"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -154,6 +161,8 @@ func TestValidate(t *testing.T) {
 	}
 	cfg := Default()
 	require.NoError(t, cfg.Validate())
+	cfg.Messages, cfg.Scheduled, cfg.ScheduledDueRate = 0, 5, 10
+	require.NoError(t, cfg.Validate(), "only scheduled messages, falling due")
 }
 
 // With order keys, every message carries one (round robin), and all are

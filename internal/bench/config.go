@@ -43,6 +43,22 @@ type Config struct {
 	OrderKeys int
 	HotKey    bool
 
+	// Scheduled, when positive, puts that many committed scheduled
+	// messages in the center's store before the load starts (written
+	// through the center's own ingest conversion and store, not through
+	// Kafka: see seedScheduled), forwarded to <topic>.sched. With
+	// ScheduledDueRate 0 they are held: due from an hour after the run on,
+	// a backlog the load flows past. With a ScheduledDueRate they fall
+	// due at that rate (messages/s), the first ScheduledLead after the
+	// seeding began (0: 30 s plus 1 s per 10,000 messages), and the
+	// report gives their delivery lateness.
+	Scheduled        int
+	ScheduledDueRate float64
+	ScheduledLead    time.Duration
+	// ScanInterval is the embedded center's forward.scan_interval (0: the
+	// default), which bounds a scheduled message's lateness.
+	ScanInterval time.Duration
+
 	// Store is "sqlite", "postgres", "mysql" or "sharded" (DSN: PostgreSQL
 	// URLs separated by commas, one shard each, buckets split evenly; the
 	// store baseline measures the first); DSN the PostgreSQL URL
@@ -112,6 +128,8 @@ type Config struct {
 	HeapEvery time.Duration
 
 	tempDir string // set by Run
+	// centerDSN receives the embedded center's PostgreSQL DSN (set by Run).
+	centerDSN *string
 	// rowVersions receives the PostgreSQL row versions when the center's
 	// schema is dropped (set by Run).
 	rowVersions **RowVersions
@@ -153,8 +171,26 @@ func (c *Config) Validate() error {
 	if c.Duration < 0 {
 		bad("duration", "must not be negative")
 	}
-	if c.Messages == 0 && c.Duration == 0 {
-		bad("messages", "give a message count or a duration")
+	if c.Messages == 0 && c.Duration == 0 && (c.Scheduled == 0 || c.ScheduledDueRate == 0) {
+		bad("messages", "give a message count or a duration (or only scheduled messages: --scheduled with --scheduled-due-rate)")
+	}
+	if c.Scheduled < 0 {
+		bad("scheduled", "must not be negative")
+	}
+	if c.Scheduled > 0 && c.External {
+		bad("scheduled", "the scheduled messages are written into the embedded center's store: not with --external")
+	}
+	if c.Scheduled > 0 && c.Via != ViaKafka {
+		bad("scheduled", "only with --via kafka")
+	}
+	if c.ScheduledDueRate < 0 {
+		bad("scheduled-due-rate", "must not be negative (0: held, due after the run)")
+	}
+	if c.ScheduledLead < 0 {
+		bad("scheduled-lead", "must not be negative (0: 30 s plus 1 s per 10,000 messages)")
+	}
+	if c.ScanInterval < 0 {
+		bad("scan-interval", "must not be negative (0: the center's default)")
 	}
 	if c.Rate < 0 {
 		bad("rate", "must not be negative (0 = as fast as possible)")

@@ -39,6 +39,8 @@ type Report struct {
 	// Via compares the load through the producer HTTP API with the same
 	// through Kafka producers (--via http; see ViaReport).
 	Via *ViaReport `json:"via,omitempty"`
+	// Scheduled is what the scheduled messages (--scheduled) did.
+	Scheduled *ScheduledResult `json:"scheduled,omitempty"`
 }
 
 // ReportConfig is the part of Config the report repeats.
@@ -61,6 +63,11 @@ type ReportConfig struct {
 	Tracing        bool    `json:"tracing"`
 	OrderKeys      int     `json:"order_keys,omitempty"`
 	HotKey         bool    `json:"hot_key,omitempty"`
+	// Scheduled and ScheduledDueRate: --scheduled, --scheduled-due-rate;
+	// ScanInterval the embedded center's forward.scan_interval when set.
+	Scheduled        int     `json:"scheduled,omitempty"`
+	ScheduledDueRate float64 `json:"scheduled_due_rate,omitempty"`
+	ScanInterval     string  `json:"scan_interval,omitempty"`
 }
 
 func reportConfig(c Config) ReportConfig {
@@ -84,6 +91,10 @@ func reportConfig(c Config) ReportConfig {
 	rc.Retention = c.BrokerRetention.String()
 	rc.Tracing = c.Tracing
 	rc.OrderKeys, rc.HotKey = c.OrderKeys, c.HotKey
+	rc.Scheduled, rc.ScheduledDueRate = c.Scheduled, c.ScheduledDueRate
+	if c.ScanInterval > 0 {
+		rc.ScanInterval = c.ScanInterval.String()
+	}
 	return rc
 }
 
@@ -203,6 +214,17 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if v := r.RowVersions; v != nil {
 		row("PostgreSQL row versions", "%.2f per message (%.2f inserts + %.2f updates, of which %d HOT; %d messages)",
 			v.PerMessage, v.InsertsPerMessage, v.UpdatesPerMessage, v.HotUpdates, v.Messages)
+	}
+	if s := r.Scheduled; s != nil {
+		row("scheduled messages", "%d seeded in %.1fs (%.0f/s): %s", s.Messages, s.SeedSeconds, s.SeedRate, s.Seeded)
+		if s.DueRate > 0 {
+			row("scheduled: forwarded", "%d, duplicates %d, missing %d, sent before their deliver-at %d; the first due %.1fs after the load began, the last %.1fs later",
+				s.Forwarded, s.Duplicates, s.Missing, s.Early, s.FirstDueSeconds, s.DueSeconds)
+			row("delivery lateness (produce − deliver-at)", "%s", lat(s.Lateness))
+			row("delivery lateness (read − deliver-at)", "%s", lat(s.LatenessRead))
+		} else {
+			row("scheduled: forwarded during the run", "%d (held: none should be)", s.Forwarded)
+		}
 	}
 	row("heap in use (after GC)", "start %.1f MB, end %.1f MB, max sample %.1f MB", x.HeapStartMB, x.HeapEndMB, x.HeapMaxMB)
 	for _, m := range r.Metrics {

@@ -94,6 +94,10 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if !cfg.External {
 		topics = append(topics, cfg.ControlTopic, cfg.ControlTopic+".dlq")
 	}
+	schedTopic := topic + ".sched"
+	if cfg.Scheduled > 0 {
+		topics = append(topics, schedTopic)
+	}
 	if err := createTopics(ctx, brokers, cfg.Partitions, cfg.BrokerRetention, topics...); err != nil {
 		return nil, err
 	}
@@ -164,14 +168,17 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 
 	// The center.
 	var ctr *center.Center
+	var sched *seededBacklog
 	if !cfg.External {
 		var (
 			c          *center.Center
 			stopCenter func() error
 		)
 		var rv *RowVersions
+		var centerDSN string
 		if cfg.Store == "postgres" {
 			cfg.rowVersions = &rv
+			cfg.centerDSN = &centerDSN
 		}
 		pprof.Do(ctx, pprof.Labels(profilePart, "center"), func(ctx context.Context) {
 			c, stopCenter, err = startCenter(ctx, cfg, runID, brokers, cb.origin)
@@ -189,10 +196,19 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 				if rep.Via != nil {
 					n += rep.Via.HTTP.Sent
 				}
+				if rep.Scheduled != nil {
+					n += int64(rep.Scheduled.Messages)
+				}
 				rv.perMessage(n)
 				rep.RowVersions = rv
 			}
 		}()
+		if cfg.Scheduled > 0 {
+			if sched, err = seedBacklog(ctx, cfg, c, runID, schedTopic, cb.url, centerDSN); err != nil {
+				return nil, err
+			}
+			rep.Scheduled = &sched.res
+		}
 	}
 	if cluster != nil {
 		// kfake keeps records in memory; drop the expired ones now and then.
@@ -218,6 +234,13 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if cfg.Store == "postgres" && !cfg.External {
 		meter = cpuMeter{dsn: cfg.DSN, app: appName(runID)}
 	}
+	var tracker *schedTracker
+	if sched != nil {
+		if tracker, err = startSchedTracker(ctx, brokers, schedTopic, cfg.Scheduled); err != nil {
+			return nil, err
+		}
+		defer tracker.stop()
+	}
 	rep.Machine.LoadAvgStart = loadAvg()
 	// The CPU profile that splits the process's CPU into parts runs in
 	// every run, over the same window as the /proc counters.
@@ -231,9 +254,23 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	defer parts.abort()
 	cpu0, began := meter.sample(ctx), time.Now()
 	kafkaPass := pass{via: ViaKafka, keyPrefix: runID, fromPrepare: cfg.Via == ViaHTTP}
-	pprof.Do(ctx, pprof.Labels(profilePart, "load"), func(ctx context.Context) {
-		rep.Center, err = load(ctx, cfg, kafkaPass, brokers, topic, cb)
-	})
+	if sched != nil && sched.plan.step > 0 && cfg.ScheduledDueRate > 0 {
+		rep.Scheduled.FirstDueSeconds = sched.plan.base.Sub(began).Seconds()
+	}
+	if cfg.Messages > 0 || cfg.Duration > 0 {
+		pprof.Do(ctx, pprof.Labels(profilePart, "load"), func(ctx context.Context) {
+			rep.Center, err = load(ctx, cfg, kafkaPass, brokers, topic, cb)
+		})
+	}
+	if err == nil && tracker != nil {
+		due := cfg.ScheduledDueRate > 0
+		if due {
+			fmt.Fprintf(progress(cfg), "waiting for the scheduled messages: %d of %d read, the last due at %s\n",
+				tracker.count(), cfg.Scheduled, sched.plan.last().Format(time.TimeOnly))
+			err = tracker.wait(ctx, cfg, sched.plan.last().Add(cfg.DrainTimeout))
+		}
+		tracker.result(rep.Scheduled, due)
+	}
 	if err == nil && cfg.Via == ViaHTTP {
 		// The same load again, through the producer API, on the same center.
 		fmt.Fprintf(progress(cfg), "the same load through the producer HTTP API (%s)\n", ctr.IngressAddr())
@@ -244,8 +281,12 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		})
 		rep.Via = newViaReport(rep.Center, viaHTTP)
 	}
-	rep.CPU = usage(cpu0, meter.sample(ctx), time.Since(began).Seconds(), rep.Center.Forwarded)
-	if cp, perr := parts.stop(rep.CPU.ProcessSeconds, rep.Center.Forwarded, int64(rep.Center.Checkback.Count)); perr != nil {
+	forwarded := rep.Center.Forwarded
+	if rep.Scheduled != nil {
+		forwarded += rep.Scheduled.Forwarded
+	}
+	rep.CPU = usage(cpu0, meter.sample(ctx), time.Since(began).Seconds(), forwarded)
+	if cp, perr := parts.stop(rep.CPU.ProcessSeconds, forwarded, int64(rep.Center.Checkback.Count)); perr != nil {
 		cfg.Logger.Warn("CPU by part not measured", "err", perr)
 	} else {
 		rep.CPU.Parts = cp
@@ -325,6 +366,9 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 	cfg.Checkback.EndpointConcurrency = bc.CheckbackConcurrency
 	cfg.Checkback.Workers = bc.CheckbackWorkers
 	cfg.Checkback.Allow = []string{cbOrigin}
+	if bc.ScanInterval > 0 {
+		cfg.Forward.ScanInterval = bc.ScanInterval
+	}
 	if bc.Via == ViaHTTP {
 		// The producer API, without a rate limit that would pace the load.
 		cfg.Ingress.Listen, cfg.Ingress.Insecure = "127.0.0.1:0", true
@@ -347,6 +391,9 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 		if dsn, err = withAppName(dsn, appName(runID)); err != nil {
 			drop()
 			return nil, nil, fmt.Errorf("center store: %w", err)
+		}
+		if bc.centerDSN != nil {
+			*bc.centerDSN = dsn
 		}
 		dropSchema = func() {
 			if bc.rowVersions != nil {
