@@ -75,8 +75,10 @@ const (
 	DefaultBackoffBase  = time.Second
 	DefaultBackoffCap   = 5 * time.Minute
 	DefaultScanInterval = time.Second
-	DefaultLease        = 30 * time.Second
-	DefaultSendTimeout  = 10 * time.Second
+	// DefaultBusyScanInterval: Config.BusyScanInterval.
+	DefaultBusyScanInterval = 100 * time.Millisecond
+	DefaultLease            = 30 * time.Second
+	DefaultSendTimeout      = 10 * time.Second
 )
 
 func (b *Backoff) setDefaults() {
@@ -139,6 +141,13 @@ type Config struct {
 	// expired leases, retries); 0 means 1s. A change of the owned
 	// partitions scans at once.
 	ScanInterval time.Duration
+	// BusyScanInterval is the wait after a scan that claimed something
+	// (but not a full claim, which claims again at once): while messages
+	// keep falling due (scheduled ones at their deliver-at, retries) they
+	// wait about this long for the next scan instead of ScanInterval, so
+	// a stream of scheduled messages goes out within it; an idle center
+	// scans every ScanInterval. 0 means min(100ms, ScanInterval).
+	BusyScanInterval time.Duration
 	// ClaimLimit is the most messages one scan claims; 0 means 1000.
 	ClaimLimit int
 	// Lease is how long claimed messages stay leased to this instance; 0
@@ -237,6 +246,7 @@ func (c *Config) setDefaults() {
 		}
 	}
 	def(&c.ScanInterval, DefaultScanInterval)
+	def(&c.BusyScanInterval, min(DefaultBusyScanInterval, c.ScanInterval))
 	defInt(&c.ClaimLimit, 1000)
 	def(&c.Lease, DefaultLease)
 	def(&c.SendTimeout, DefaultSendTimeout)

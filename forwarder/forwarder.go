@@ -414,19 +414,25 @@ func (f *Forwarder) scanLoop(ctx context.Context) {
 		// scan closes it and scans again at once.
 		changed = f.owned.Changed()
 		next := f.cfg.ScanInterval
-		if f.scan(ctx) {
+		switch n, full := f.scan(ctx); {
+		case full:
 			next = 0 // more are due: claim again at once
+		case n > 0:
+			// Messages are falling due (scheduled ones, retries): look
+			// again soon rather than a whole interval later.
+			next = f.cfg.BusyScanInterval
 		}
 		timer.Reset(next)
 	}
 }
 
 // scan claims due sends in the owned partitions, as many as the queues have
-// room for, and queues them. It tells whether the claim was full.
-func (f *Forwarder) scan(ctx context.Context) bool {
+// room for, and queues them. It returns how many it claimed and whether
+// the claim was full (and all of it found room).
+func (f *Forwarder) scan(ctx context.Context) (int, bool) {
 	parts := f.owned.Partitions()
 	if len(parts) == 0 {
-		return false
+		return 0, false
 	}
 	// Claim no more than the roomiest queue takes. A claim cannot choose
 	// targets, so a full queue (a slow or broken target) must not stop the
@@ -438,14 +444,14 @@ func (f *Forwarder) scan(ctx context.Context) bool {
 	}
 	limit := min(f.cfg.ClaimLimit, room)
 	if limit <= 0 {
-		return false // every queue is full; the workers are behind
+		return 0, false // every queue is full; the workers are behind
 	}
 	msgs, err := f.st.ClaimSends(ctx, store.Claim{Partitions: parts, Limit: limit, Lease: f.cfg.Lease, Ordered: f.cfg.Ordered()})
 	if err != nil {
 		if ctx.Err() == nil {
 			f.log.Warn("claim due sends failed; retrying at the next scan", "err", err)
 		}
-		return false
+		return 0, false
 	}
 	dropped := 0
 	if len(msgs) > 0 {
@@ -455,7 +461,7 @@ func (f *Forwarder) scan(ctx context.Context) bool {
 		dropped = f.route(msgs, 0, true, false)
 	}
 	// Claim again at once only while everything claimed found room.
-	return len(msgs) == limit && dropped == 0
+	return len(msgs), len(msgs) == limit && dropped == 0
 }
 
 // work is one send worker of a lane: it takes what is queued in its shard,

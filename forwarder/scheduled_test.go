@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -44,4 +45,33 @@ func TestScheduledSentAtItsTime(t *testing.T) {
 	c, err := h.st.Get(t.Context(), "shop", "cancelled")
 	require.NoError(t, err)
 	require.Equal(t, state.Cancelled, c.Status)
+}
+
+// TestBusyScanFollowsMessagesFallingDue: after a scan that claimed
+// something the next comes after BusyScanInterval, not ScanInterval, so a
+// stream of messages falling due (scheduled ones) is not held a whole
+// interval; after a scan that claimed nothing the interval is
+// ScanInterval again.
+func TestBusyScanFollowsMessagesFallingDue(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *forwarder.Config) { c.ScanInterval, c.BusyScanInterval = time.Hour, 20*time.Millisecond })
+	require.Eventually(t, func() bool { return h.st.Calls().ClaimSends >= 1 }, 5*time.Second, time.Millisecond, "the first scan")
+
+	// Due now, left to the scan: the ownership change scans at once.
+	first := h.commit(t, 1, 0, "main", 0)[0]
+	h.owned.Assign(1)
+	h.waitStatus(t, first, state.SendSent)
+	// It claimed one: the next scan comes soon and takes one more.
+	second := h.commit(t, 1, 0, "main", 0)[0]
+	h.waitStatus(t, second, state.SendSent)
+
+	// Then a scan claims nothing, and the next is an hour away.
+	require.Eventually(t, func() bool {
+		claims := h.st.Calls().ClaimSends
+		time.Sleep(100 * time.Millisecond) // five busy intervals without a claim
+		return h.st.Calls().ClaimSends == claims
+	}, 5*time.Second, time.Millisecond, "the scans stop after one that claimed nothing")
+	third := h.commit(t, 1, 0, "main", 0)[0]
+	time.Sleep(200 * time.Millisecond) // ten busy intervals
+	require.Equal(t, state.SendPending, h.get(t, third).SendStatus, "idle: no scan before ScanInterval")
 }
