@@ -14,3 +14,6 @@ var (
 	ClaimSendsSQL      = claimSendsSQL
 	ClaimCheckbacksSQL = claimCheckbacksSQL
 )
+
+// ClaimOrderedSendsSQL is claimOrderedSendsSQL, for the plan tests.
+var ClaimOrderedSendsSQL = claimOrderedSendsSQL
