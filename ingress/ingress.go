@@ -55,6 +55,11 @@ type Config struct {
 	// its target (ingest.Config.CheckTopic); nil checks nothing more than
 	// the envelope rules.
 	CheckTopic func(target, topic string) error
+	// Scheduling is ingest's scheduled-delivery gate
+	// (ingest.Config.Scheduling): while it reports off, a PREPARE with
+	// ec-deliver-at or ec-delay is refused 503 with the reason instead of
+	// being written for ingest to dead-letter. nil means on.
+	Scheduling func() (on bool, why string)
 	// Tokens are the producer tokens; TokenSource, when set, is asked on
 	// every request instead (re-read token files).
 	Tokens      []Token
@@ -382,6 +387,17 @@ func (h *Handler) envelope(typ envelope.Type, bizID, key string, payload []byte,
 	if !e.DeliverAt.IsZero() && !e.DeliverAt.After(h.cfg.Now()) {
 		// Ingest would dead-letter it: the record's time is about now.
 		return outgoing{}, badRequest(envelope.HeaderDeliverAt, "%s is not in the future", e.DeliverAt.Format(time.RFC3339Nano))
+	}
+	if (!e.DeliverAt.IsZero() || e.Delay != 0) && h.cfg.Scheduling != nil {
+		if on, why := h.cfg.Scheduling(); !on {
+			field := envelope.HeaderDeliverAt
+			if e.Delay != 0 {
+				field = envelope.HeaderDelay
+			}
+			// Ingest would dead-letter it; the upgrade that turns it
+			// off is temporary.
+			return outgoing{}, &apiError{code: http.StatusServiceUnavailable, field: field, msg: why, retryAfter: 30 * time.Second}
+		}
 	}
 	if n, limit := ingest.ForwardedSize(&e), h.cfg.MaxPayload+ingest.RecordOverhead; n > limit {
 		return outgoing{}, &apiError{code: http.StatusRequestEntityTooLarge, field: "value",

@@ -57,3 +57,29 @@ func TestScheduleParamsAndCancel(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, res.StatusCode, body)
 	require.Len(t, f.prod.produced(), 4, "nothing more produced")
 }
+
+// While scheduling is off (an older center is live), a scheduled PREPARE
+// is refused 503 with the reason and Retry-After, nothing is produced; an
+// unscheduled one and a cancel go through.
+func TestScheduleRefusedWhileSchedulingIsOff(t *testing.T) {
+	f := newFixture(t, func(c *Config) {
+		c.Scheduling = func() (bool, string) { return false, "scheduled delivery is off for this test" }
+	})
+	for path, hdrs := range map[string][]string{
+		"/v1/messages/orders/at/prepare?ec-deliver-at=2030-01-02T09:00:00Z": {"ec-topic", "t"},
+		"/v1/messages/orders/delay/prepare":                                 {"ec-topic", "t", "ec-delay", "60000"},
+	} {
+		res, body := f.do("POST", path, ordersToken, text("x"), hdrs...)
+		require.Equal(t, http.StatusServiceUnavailable, res.StatusCode, body)
+		require.Equal(t, "30", res.Header.Get("Retry-After"))
+		field, msg := errorOf(t, body)
+		require.Contains(t, []string{envelope.HeaderDeliverAt, envelope.HeaderDelay}, field)
+		require.Contains(t, msg, "off for this test")
+	}
+	require.Empty(t, f.prod.produced())
+	res, body := f.do("POST", "/v1/messages/orders/plain/prepare", ordersToken, text("x"), "ec-topic", "t")
+	require.Equal(t, http.StatusAccepted, res.StatusCode, body)
+	res, body = f.do("POST", "/v1/messages/orders/at/cancel", ordersToken, nil)
+	require.Equal(t, http.StatusAccepted, res.StatusCode, body)
+	require.Len(t, f.prod.produced(), 2)
+}
