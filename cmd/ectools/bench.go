@@ -50,7 +50,7 @@ A progress line per second goes to stderr, the table to stdout.`,
   ectools bench --via http --messages 20000 --baselines=false --json via-http.json
   ectools bench --messages 20000 --html report.html
   ectools bench --store postgres --dsn ... --duration 30s --rate 10000 --scheduled 1000000 --baselines=false
-  ectools bench --store postgres --dsn ... --scheduled 1000000 --scheduled-due-rate 10000 --baselines=false`,
+  ectools bench --store postgres --dsn ... --messages 0 --scheduled 1000000 --scheduled-due-rate 10000 --baselines=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
@@ -141,7 +141,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 	f.BoolVar(&cfg.HotKey, "hot-key", false, "give every message the same order key")
 	f.IntVar(&cfg.Scheduled, "scheduled", 0, "hold this many committed scheduled messages in the center's store (written through the center's ingest conversion and store, not through Kafka), due after the run unless --scheduled-due-rate")
 	f.Float64Var(&cfg.ScheduledDueRate, "scheduled-due-rate", 0, "the --scheduled messages fall due at this rate (msg/s) and the report gives their delivery lateness (0: held)")
-	f.DurationVar(&cfg.ScheduledLead, "scheduled-lead", 0, "with --scheduled-due-rate: when the first falls due, from the start of the seeding (0: 30s plus 1s per 10,000 messages)")
+	f.DurationVar(&cfg.ScheduledLead, "scheduled-lead", 0, "with --scheduled-due-rate: when the first falls due, from the start of the seeding (0: 20s plus 1s per 20,000 messages)")
 	f.DurationVar(&cfg.ScanInterval, "scan-interval", 0, "embedded center: forward.scan_interval (0: its default, 1s), which bounds the lateness of scheduled messages")
 	f.IntVar(&cfg.Producers, "producers", cfg.Producers, "clientlib producers (Kafka clients)")
 	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "goroutines sending through each producer")

@@ -50,7 +50,7 @@ type Config struct {
 	// ScheduledDueRate 0 they are held: due from an hour after the run on,
 	// a backlog the load flows past. With a ScheduledDueRate they fall
 	// due at that rate (messages/s), the first ScheduledLead after the
-	// seeding began (0: 30 s plus 1 s per 10,000 messages), and the
+	// seeding began (0: 20 s plus 1 s per 20,000 messages), and the
 	// report gives their delivery lateness.
 	Scheduled        int
 	ScheduledDueRate float64
@@ -187,7 +187,7 @@ func (c *Config) Validate() error {
 		bad("scheduled-due-rate", "must not be negative (0: held, due after the run)")
 	}
 	if c.ScheduledLead < 0 {
-		bad("scheduled-lead", "must not be negative (0: 30 s plus 1 s per 10,000 messages)")
+		bad("scheduled-lead", "must not be negative (0: 20 s plus 1 s per 20,000 messages)")
 	}
 	if c.ScanInterval < 0 {
 		bad("scan-interval", "must not be negative (0: the center's default)")

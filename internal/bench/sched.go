@@ -93,12 +93,12 @@ func newSchedPlan(cfg Config, now time.Time) schedPlan {
 }
 
 // scheduledLead is Config.ScheduledLead, or when 0 enough time to seed:
-// 30 s plus 1 s per 10,000 messages.
+// 20 s plus 1 s per 20,000 messages.
 func (c *Config) scheduledLead() time.Duration {
 	if c.ScheduledLead > 0 {
 		return c.ScheduledLead
 	}
-	return 30*time.Second + time.Duration(c.Scheduled/10000)*time.Second
+	return 20*time.Second + time.Duration(c.Scheduled/20000)*time.Second
 }
 
 // seedScheduled writes plan's messages into the center's store as
