@@ -218,8 +218,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if s := r.Scheduled; s != nil {
 		row("scheduled messages", "%d seeded in %.1fs (%.0f/s): %s", s.Messages, s.SeedSeconds, s.SeedRate, s.Seeded)
 		if s.DueRate > 0 {
-			row("scheduled: forwarded", "%d, duplicates %d, missing %d, sent before their deliver-at %d; the first due %.1fs after the load began, the last %.1fs later",
-				s.Forwarded, s.Duplicates, s.Missing, s.Early, s.FirstDueSeconds, s.DueSeconds)
+			row("scheduled: forwarded", "%d, duplicates %d, missing %d, sent before their deliver-at %d; the first due %.1fs after the load began, the last %.1fs later; sent %.0f/s from the first deliver-at to the last send (due at %.0f/s)",
+				s.Forwarded, s.Duplicates, s.Missing, s.Early, s.FirstDueSeconds, s.DueSeconds, s.SendRate, s.DueRate)
 			row("delivery lateness (produce − deliver-at)", "%s", lat(s.Lateness))
 			row("delivery lateness (read − deliver-at)", "%s", lat(s.LatenessRead))
 		} else {

@@ -236,7 +236,11 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	var tracker *schedTracker
 	if sched != nil {
-		if tracker, err = startSchedTracker(ctx, brokers, schedTopic, cfg.Scheduled); err != nil {
+		var from time.Time
+		if cfg.ScheduledDueRate > 0 {
+			from = sched.plan.base
+		}
+		if tracker, err = startSchedTracker(ctx, brokers, schedTopic, cfg.Scheduled, from); err != nil {
 			return nil, err
 		}
 		defer tracker.stop()

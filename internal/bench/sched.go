@@ -67,6 +67,12 @@ type ScheduledResult struct {
 	// deliver-at.
 	Lateness     Latency `json:"lateness"`
 	LatenessRead Latency `json:"lateness_read"`
+	// SendRate is the forwarded messages per second from the first
+	// deliver-at to the last produce (due-rate runs): below DueRate when
+	// the center fell behind. ProducedPerSecond counts the forwarded
+	// messages by the second of their produce, from the first deliver-at.
+	SendRate          float64 `json:"send_rate,omitempty"`
+	ProducedPerSecond []int64 `json:"produced_per_second,omitempty"`
 }
 
 // schedPlan is when scheduled message i is due.
@@ -215,16 +221,21 @@ type schedTracker struct {
 	early      int64
 	late       hist
 	lateRead   hist
+	// from is the first deliver-at (zero: held); perSec counts produces
+	// by second from it; lastTs is the latest produce.
+	from   time.Time
+	perSec []int64
+	lastTs time.Time
 }
 
-func startSchedTracker(ctx context.Context, brokers []string, topic string, n int) (*schedTracker, error) {
+func startSchedTracker(ctx context.Context, brokers []string, topic string, n int, from time.Time) (*schedTracker, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		return nil, fmt.Errorf("scheduled topic consumer: %w", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	t := &schedTracker{n: n, cl: cl, cancel: cancel, done: make(chan struct{}), seen: make([]uint64, (n+63)/64)}
+	t := &schedTracker{n: n, cl: cl, cancel: cancel, done: make(chan struct{}), seen: make([]uint64, (n+63)/64), from: from}
 	go func() {
 		defer close(t.done)
 		for {
@@ -271,6 +282,17 @@ func (t *schedTracker) record(r *kgo.Record, now time.Time) {
 	}
 	t.late.add(r.Timestamp.Sub(at))
 	t.lateRead.add(now.Sub(at))
+	if r.Timestamp.After(t.lastTs) {
+		t.lastTs = r.Timestamp
+	}
+	if !t.from.IsZero() {
+		if sec := int(r.Timestamp.Sub(t.from) / time.Second); sec >= 0 {
+			for len(t.perSec) <= sec {
+				t.perSec = append(t.perSec, 0)
+			}
+			t.perSec[sec]++
+		}
+	}
 }
 
 func (t *schedTracker) count() int64 {
@@ -315,6 +337,10 @@ func (t *schedTracker) result(r *ScheduledResult, due bool) {
 		r.Missing = int64(t.n) - t.forwarded
 	}
 	r.Lateness, r.LatenessRead = t.late.summary(), t.lateRead.summary()
+	if due && t.lastTs.After(t.from) {
+		r.SendRate = float64(t.forwarded) / t.lastTs.Sub(t.from).Seconds()
+		r.ProducedPerSecond = t.perSec
+	}
 }
 
 // seededBacklog is a run's scheduled messages once written.

@@ -131,6 +131,12 @@ func TestRunPostgresScheduled(t *testing.T) {
 	require.EqualValues(t, 2000, s.Lateness.Count)
 	require.InDelta(t, 2, s.DueSeconds, 0.01)
 	require.Positive(t, s.FirstDueSeconds)
+	require.Positive(t, s.SendRate)
+	var perSec int64
+	for _, n := range s.ProducedPerSecond {
+		perSec += n
+	}
+	require.EqualValues(t, 2000, perSec, "every one counted in its second")
 	require.Equal(t, "100ms", rep.Config.ScanInterval)
 	table.Reset()
 	require.NoError(t, rep.WriteTable(&table))

@@ -94,6 +94,7 @@ type Center struct {
 	topics    *topicWatch
 	secrets   *secrets
 	level     *levelGate
+	counts    *storemetrics.CountsCache
 
 	listener net.Listener
 	server   *http.Server
@@ -161,7 +162,10 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		}
 	}
 	// The console's charts of the last hour.
-	c.trends = trends.New(trends.Config{Now: opt.Now, Logger: opt.Logger.With("component", "trends")}, c.Store)
+	// The gauges and the console's trends share one count of the table:
+	// its cost grows with the table (a large scheduled backlog).
+	c.counts = storemetrics.NewCountsCache(c.Store, 0, 0, opt.Now)
+	c.trends = trends.New(trends.Config{Now: opt.Now, Logger: opt.Logger.With("component", "trends")}, c.counts)
 	c.Forwarder, err = forwarder.New(forwarder.Config{
 		Targets:       c.targets,
 		DefaultTarget: cfg.Forward.DefaultTarget,
@@ -256,6 +260,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	}
 	c.gauges = storemetrics.New(storemetrics.Config{
 		BizIDs: bizIDs, Now: opt.Now, Logger: opt.Logger.With("component", "storemetrics"), Registerer: reg,
+		Counts: c.counts.Counts,
 	}, c.Store)
 
 	handler, err := c.httpHandler(cfg, opt)
