@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 27's scale proof (26 November, session 5): scheduled delivery.
-# Usage: issue27-s5.sh OUTDIR [held|due|rates|held-more|both|all]
+# Usage: issue27-s5.sh OUTDIR [held|due|rates|held-more|final|both|all]
 # 1. held: 10,000 msg/s of immediate messages for 30 s, without and with
 #    1,000,000 scheduled messages held in PostgreSQL (due an hour after the
 #    run and later), alternated, three runs each: the immediate p99.
@@ -9,7 +9,10 @@
 #    default), three runs: delivery lateness.
 # rates: the same at lower due rates (no other load), one run each: the
 #    highest rate this machine sustained with lateness p99 <= 1 s.
-# held-more: pairs 4 to 7 of "held", later in the session.
+# held-more: pairs 4 to 7 of "held", later in the session (with the
+#    shared count of the table, 586b356).
+# final: on the final tree (the table settled by VACUUM (ANALYZE) and
+#    CHECKPOINT after seeding), four "held" pairs and three "due" runs.
 # 3. both: the same while 10,000 msg/s of immediate messages flow (20,000
 #    msg/s in all, beyond this machine's 16,000), one run.
 # The scheduled messages are written into the center's store by the
@@ -49,6 +52,15 @@ if [ "$what" = held-more ]; then
   for i in 4 5 6 7; do
     run 10k-30s-nobacklog-$i --duration 30s --rate 10000 --baselines=false
     run 10k-30s-held1m-$i --duration 30s --rate 10000 --baselines=false --scheduled 1000000
+  done
+fi
+if [ "$what" = final ]; then
+  for i in 1 2 3 4; do
+    run 10k-30s-final-nobacklog-$i --duration 30s --rate 10000 --baselines=false
+    run 10k-30s-final-held1m-$i --duration 30s --rate 10000 --baselines=false --scheduled 1000000
+  done
+  for i in 1 2 3; do
+    run due1m-10k-final-$i --scheduled 1000000 --scheduled-due-rate 10000 --scheduled-lead 60s --messages 0 --baselines=false
   done
 fi
 if [ "$what" = both ] || [ "$what" = all ]; then
