@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,8 +14,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/eventcenter/eventcenter/clientlib"
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/internal/center"
+	"github.com/eventcenter/eventcenter/store/postgres"
 )
 
 // The compatibility rule: a message in a state a newer center wrote
@@ -93,4 +96,71 @@ func TestReadyzShowsClusterLevel(t *testing.T) {
 		}, time.Minute, 50*time.Millisecond, "readyz said %q", body)
 		require.True(t, c.ClusterLevel().AtLeast(center.FeatureLevel))
 	}
+}
+
+// Scheduled delivery is gated by the cluster level: while an instance of
+// the release before it (level 2) reports, this center dead-letters a
+// scheduled PREPARE with the reason and /readyz says so, unscheduled
+// messages flow; once that instance is gone, scheduling is on again.
+func TestSchedulingOffWhileAnOlderCenterIsLive(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "postgres")
+	c := e.startCenter(center.Options{LevelInterval: 100 * time.Millisecond})
+	col, dlq := e.collect(businessTopic), e.collect(controlTopic+".dlq")
+	readyz := func() string {
+		resp, err := http.Get("http://" + c.Addr() + "/readyz")
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	require.Eventually(t, func() bool { return strings.Contains(readyz(), "scheduled delivery: on") }, time.Minute, 20*time.Millisecond)
+
+	// An older center's heartbeat, kept alive until it leaves.
+	pool, err := pgxpool.New(t.Context(), e.cfg.Store.DSN)
+	require.NoError(t, err)
+	defer pool.Close()
+	old := postgres.Instance{ID: "old-release", Level: center.ScheduleLevel - 1, Version: "v-old", StartedAt: time.Now()}
+	stop, beating := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(beating)
+		for {
+			_ = postgres.ReportInstance(context.Background(), pool, old)
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond): // a heartbeat well within the 400 ms ttl
+			}
+		}
+	}()
+	require.Eventually(t, func() bool { on, _ := c.Scheduling(); return !on }, 30*time.Second, 20*time.Millisecond)
+	require.Contains(t, readyz(), "scheduled delivery: off until the cluster level reaches 3")
+
+	p, err := clientlib.NewProducer(clientlib.WithBrokers(e.brokers...), clientlib.WithControlTopic(controlTopic))
+	require.NoError(t, err)
+	defer p.Close()
+	send := func(key string, delay time.Duration) {
+		msg := clientlib.Message{BizID: "orders", Key: key, Payload: []byte(key), ForwardTopic: businessTopic, Delay: delay}
+		require.NoError(t, p.Transact(t.Context(), msg, func(context.Context) error { return nil }))
+	}
+	send("refused", time.Second)
+	send("plain", 0)
+	col.waitFor(t, []string{"orders:plain"}, time.Minute)
+	require.Eventually(t, func() bool { _, n := dlq.count(); return n == 1 }, 30*time.Second, 20*time.Millisecond)
+	d := dlq.get("")[0]
+	require.Equal(t, "orders:refused", d.Key)
+	require.Contains(t, d.Headers["ec-dlq-reason"], "scheduled delivery is off until every center runs a release of cluster level 3")
+	require.Contains(t, d.Headers["ec-dlq-reason"], "old-release")
+
+	close(stop)
+	<-beating
+	require.NoError(t, postgres.ForgetInstance(t.Context(), pool, old.ID))
+	require.Eventually(t, func() bool { on, _ := c.Scheduling(); return on }, 30*time.Second, 20*time.Millisecond)
+	send("accepted", 300*time.Millisecond)
+	col.waitFor(t, []string{"orders:accepted"}, time.Minute)
+	_, n := dlq.count()
+	require.Equal(t, 1, n, "nothing more dead-lettered")
+	require.Empty(t, col.get("orders:refused"))
 }
