@@ -335,6 +335,9 @@ func (s *Store) claimDue(c store.Claim, due func(*state.Message) time.Time, ok f
 	order := func(a, b *state.Message) int {
 		return cmp.Or(due(a).Compare(due(b)), cmp.Compare(a.ID, b.ID))
 	}
+	if c.Fair != nil {
+		return s.claimFair(c, now, due, ok, lease)
+	}
 	// The Limit earliest, kept sorted in a small slice: a scan, not a sort
 	// of everything due (a database uses its index).
 	ms := make([]*state.Message, 0, min(c.Limit, 1024))
@@ -354,6 +357,41 @@ func (s *Store) claimDue(c store.Claim, due func(*state.Message) time.Time, ok f
 	token := codec.LeaseToken()
 	out := make([]state.Message, len(ms))
 	for i, m := range ms {
+		lease(m, now.Add(c.Lease))
+		m.LeaseToken = token
+		out[i] = *clone(m)
+	}
+	return out
+}
+
+// claimFair is claimDue for a fair claim (store.Fair): every due row per
+// bizID, oldest first, then store.PickFair.
+func (s *Store) claimFair(c store.Claim, now time.Time, due func(*state.Message) time.Time, ok func(*state.Message) bool,
+	lease func(*state.Message, time.Time)) []state.Message {
+	order := func(a, b *state.Message) int {
+		return cmp.Or(due(a).Compare(due(b)), cmp.Compare(a.ID, b.ID))
+	}
+	per := map[string][]*state.Message{}
+	for _, m := range s.rows {
+		if ok(m) && slices.Contains(c.Partitions, m.Partition) && !due(m).After(now) {
+			per[m.BizID] = append(per[m.BizID], m)
+		}
+	}
+	cands := make(map[string][]state.Message, len(per))
+	byID := map[int64]*state.Message{}
+	for biz, ms := range per {
+		slices.SortFunc(ms, order)
+		ms = ms[:min(len(ms), c.Fair.Cap(biz, c.Limit))]
+		for _, m := range ms {
+			cands[biz] = append(cands[biz], *m)
+			byID[m.ID] = m
+		}
+	}
+	picked := store.PickFair(cands, c.Limit, c.Fair, func(m *state.Message) int64 { return due(m).UnixNano() })
+	token := codec.LeaseToken()
+	out := make([]state.Message, len(picked))
+	for i := range picked {
+		m := byID[picked[i].ID]
 		lease(m, now.Add(c.Lease))
 		m.LeaseToken = token
 		out[i] = *clone(m)

@@ -24,3 +24,9 @@ func TestOrder(t *testing.T) {
 	t.Parallel()
 	storetest.ExerciseOrder(t, func(_ *testing.T, now func() time.Time) store.Store { return memstore.New(now) })
 }
+
+// The in-memory store passes the fair-claim suite.
+func TestFair(t *testing.T) {
+	t.Parallel()
+	storetest.ExerciseFair(t, func(_ *testing.T, now func() time.Time) store.Store { return memstore.New(now) })
+}

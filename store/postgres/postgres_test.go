@@ -37,6 +37,12 @@ func TestConformance(t *testing.T) {
 	storetest.Exercise(t, newStore)
 }
 
+// Fair claims (issue 28).
+func TestFair(t *testing.T) {
+	t.Parallel()
+	storetest.ExerciseFair(t, newStore)
+}
+
 // Per-key order: sequences, the claim rule, the fast path (issue 26).
 func TestOrder(t *testing.T) {
 	t.Parallel()
