@@ -43,6 +43,12 @@ func TestOrder(t *testing.T) {
 	storetest.ExerciseOrder(t, newStore)
 }
 
+// Fair claims (issue 28).
+func TestFair(t *testing.T) {
+	t.Parallel()
+	storetest.ExerciseFair(t, newStore)
+}
+
 func TestSchemaCheck(t *testing.T) {
 	t.Parallel()
 	db := mytest.DB(t)

@@ -373,6 +373,9 @@ const (
 
 // ClaimSends implements store.Store.
 func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	if c.Fair != nil {
+		return s.claimFair(ctx, c)
+	}
 	if c.Ordered {
 		return s.claim(ctx, "claim sends", c, fmt.Sprintf(claimOrderedSendsSQL, columns, sqlcore.OrderFree("eventcenter_messages")), false)
 	}

@@ -392,6 +392,9 @@ func partitionsJSON(ps []int32) string {
 
 // ClaimSends implements store.Store.
 func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	if c.Fair != nil {
+		return s.claimFair(ctx, c)
+	}
 	free := ""
 	if c.Ordered {
 		free = " AND " + sqlcore.OrderFree("eventcenter_messages")

@@ -34,6 +34,12 @@ func TestOrder(t *testing.T) {
 	storetest.ExerciseOrder(t, newStore)
 }
 
+// Fair claims (issue 28).
+func TestFair(t *testing.T) {
+	t.Parallel()
+	storetest.ExerciseFair(t, newStore)
+}
+
 func TestOpenTwiceKeepsData(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ec.db")
