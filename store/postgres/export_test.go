@@ -17,3 +17,6 @@ var (
 
 // ClaimOrderedSendsSQL is claimOrderedSendsSQL, for the plan tests.
 var ClaimOrderedSendsSQL = claimOrderedSendsSQL
+
+// FairClaimSendsSQL is the fair send claim, for the plan tests.
+var FairClaimSendsSQL = fairClaimSendsSQL

@@ -220,6 +220,7 @@ func (s *Store) claim(ctx context.Context, c store.Claim,
 		}
 		cc := c
 		cc.Limit = share[i]
+		cc.Fair = splitFair(c.Fair, i, first, n, nil)
 		ms, err := fn(st, ctx, cc)
 		got[i] = outerMessages(ms, i)
 		return err
@@ -237,6 +238,7 @@ func (s *Store) claim(ctx context.Context, c store.Claim,
 		}
 		cc := c
 		cc.Limit = c.Limit - total
+		cc.Fair = splitFair(c.Fair, 0, 0, 1, got)
 		ms, e := fn(s.shards[i].Store, ctx, cc)
 		if e != nil {
 			err = fmt.Errorf("shard %d: %w", i, e)
@@ -254,6 +256,32 @@ func (s *Store) claim(ctx context.Context, c store.Claim,
 		return out, fmt.Errorf("sharded claim: %w", err)
 	}
 	return out, nil
+}
+
+// splitFair returns shard i's part of a fair claim's caps (store.Fair.Max)
+// in the first round of n shards: each cap split like the limit, so the
+// shards together never take more than it. In the second round (n 1) it
+// is what the rows already claimed (got) left of each cap.
+func splitFair(f *store.Fair, i, first, n int, got [][]state.Message) *store.Fair {
+	if f == nil || len(f.Max) == 0 {
+		return f
+	}
+	claimed := map[string]int{}
+	for _, ms := range got {
+		for _, m := range ms {
+			claimed[m.BizID]++
+		}
+	}
+	caps := make(map[string]int, len(f.Max))
+	for biz, m := range f.Max {
+		m -= claimed[biz]
+		part := m / n
+		if (i-first+n)%n < m%n {
+			part++
+		}
+		caps[biz] = max(0, part)
+	}
+	return &store.Fair{Weights: f.Weights, Max: caps}
 }
 
 // MarkSent implements store.Store, one statement per shard.

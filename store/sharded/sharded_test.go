@@ -174,3 +174,43 @@ func TestOrder(t *testing.T) {
 	_, err = s.ClaimSends(t.Context(), store.Claim{Partitions: []int32{0}, Limit: 1, Lease: time.Second})
 	require.NoError(t, err, "unordered claims as before")
 }
+
+// A sharded store of one shard passes the fair-claim suite exactly; with
+// several shards each shard is fair within itself, and the caps hold over
+// all of them.
+func TestFair(t *testing.T) {
+	t.Parallel()
+	storetest.ExerciseFair(t, func(t *testing.T, now func() time.Time) store.Store { return memShards(t, now, 1) })
+}
+
+func TestFairCapsAcrossShards(t *testing.T) {
+	t.Parallel()
+	clock := storetest.NewClock()
+	s := memShards(t, clock.Now, 3)
+	var cs []store.Change
+	for _, biz := range []string{"a", "b", "c"} {
+		for _, k := range storetest.Keys(biz, 60) {
+			cs = append(cs, storetest.Prepare(biz, k, 0, clock.Now()), storetest.Commit(biz, k, 0, clock.Now()))
+		}
+	}
+	_, err := s.Apply(t.Context(), store.ApplyRequest{Changes: cs})
+	require.NoError(t, err)
+	total := map[string]int{}
+	for range 200 {
+		got, err := s.ClaimSends(t.Context(), store.Claim{Partitions: []int32{0}, Limit: 20, Lease: time.Hour,
+			Fair: &store.Fair{Max: map[string]int{"a": 5, "b": 0}}})
+		require.NoError(t, err)
+		n := map[string]int{}
+		for _, m := range got {
+			n[m.BizID]++
+			total[m.BizID]++
+		}
+		require.LessOrEqual(t, n["a"], 5, "a's cap holds over the shards")
+		require.Zero(t, n["b"])
+		if len(got) == 0 {
+			break
+		}
+		require.Positive(t, n["a"], "a has its share while rows are due")
+	}
+	require.Equal(t, map[string]int{"a": 60, "c": 60}, total)
+}
