@@ -110,4 +110,3 @@ func (s *Store) claimFairOnce(ctx context.Context, c store.Claim, cand string) (
 	}
 	return picked, nil
 }
-
