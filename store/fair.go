@@ -2,7 +2,9 @@ package store
 
 import (
 	"cmp"
+	"context"
 	"slices"
+	"time"
 
 	"github.com/eventcenter/eventcenter/state"
 )
@@ -71,4 +73,27 @@ func PickFair(cands map[string][]state.Message, limit int, f *Fair, due func(*st
 		out = append(out, *p.m)
 	}
 	return out
+}
+
+// BizBacklog is one bizID's sends not done yet: committed messages with a
+// body, pending (store.Backlogger).
+type BizBacklog struct {
+	BizID string
+	// Pending counts them all: due, leased (being sent), scheduled or
+	// waiting for a retry.
+	Pending int64
+	// Due counts those due now and not leased: waiting for a claim.
+	Due int64
+	// OldestDue is the earliest due time of the Due ones (zero when Due
+	// is 0): how long the oldest has waited for its turn.
+	OldestDue time.Time
+}
+
+// Backlogger is implemented by the stores that tell the send backlog per
+// bizID (every store of this repository): the operator's fair-share view
+// and its gauges.
+type Backlogger interface {
+	// SendBacklog returns the backlog of every bizID with pending sends,
+	// by bizID.
+	SendBacklog(ctx context.Context) ([]BizBacklog, error)
 }

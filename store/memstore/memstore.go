@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -575,6 +576,39 @@ func (s *Store) OldestPrepared(ctx context.Context) (map[string]time.Time, error
 		if t, ok := out[m.BizID]; !ok || m.CreatedAt.Before(t) {
 			out[m.BizID] = m.CreatedAt
 		}
+	}
+	return out, nil
+}
+
+// SendBacklog implements store.Backlogger.
+func (s *Store) SendBacklog(ctx context.Context) ([]store.BizBacklog, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("send backlog: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := codec.Time(s.now())
+	per := map[string]*store.BizBacklog{}
+	for _, m := range s.rows {
+		if !m.Sendable() {
+			continue
+		}
+		b := per[m.BizID]
+		if b == nil {
+			b = &store.BizBacklog{BizID: m.BizID}
+			per[m.BizID] = b
+		}
+		b.Pending++
+		if !m.SendNextAt.After(now) {
+			b.Due++
+			if b.OldestDue.IsZero() || m.SendNextAt.Before(b.OldestDue) {
+				b.OldestDue = m.SendNextAt
+			}
+		}
+	}
+	out := make([]store.BizBacklog, 0, len(per))
+	for _, biz := range slices.Sorted(maps.Keys(per)) {
+		out = append(out, *per[biz])
 	}
 	return out, nil
 }

@@ -49,6 +49,7 @@ func TestFairClaimPlan(t *testing.T) {
 		var doc []struct {
 			Plan          planNode `json:"Plan"`
 			ExecutionTime float64  `json:"Execution Time"`
+			JIT           any      `json:"JIT"`
 		}
 		require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+postgres.FairClaimSendsSQL,
 			now.Add(time.Minute), int64(7), parts, now, limit, []string{}, []int32{}, []int32{}).Scan(&doc))
@@ -72,6 +73,6 @@ func TestFairClaimPlan(t *testing.T) {
 		walk(doc[0].Plan)
 		require.True(t, usedIndex, "the claim reads eventcenter_messages_send_due_biz")
 		t.Logf("analyzed=%v: fair claim of %d over a 200,000-row backlog: %.1f ms", analyzed, limit, doc[0].ExecutionTime)
-		require.Less(t, doc[0].ExecutionTime, 250.0, "ms for a claim of %d (JIT compiled it in 900 ms)", limit)
+		require.Nil(t, doc[0].JIT, "no JIT (it compiled this plan in 900 ms)")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -516,6 +517,43 @@ func (s *Store) OldestPrepared(ctx context.Context) (map[string]time.Time, error
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sharded oldest prepared: %w", err)
+	}
+	return out, nil
+}
+
+// SendBacklog implements store.Backlogger: counts summed, the oldest due
+// kept. Shards that are not Backloggers count nothing.
+func (s *Store) SendBacklog(ctx context.Context) ([]store.BizBacklog, error) {
+	var mu sync.Mutex
+	per := map[string]*store.BizBacklog{}
+	err := s.each(func(_ int, st store.Store) error {
+		bl, ok := st.(store.Backlogger)
+		if !ok {
+			return nil
+		}
+		bs, err := bl.SendBacklog(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, b := range bs {
+			o := per[b.BizID]
+			if o == nil {
+				o = &store.BizBacklog{BizID: b.BizID}
+				per[b.BizID] = o
+			}
+			o.Pending += b.Pending
+			o.Due += b.Due
+			if !b.OldestDue.IsZero() && (o.OldestDue.IsZero() || b.OldestDue.Before(o.OldestDue)) {
+				o.OldestDue = b.OldestDue
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sharded send backlog: %w", err)
+	}
+	out := make([]store.BizBacklog, 0, len(per))
+	for _, biz := range slices.Sorted(maps.Keys(per)) {
+		out = append(out, *per[biz])
 	}
 	return out, nil
 }

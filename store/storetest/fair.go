@@ -24,6 +24,39 @@ func ExerciseFair(t *testing.T, newStore NewStore) {
 	t.Run("PartitionsAndDueTimes", func(t *testing.T) { t.Parallel(); testFairDue(t, newStore) })
 	t.Run("Ordered", func(t *testing.T) { t.Parallel(); testFairOrdered(t, newStore) })
 	t.Run("DrainsEverything", func(t *testing.T) { t.Parallel(); testFairDrains(t, newStore) })
+	t.Run("SendBacklog", func(t *testing.T) { t.Parallel(); testSendBacklog(t, newStore) })
+}
+
+// testSendBacklog: store.Backlogger counts pending, due (not leased) and
+// the oldest due time per bizID.
+func testSendBacklog(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	bl, ok := b.s.(store.Backlogger)
+	if !ok {
+		t.Skip("not a store.Backlogger")
+	}
+	first := b.now()
+	b.backlog(t, "big", 30)
+	b.backlog(t, "small", 4)
+	b.apply(t, Prepare("leased", "k", 0, b.now()), Commit("leased", "k", 0, b.now())) // leased for the fast path
+	b.apply(t, Prepare("open", "k", 0, b.now()))                                      // not committed: no send
+	_, _ = b.claimFair(t, 10, &store.Fair{Max: map[string]int{"small": 0}}, false)    // 10 of big leased
+	got, err := bl.SendBacklog(t.Context())
+	require.NoError(t, err)
+	byBiz := map[string]store.BizBacklog{}
+	for _, x := range got {
+		byBiz[x.BizID] = x
+	}
+	require.Len(t, byBiz, 3, "%+v", got)
+	require.Equal(t, int64(30), byBiz["big"].Pending)
+	require.Equal(t, int64(20), byBiz["big"].Due)
+	require.Equal(t, int64(4), byBiz["small"].Due)
+	require.Equal(t, int64(1), byBiz["leased"].Pending)
+	require.Zero(t, byBiz["leased"].Due)
+	require.True(t, byBiz["leased"].OldestDue.IsZero())
+	require.True(t, byBiz["small"].OldestDue.After(first))
+	require.False(t, byBiz["small"].OldestDue.After(b.now()))
+	require.True(t, byBiz["big"].OldestDue.Before(byBiz["small"].OldestDue), "big's oldest due row is older")
 }
 
 // fairParts are the partitions the fair tests spread rows over.

@@ -312,6 +312,29 @@ func (d *Dialect[T]) perBiz(ctx context.Context, db DB, q string, counted bool) 
 	})
 }
 
+// SendBacklog implements store.Backlogger: one pass over the partial
+// index of pending sends (eventcenter_messages_send_due_biz), grouped by
+// bizID.
+func (d *Dialect[T]) SendBacklog(ctx context.Context, db DB, now time.Time) ([]store.BizBacklog, error) {
+	at := d.Param(1)
+	bs, err := Select(ctx, db, `SELECT biz_id, count(*), sum(CASE WHEN send_next_at <= `+at+` THEN 1 ELSE 0 END),
+		min(send_next_at) FROM eventcenter_messages WHERE `+d.PendingSend()+` GROUP BY biz_id ORDER BY biz_id`,
+		[]any{d.TimeArg(codec.Time(now))}, func(r Row) (store.BizBacklog, error) {
+			var b store.BizBacklog
+			var oldest T
+			err := r.Scan(&b.BizID, &b.Pending, &b.Due, &oldest)
+			if b.Due > 0 {
+				// The earliest pending row is a due one when any is due.
+				b.OldestDue = d.Time(&oldest)
+			}
+			return b, err
+		})
+	if err != nil {
+		return nil, fmt.Errorf("send backlog: %w", d.translate(err))
+	}
+	return bs, nil
+}
+
 // OldestPrepared implements store.Store.OldestPrepared.
 func (d *Dialect[T]) OldestPrepared(ctx context.Context, db DB) (map[string]time.Time, error) {
 	ps, err := d.perBiz(ctx, db, d.OldestPreparedSQL, false)

@@ -37,6 +37,11 @@ func (r Reads[T]) Counts(ctx context.Context) ([]store.Count, error) {
 	return r.d.Counts(ctx, r.db, r.now())
 }
 
+// SendBacklog implements store.Backlogger.
+func (r Reads[T]) SendBacklog(ctx context.Context) ([]store.BizBacklog, error) {
+	return r.d.SendBacklog(ctx, r.db, r.now())
+}
+
 // OldestPrepared implements store.Store.
 func (r Reads[T]) OldestPrepared(ctx context.Context) (map[string]time.Time, error) {
 	return r.d.OldestPrepared(ctx, r.db)
