@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -215,6 +216,15 @@ type Config struct {
 	// hold for every bizID.
 	ReleaseOnDead func(bizID string) bool
 
+	// Biz are the per-bizID shares and limits (forward.biz[]; issue 28):
+	// weight in the fair claims, rate limit, cap on messages in flight. A
+	// bizID not named has weight 1 and no limit.
+	Biz map[string]BizLimits
+	// OldestFirst turns the fair claims off: the scan claims the oldest
+	// due messages first, whatever their bizID, as before issue 28 (to
+	// compare; the limits still hold on the fast path, not in claims).
+	OldestFirst bool
+
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger, scoped by the caller; nil means slog.Default() with
@@ -340,6 +350,11 @@ func (c *Config) validate() error {
 	pos("Breaker.MaxCooldown", c.Breaker.MaxCooldown)
 	if c.Breaker.Cooldown > 0 && c.Breaker.MaxCooldown > 0 && c.Breaker.MaxCooldown < c.Breaker.Cooldown {
 		errs = append(errs, fmt.Errorf("Breaker.MaxCooldown (%s) must not be below Breaker.Cooldown (%s)", c.Breaker.MaxCooldown, c.Breaker.Cooldown))
+	}
+	for _, biz := range slices.Sorted(maps.Keys(c.Biz)) {
+		if err := c.Biz[biz].validate(biz); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := c.Backoff.validate("Backoff"); err != nil {
 		errs = append(errs, err)

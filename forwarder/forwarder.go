@@ -37,6 +37,7 @@ type Forwarder struct {
 
 	lanes map[string]*lane
 	track tracker // messages queued or in flight
+	fair  *fairness
 	// results carries send outcomes from the workers to the recorder.
 	results chan batchResult
 	// rescan wakes the scan (released handoffs are due).
@@ -84,6 +85,7 @@ func New(cfg Config, st Store, owned Owned) (*Forwarder, error) {
 		return nil, errors.New("forwarder: nil Owned")
 	}
 	cfg.Targets = maps.Clone(cfg.Targets)
+	cfg.Biz = maps.Clone(cfg.Biz)
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -105,6 +107,7 @@ func New(cfg Config, st Store, owned Owned) (*Forwarder, error) {
 		draining: make(chan struct{}),
 		recStop:  make(chan struct{}),
 	}
+	f.fair = newFairness(cfg.Biz, cfg.Now, &f.track, met.fair)
 	for name, t := range cfg.Targets {
 		f.lanes[name] = f.newLane(name, t)
 	}
@@ -289,7 +292,15 @@ func (f *Forwarder) enqueue(msgs []state.Message, wait time.Duration, release bo
 			unknown = append(unknown, f.newFailure(unconfiguredLabel, m, err, f.cfg.Now()))
 			continue
 		}
-		if !f.track.add(m.ID, m.LeaseToken) {
+		if handoff && !f.fair.allow(m.BizID, true) {
+			// Over its bizID's limit: it waits, due at once, for a claim
+			// the limit allows (a limit never fails a message).
+			if release && m.ID != 0 && !f.Stopping() {
+				released = append(released, f.newRelease(m, m.LeaseToken))
+			}
+			continue
+		}
+		if !f.track.add(m.ID, m.LeaseToken, m.BizID) {
 			continue // already queued or in flight; its newer lease is noted
 		}
 		ch := l.shard(m)
@@ -414,10 +425,12 @@ func (f *Forwarder) scanLoop(ctx context.Context) {
 		// scan closes it and scans again at once.
 		changed = f.owned.Changed()
 		next := f.cfg.ScanInterval
-		switch n, full := f.scan(ctx); {
-		case full:
+		switch f.scan(ctx) {
+		case scanMore:
 			next = 0 // more are due: claim again at once
-		case n > 0:
+		case scanThrottled:
+			next = min(next, ThrottleRescan) // claim as the limits allow
+		case scanBusy:
 			// Messages are falling due (scheduled ones, retries): look
 			// again soon rather than a whole interval later.
 			next = f.cfg.BusyScanInterval
@@ -427,12 +440,14 @@ func (f *Forwarder) scanLoop(ctx context.Context) {
 }
 
 // scan claims due sends in the owned partitions, as many as the queues have
-// room for, and queues them. It returns how many it claimed and whether
-// the claim was full (and all of it found room).
-func (f *Forwarder) scan(ctx context.Context) (int, bool) {
+// room for, fairly between bizIDs within their limits (store.Fair; unless
+// OldestFirst), and queues them. It tells whether the claim was full
+// (scanMore), cut short by a bizID's limit (scanThrottled), or claimed
+// something (scanBusy).
+func (f *Forwarder) scan(ctx context.Context) int {
 	parts := f.owned.Partitions()
 	if len(parts) == 0 {
-		return 0, false
+		return scanIdle
 	}
 	// Claim no more than the roomiest queue takes. A claim cannot choose
 	// targets, so a full queue (a slow or broken target) must not stop the
@@ -444,14 +459,32 @@ func (f *Forwarder) scan(ctx context.Context) (int, bool) {
 	}
 	limit := min(f.cfg.ClaimLimit, room)
 	if limit <= 0 {
-		return 0, false // every queue is full; the workers are behind
+		return scanIdle // every queue is full; the workers are behind
 	}
-	msgs, err := f.st.ClaimSends(ctx, store.Claim{Partitions: parts, Limit: limit, Lease: f.cfg.Lease, Ordered: f.cfg.Ordered()})
+	claim := store.Claim{Partitions: parts, Limit: limit, Lease: f.cfg.Lease, Ordered: f.cfg.Ordered()}
+	var cut map[string]string
+	if !f.cfg.OldestFirst {
+		claim.Fair, cut = f.fair.claim(limit)
+	}
+	msgs, err := f.st.ClaimSends(ctx, claim)
 	if err != nil {
 		if ctx.Err() == nil {
 			f.log.Warn("claim due sends failed; retrying at the next scan", "err", err)
 		}
-		return 0, false
+		return scanIdle
+	}
+	res := scanIdle
+	if len(msgs) > 0 {
+		res = scanBusy
+	}
+	if claim.Fair != nil {
+		got := map[string]int{}
+		for i := range msgs {
+			got[msgs[i].BizID]++
+		}
+		if f.fair.claimed(claim.Fair, cut, got) {
+			res = scanThrottled
+		}
 	}
 	dropped := 0
 	if len(msgs) > 0 {
@@ -461,8 +494,21 @@ func (f *Forwarder) scan(ctx context.Context) (int, bool) {
 		dropped = f.route(msgs, 0, true, false)
 	}
 	// Claim again at once only while everything claimed found room.
-	return len(msgs), len(msgs) == limit && dropped == 0
+	if len(msgs) == limit && dropped == 0 {
+		return scanMore
+	}
+	return res
 }
+
+// What a scan found: nothing more to claim now, more due at once,
+// messages a limit held back (claim again after ThrottleRescan), or some
+// claimed (claim again after BusyScanInterval).
+const (
+	scanIdle = iota
+	scanMore
+	scanThrottled
+	scanBusy
+)
 
 // work is one send worker of a lane: it takes what is queued in its shard,
 // up to BatchSize, and sends it as one batch.

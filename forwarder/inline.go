@@ -69,7 +69,10 @@ func (f *Forwarder) sendInline(ctx context.Context, msgs []state.Message, todo [
 		if m.ForwardKey != "" && len(l.shard(m)) > 0 {
 			continue
 		}
-		if !f.track.add(m.ID, m.LeaseToken) {
+		if !f.fair.allow(m.BizID, false) {
+			continue // over its bizID's limit: the handoff holds it back
+		}
+		if !f.track.add(m.ID, m.LeaseToken, m.BizID) {
 			continue
 		}
 		byLane[l] = append(byLane[l], i)

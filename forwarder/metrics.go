@@ -30,6 +30,7 @@ type metrics struct {
 	dead         *prometheus.CounterVec
 	breakerOpen  *prometheus.GaugeVec
 	throttleMetrics
+	fair *fairMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -79,12 +80,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "1 while a target's breaker is open (sends paused after consecutive failures).",
 		}, []string{"target"}),
 		throttleMetrics: newThrottleMetrics(),
+		fair:            newFairMetrics(),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range append([]prometheus.Collector{m.forward, m.inline, m.duration, m.commitToSent, m.lateness, m.dropped, m.released, m.chained, m.dead, m.breakerOpen},
-		m.throttleMetrics.collectors()...) {
+	for _, c := range append([]prometheus.Collector{m.forward, m.inline, m.duration, m.commitToSent, m.lateness, m.dropped, m.released, m.chained, m.dead, m.breakerOpen,
+		m.fair.sent, m.fair.throttled}, m.throttleMetrics.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register forwarder metrics: %w", err)
 		}

@@ -335,9 +335,10 @@ func shift[T any](s []T, n int) []T {
 	return s[:m]
 }
 
-// onSent calls Config.OnSent once per bizID of xs.
+// onSent counts the sends of xs per bizID (the fair-share view and
+// metrics) and calls Config.OnSent once per bizID.
 func onSent[T any](f *Forwarder, xs []T, bizID func(T) string) {
-	if f.cfg.OnSent == nil || len(xs) == 0 {
+	if len(xs) == 0 {
 		return
 	}
 	n := map[string]int{}
@@ -345,7 +346,10 @@ func onSent[T any](f *Forwarder, xs []T, bizID func(T) string) {
 		n[bizID(x)]++
 	}
 	for b, k := range n {
-		f.cfg.OnSent(b, k)
+		f.fair.sent(b, k)
+		if f.cfg.OnSent != nil {
+			f.cfg.OnSent(b, k)
+		}
 	}
 }
 

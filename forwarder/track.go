@@ -6,28 +6,37 @@ import "sync"
 // lease token seen for each. A message handed over or claimed again while it
 // is still here is not queued twice; its result is recorded with the newest
 // token (a scan may re-claim a message whose lease ran out while it waited in
-// a slow target's queue).
+// a slow target's queue). It counts them per bizID (BizLimits.MaxInFlight).
 type tracker struct {
-	mu sync.Mutex
-	m  map[int64]int64
+	mu    sync.Mutex
+	m     map[int64]tracked
+	byBiz map[string]int
+}
+
+type tracked struct {
+	token int64
+	biz   string
 }
 
 // add tells whether the message is new (to be queued); for a known one it
 // only keeps the newer lease token.
-func (t *tracker) add(id, token int64) bool {
+func (t *tracker) add(id, token int64, biz string) bool {
 	if id == 0 {
 		return true // not from a store; cannot be tracked
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
-		t.m = make(map[int64]int64)
+		t.m = make(map[int64]tracked)
+		t.byBiz = make(map[string]int)
 	}
-	if _, ok := t.m[id]; ok {
-		t.m[id] = token
+	if x, ok := t.m[id]; ok {
+		x.token = token
+		t.m[id] = x
 		return false
 	}
-	t.m[id] = token
+	t.m[id] = tracked{token: token, biz: biz}
+	t.byBiz[biz]++
 	return true
 }
 
@@ -39,7 +48,31 @@ func (t *tracker) done(id int64) int64 {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	tok := t.m[id]
+	x, ok := t.m[id]
+	if !ok {
+		return 0
+	}
 	delete(t.m, id)
-	return tok
+	if t.byBiz[x.biz]--; t.byBiz[x.biz] <= 0 {
+		delete(t.byBiz, x.biz)
+	}
+	return x.token
+}
+
+// count returns how many messages of biz are tracked.
+func (t *tracker) count(biz string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byBiz[biz]
+}
+
+// counts returns how many messages are tracked per bizID.
+func (t *tracker) counts() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]int, len(t.byBiz))
+	for b, n := range t.byBiz {
+		out[b] = n
+	}
+	return out
 }

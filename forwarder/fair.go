@@ -1,0 +1,328 @@
+package forwarder
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// BizLimits are one bizID's share of the forwarder (forward.biz[] in the
+// binary's configuration; issue 28). Zero fields take the defaults: weight
+// 1, no rate limit, no cap.
+//
+// Over a limit a message waits: it is not sent inline, not queued and not
+// claimed; it stays pending in the store, due, and goes when the limit
+// allows. A limit never fails a message, never counts a send attempt,
+// never makes a message DEAD.
+type BizLimits struct {
+	// Weight is the bizID's share of each claim against the other bizIDs
+	// with due messages (store.Fair): weight 2 gets twice the rows of
+	// weight 1 while both have a backlog. 0 means 1.
+	Weight int
+	// Rate is the most messages per second this forwarder sends for the
+	// bizID (a token bucket, golang.org/x/time/rate); 0 means no limit.
+	// Each center limits on its own: N centers send up to N × Rate.
+	Rate float64
+	// Burst is the bucket's size: how many may go at once after a quiet
+	// spell. 0 means max(1, ⌈Rate⌉) (one second's worth).
+	Burst int
+	// MaxInFlight caps the bizID's messages this forwarder holds at once:
+	// queued for a target or being sent (claimed, handed over or sent
+	// inline). The rest wait in the store, due. It keeps a flooding bizID
+	// from filling the targets' queues, so the others' messages find room.
+	// 0 means no cap.
+	MaxInFlight int
+}
+
+// Names of the limits, the limit label of
+// eventcenter_forward_biz_throttled_total.
+const (
+	LimitRate        = "rate"
+	LimitMaxInFlight = "max_in_flight"
+)
+
+// ThrottleRescan is how soon the scan claims again while a limit holds a
+// bizID's messages back, so they go as the limit allows rather than at the
+// next scan interval.
+const ThrottleRescan = 100 * time.Millisecond
+
+// throttledFor is how long a bizID counts as throttled (BizStatus) after
+// a limit last held its messages back.
+const throttledFor = 5 * time.Second
+
+func (b BizLimits) validate(biz string) error {
+	switch {
+	case biz == "":
+		return fmt.Errorf("Biz: an entry has an empty bizID")
+	case b.Weight < 0:
+		return fmt.Errorf("Biz[%q].Weight must not be negative, got %d", biz, b.Weight)
+	case b.Rate < 0 || math.IsNaN(b.Rate) || math.IsInf(b.Rate, 0):
+		return fmt.Errorf("Biz[%q].Rate must be a positive number of messages per second or 0, got %v", biz, b.Rate)
+	case b.Burst < 0:
+		return fmt.Errorf("Biz[%q].Burst must not be negative, got %d", biz, b.Burst)
+	case b.MaxInFlight < 0:
+		return fmt.Errorf("Biz[%q].MaxInFlight must not be negative, got %d", biz, b.MaxInFlight)
+	}
+	return nil
+}
+
+// burst returns Burst or its default.
+func (b BizLimits) burst() int {
+	if b.Burst > 0 {
+		return b.Burst
+	}
+	return max(1, int(math.Ceil(b.Rate)))
+}
+
+// fairness holds the per-bizID limits and what the operator's view shows:
+// sends per second, when a limit last held a bizID back.
+type fairness struct {
+	limits map[string]BizLimits
+	now    func() time.Time
+	track  *tracker
+	met    *fairMetrics
+
+	mu        sync.Mutex
+	lim       map[string]*rate.Limiter
+	throttled map[string]map[string]time.Time // bizID → limit → last time
+	sends     map[string]*window
+}
+
+func newFairness(limits map[string]BizLimits, now func() time.Time, track *tracker, met *fairMetrics) *fairness {
+	fr := &fairness{
+		limits:    limits,
+		now:       now,
+		track:     track,
+		met:       met,
+		lim:       map[string]*rate.Limiter{},
+		throttled: map[string]map[string]time.Time{},
+		sends:     map[string]*window{},
+	}
+	for biz, l := range limits {
+		if l.Rate > 0 {
+			fr.lim[biz] = rate.NewLimiter(rate.Limit(l.Rate), l.burst())
+		}
+	}
+	return fr
+}
+
+// claim returns the store.Fair of a claim of limit rows: the weights, and
+// for each limited bizID the most the limits let it take now; and which
+// limit cut each capped bizID.
+func (fr *fairness) claim(limit int) (*store.Fair, map[string]string) {
+	f := &store.Fair{}
+	var cut map[string]string
+	now := fr.now()
+	for biz, l := range fr.limits {
+		if l.Weight > 1 {
+			if f.Weights == nil {
+				f.Weights = map[string]int{}
+			}
+			f.Weights[biz] = l.Weight
+		}
+		n, why := limit, ""
+		if lim := fr.lim[biz]; lim != nil {
+			if t := int(math.Floor(lim.TokensAt(now))); t < n {
+				n, why = max(0, t), LimitRate
+			}
+		}
+		if l.MaxInFlight > 0 {
+			if room := l.MaxInFlight - fr.track.count(biz); room < n {
+				n, why = max(0, room), LimitMaxInFlight
+			}
+		}
+		if why == "" {
+			continue
+		}
+		if f.Max == nil {
+			f.Max, cut = map[string]int{}, map[string]string{}
+		}
+		f.Max[biz], cut[biz] = n, why
+	}
+	return f, cut
+}
+
+// claimed takes the rate tokens of what a claim took and notes the bizIDs
+// it cut short: those that took their whole cap (they may have more due),
+// and those capped at 0 that a limit held back just before.
+func (fr *fairness) claimed(f *store.Fair, cut map[string]string, got map[string]int) (throttled bool) {
+	now := fr.now()
+	for biz, n := range got {
+		if lim := fr.lim[biz]; lim != nil && n > 0 {
+			lim.ReserveN(now, n) // n is at most the tokens there were (or the burst)
+		}
+	}
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	for biz, why := range cut {
+		n, c := got[biz], f.Max[biz]
+		switch {
+		case c > 0 && n >= c:
+			fr.held(biz, why, now, 1)
+		case c == 0 && now.Sub(fr.throttled[biz][why]) < throttledFor:
+			fr.throttled[biz][why] = now // still held back; counted when it began
+		default:
+			continue
+		}
+		throttled = true
+	}
+	return throttled
+}
+
+// allow tells whether a message of biz may be sent now on the fast path
+// (inline or handed over), taking a rate token if so. With count, a
+// refusal is counted as throttled.
+func (fr *fairness) allow(biz string, count bool) bool {
+	l, ok := fr.limits[biz]
+	if !ok {
+		return true
+	}
+	now := fr.now()
+	why := ""
+	switch {
+	case l.MaxInFlight > 0 && fr.track.count(biz) >= l.MaxInFlight:
+		why = LimitMaxInFlight
+	case fr.lim[biz] != nil && !fr.lim[biz].AllowN(now, 1):
+		why = LimitRate
+	default:
+		return true
+	}
+	if count {
+		fr.mu.Lock()
+		fr.held(biz, why, now, 1)
+		fr.mu.Unlock()
+	}
+	return false
+}
+
+// held notes that a limit held biz back. fr.mu must be held.
+func (fr *fairness) held(biz, why string, now time.Time, n int) {
+	if fr.throttled[biz] == nil {
+		fr.throttled[biz] = map[string]time.Time{}
+	}
+	fr.throttled[biz][why] = now
+	fr.met.throttled.WithLabelValues(biz, why).Add(float64(n))
+}
+
+// sent counts n messages of biz written sent.
+func (fr *fairness) sent(biz string, n int) {
+	fr.met.sent.WithLabelValues(biz).Add(float64(n))
+	now := fr.now()
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	w := fr.sends[biz]
+	if w == nil {
+		w = &window{}
+		fr.sends[biz] = w
+	}
+	w.add(now, n)
+}
+
+// BizStatus is one bizID's part of the forwarder, for the operator's view.
+type BizStatus struct {
+	BizID string
+	// Limits are the configured ones (zero: defaults, no limit).
+	Limits BizLimits
+	// Configured tells whether forward.biz names the bizID.
+	Configured bool
+	// InFlight are its messages queued or being sent by this forwarder.
+	InFlight int
+	// SendRate is messages written sent per second, over the last 10s.
+	SendRate float64
+	// Throttled names the limits that held its messages back in the last
+	// 5s (LimitRate, LimitMaxInFlight), sorted; empty when none.
+	Throttled []string
+}
+
+// BizStatus returns the bizIDs this forwarder knows (configured, sending
+// or holding messages), by bizID.
+func (f *Forwarder) BizStatus() []BizStatus {
+	fr := f.fair
+	now := fr.now()
+	inFlight := fr.track.counts()
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	names := map[string]bool{}
+	for b := range fr.limits {
+		names[b] = true
+	}
+	for b := range fr.sends {
+		names[b] = true
+	}
+	for b := range inFlight {
+		names[b] = true
+	}
+	out := make([]BizStatus, 0, len(names))
+	for _, biz := range slices.Sorted(maps.Keys(names)) {
+		l, ok := fr.limits[biz]
+		s := BizStatus{BizID: biz, Limits: l, Configured: ok, InFlight: inFlight[biz]}
+		if w := fr.sends[biz]; w != nil {
+			s.SendRate = w.rate(now)
+		}
+		for why, at := range fr.throttled[biz] {
+			if now.Sub(at) < throttledFor {
+				s.Throttled = append(s.Throttled, why)
+			}
+		}
+		slices.Sort(s.Throttled)
+		out = append(out, s)
+	}
+	return out
+}
+
+// window counts events per second over the last windowSeconds.
+type window struct {
+	sec [windowSeconds]int64 // unix second of each slot
+	n   [windowSeconds]int64
+}
+
+const windowSeconds = 10
+
+func (w *window) add(now time.Time, n int) {
+	s := now.Unix()
+	i := s % windowSeconds
+	if w.sec[i] != s {
+		w.sec[i], w.n[i] = s, 0
+	}
+	w.n[i] += int64(n)
+}
+
+// rate is the events per second over the last windowSeconds whole seconds
+// before now's.
+func (w *window) rate(now time.Time) float64 {
+	s := now.Unix()
+	var total int64
+	for i := range w.sec {
+		if d := s - w.sec[i]; d >= 1 && d <= windowSeconds {
+			total += w.n[i]
+		}
+	}
+	return float64(total) / windowSeconds
+}
+
+// fairMetrics are the per-bizID families.
+type fairMetrics struct {
+	sent      *prometheus.CounterVec
+	throttled *prometheus.CounterVec
+}
+
+func newFairMetrics() *fairMetrics {
+	return &fairMetrics{
+		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_forward_biz_sent_total",
+			Help: "Messages written sent, by bizID (inline sends and sent marks).",
+		}, []string{"biz_id"}),
+		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_forward_biz_throttled_total",
+			Help: "Times a per-bizID limit (forward.biz[]: limit rate or max_in_flight) held a bizID's messages back: each message kept from the fast path, and each scan whose claim the limit cut short. Held messages wait in the store; they are never failed.",
+		}, []string{"biz_id", "limit"}),
+	}
+}
