@@ -220,6 +220,9 @@ type Config struct {
 	// weight in the fair claims, rate limit, cap on messages in flight. A
 	// bizID not named has weight 1 and no limit.
 	Biz map[string]BizLimits
+	// MetricBizIDs get their own biz_id label in the per-bizID metrics, as
+	// those of Biz do; the others share "other".
+	MetricBizIDs []string
 	// OldestFirst turns the fair claims off: the scan claims the oldest
 	// due messages first, whatever their bizID, as before issue 28 (to
 	// compare; the limits still hold on the fast path, not in claims).

@@ -86,6 +86,7 @@ func (b BizLimits) burst() int {
 // sends per second, when a limit last held a bizID back.
 type fairness struct {
 	limits map[string]BizLimits
+	labels map[string]bool // bizIDs with their own metric label
 	now    func() time.Time
 	track  *tracker
 	met    *fairMetrics
@@ -96,9 +97,10 @@ type fairness struct {
 	sends     map[string]*window
 }
 
-func newFairness(limits map[string]BizLimits, now func() time.Time, track *tracker, met *fairMetrics) *fairness {
+func newFairness(limits map[string]BizLimits, labels []string, now func() time.Time, track *tracker, met *fairMetrics) *fairness {
 	fr := &fairness{
 		limits:    limits,
+		labels:    map[string]bool{},
 		now:       now,
 		track:     track,
 		met:       met,
@@ -106,7 +108,11 @@ func newFairness(limits map[string]BizLimits, now func() time.Time, track *track
 		throttled: map[string]map[string]time.Time{},
 		sends:     map[string]*window{},
 	}
+	for _, biz := range labels {
+		fr.labels[biz] = true
+	}
 	for biz, l := range limits {
+		fr.labels[biz] = true
 		if l.Rate > 0 {
 			fr.lim[biz] = rate.NewLimiter(rate.Limit(l.Rate), l.burst())
 		}
@@ -209,12 +215,22 @@ func (fr *fairness) held(biz, why string, now time.Time, n int) {
 		fr.throttled[biz] = map[string]time.Time{}
 	}
 	fr.throttled[biz][why] = now
-	fr.met.throttled.WithLabelValues(biz, why).Add(float64(n))
+	fr.met.throttled.WithLabelValues(fr.label(biz), why).Add(float64(n))
+}
+
+// label is biz's metric label: its own for a bizID of forward.biz (or
+// Config.MetricBizIDs), "other" for the rest, so that producers cannot
+// grow the label set.
+func (fr *fairness) label(biz string) string {
+	if fr.labels[biz] {
+		return biz
+	}
+	return "other"
 }
 
 // sent counts n messages of biz written sent.
 func (fr *fairness) sent(biz string, n int) {
-	fr.met.sent.WithLabelValues(biz).Add(float64(n))
+	fr.met.sent.WithLabelValues(fr.label(biz)).Add(float64(n))
 	now := fr.now()
 	fr.mu.Lock()
 	defer fr.mu.Unlock()

@@ -107,7 +107,7 @@ func New(cfg Config, st Store, owned Owned) (*Forwarder, error) {
 		draining: make(chan struct{}),
 		recStop:  make(chan struct{}),
 	}
-	f.fair = newFairness(cfg.Biz, cfg.Now, &f.track, met.fair)
+	f.fair = newFairness(cfg.Biz, cfg.MetricBizIDs, cfg.Now, &f.track, met.fair)
 	for name, t := range cfg.Targets {
 		f.lanes[name] = f.newLane(name, t)
 	}

@@ -177,6 +177,9 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		MaxAttempts:   cfg.Forward.MaxAttempts,
 		Ordered:       c.Ordering,
 		ReleaseOnDead: cfg.Forward.Order.ReleaseOnDead,
+		Biz:           cfg.Forward.BizLimits(),
+		MetricBizIDs:  cfg.MetricBizIDs(),
+		OldestFirst:   !cfg.Forward.FairClaims,
 		Now:           opt.Now,
 		Logger:        opt.Logger.With("component", "forwarder"),
 		Registerer:    reg,
@@ -254,12 +257,8 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		Period: cfg.Retention.Period, AuditPeriod: cfg.Retention.AuditPeriod, Interval: cfg.Retention.Interval, Batch: cfg.Retention.Batch,
 		Now: opt.Now, Logger: opt.Logger.With("component", "retention"), Registerer: reg,
 	}, c.Store)
-	var bizIDs []string
-	for _, b := range cfg.Checkback.Biz {
-		bizIDs = append(bizIDs, b.BizID)
-	}
 	c.gauges = storemetrics.New(storemetrics.Config{
-		BizIDs: bizIDs, Now: opt.Now, Logger: opt.Logger.With("component", "storemetrics"), Registerer: reg,
+		BizIDs: cfg.MetricBizIDs(), Now: opt.Now, Logger: opt.Logger.With("component", "storemetrics"), Registerer: reg,
 		Counts: c.counts.Counts,
 	}, c.Store)
 

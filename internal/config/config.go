@@ -195,6 +195,12 @@ type Forward struct {
 	Targets  []Target      `yaml:"targets"`
 	// Order configures per-key order (README "Ordering").
 	Order Order `yaml:"order"`
+	// FairClaims makes the forwarder's claims serve bizIDs in turn, by
+	// weight (README "Fair share"); false claims the oldest due messages
+	// first, as before. Default true.
+	FairClaims bool `yaml:"fair_claims" env:"EVENTCENTER_FORWARD_FAIR_CLAIMS"`
+	// Biz are the per-bizID weights and limits (ForwardBiz).
+	Biz []ForwardBiz `yaml:"biz"`
 }
 
 // Order configures per-key order.
@@ -415,8 +421,9 @@ func Default() Config {
 			BackoffBase: forwarder.DefaultBackoffBase, BackoffCap: forwarder.DefaultBackoffCap,
 			ScanInterval: forwarder.DefaultScanInterval, Lease: forwarder.DefaultLease, SendTimeout: forwarder.DefaultSendTimeout,
 			InlineTimeout: forwarder.DefaultInlineTimeout, MaxDelay: ingest.DefaultMaxDelay,
-			Targets: []Target{{Name: "kafka", Type: "kafka"}},
-			Order:   Order{Dead: "hold"},
+			Targets:    []Target{{Name: "kafka", Type: "kafka"}},
+			Order:      Order{Dead: "hold"},
+			FairClaims: true,
 		},
 		Checkback: Checkback{
 			Policy: Policy{FirstDelay: verifier.DefaultFirstDelay, BackoffBase: verifier.DefaultBackoffBase,
@@ -730,6 +737,7 @@ func (c *Config) Validate() error {
 		bad("ingest.fresh_fetch_wait", "must be under 1s (it delays every batch that waits in full; negative: no wait)")
 	}
 	c.validateForward(bad)
+	c.validateFair(bad)
 	c.validateCheckback(bad)
 	c.validateSecurity(bad)
 	c.validateIngress(bad)

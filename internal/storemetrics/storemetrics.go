@@ -2,7 +2,8 @@
 // by bizID, status and send status, the age of the oldest PREPARED message per
 // bizID, the number of orphan COMMITs (committed without a body) and the age
 // of the oldest per bizID, the blocked order keys and the age of the oldest
-// per bizID, and the DEAD / VERIFY_FAILED / unsent-committed
+// per bizID, the send backlog per bizID (pending, due, the oldest due), and
+// the DEAD / VERIFY_FAILED / unsent-committed
 // totals that alerts watch. bizID labels come only from configuration (others are "other"), so
 // label cardinality stays bounded.
 package storemetrics
@@ -56,6 +57,7 @@ type Collector struct {
 	oldestOrphan *prometheus.GaugeVec
 	blocked      prometheus.Gauge
 	oldestBlock  *prometheus.GaugeVec
+	fair         fairGauges
 }
 
 // blockedLimit bounds the blocked keys one refresh reads: the gauge
@@ -108,12 +110,14 @@ func New(cfg Config, st Store) *Collector {
 		Name: "eventcenter_oldest_blocked_order_key_age_seconds",
 		Help: "Seconds since the head of the oldest blocked order key was committed, per bizID (0: none blocked).",
 	}, []string{"biz_id"})
+	c.fair = newFairGauges()
 	for _, b := range cfg.BizIDs {
 		c.known[b] = true
 	}
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(c.messages, c.oldest, c.dead, c.verifyFailed, c.unsent, c.scheduled, c.orphans, c.oldestOrphan,
 			c.blocked, c.oldestBlock)
+		cfg.Registerer.MustRegister(c.fair.collectors()...)
 	}
 	c.Loop = lifecycle.NewLoop(cfg.Interval, func(ctx context.Context) {
 		if err := c.Refresh(ctx); err != nil && ctx.Err() == nil {
@@ -189,6 +193,9 @@ func (c *Collector) Refresh(ctx context.Context) error {
 	}
 	c.orphans.Set(nOrphans)
 	if err := c.refreshBlocked(ctx, now); err != nil {
+		return err
+	}
+	if err := c.refreshFair(ctx, now); err != nil {
 		return err
 	}
 	c.dead.Set(dead)
