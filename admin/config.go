@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eventcenter/eventcenter/admin/adminapi"
 )
 
 // Token scopes.
@@ -65,6 +67,12 @@ type Config struct {
 	// with a different body the ingester ignored (ingest's
 	// DifferingPrepares); counts and the console show them.
 	DifferingPrepares func() map[string]int64
+
+	// Forwarding, when set, gives this center's forwarder view per bizID
+	// (weights, limits, in flight, send rate, throttled) for the
+	// fair-share page and GET /api/v1/bizids, joined with the store's send
+	// backlog (store.Backlogger).
+	Forwarding func() []adminapi.BizForwarding
 
 	// Trends, when set, gives the overview its charts of the last hour
 	// (internal/trends.Sampler).

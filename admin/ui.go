@@ -21,7 +21,7 @@ import (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-var pageNames = []string{"login", "overview", "messages", "message", "dlq", "dlqrecord", "blocked", "error"}
+var pageNames = []string{"login", "overview", "messages", "message", "dlq", "dlqrecord", "blocked", "bizids", "error"}
 
 // uiMsgURL is the console page of a message: /ui/m/{bizID}/{key}, escaped
 // as the API paths are.
@@ -54,6 +54,7 @@ func parsePages() (map[string]*template.Template, error) {
 		"has":        func(xs []string, x string) bool { return slices.Contains(xs, x) },
 		"isStuck":    func(col string) bool { return col == "VERIFY_FAILED" || col == "COMMITTED/DEAD" },
 		"deref":      func(s *string) string { return *s },
+		"join":       strings.Join,
 		"traceID":    uiTraceID,
 		// colTitle lets "COMMITTED/PENDING" break after the slash.
 		"colTitle": func(c string) template.HTML {
@@ -259,6 +260,7 @@ func (h *handler) routesUI() {
 	h.mux.HandleFunc("POST /ui/bizids/{bizID}/retry", h.post(true, h.uiBizRetry))
 	h.mux.HandleFunc("GET /ui/dlq", h.ui(h.uiDLQ))
 	h.mux.HandleFunc("GET /ui/blocked", h.ui(h.uiBlocked))
+	h.mux.HandleFunc("GET /ui/bizids", h.ui(h.uiBizShares))
 	h.mux.HandleFunc("GET /ui/dlq/{partition}/{offset}", h.ui(h.uiDLQRecord))
 	h.mux.HandleFunc("POST /ui/dlq/{partition}/{offset}/replay", h.post(true, h.uiDLQReplay))
 	h.mux.HandleFunc("/ui/", h.ui(func(w http.ResponseWriter, r *http.Request, p principal) (*page, error) {

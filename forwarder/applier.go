@@ -130,3 +130,13 @@ func (s fastStore) BlockedKeys(ctx context.Context, bizID string, limit int) ([]
 	}
 	return nil, store.ErrOrderUnavailable
 }
+
+// SendBacklog implements store.Backlogger when the store does (the
+// fair-share view reads it through the fast path's store); otherwise it
+// reports no backlog.
+func (s fastStore) SendBacklog(ctx context.Context) ([]store.BizBacklog, error) {
+	if b, ok := s.Store.(store.Backlogger); ok {
+		return b.SendBacklog(ctx)
+	}
+	return nil, nil
+}

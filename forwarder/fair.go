@@ -245,7 +245,8 @@ func (fr *fairness) sent(biz string, n int) {
 // BizStatus is one bizID's part of the forwarder, for the operator's view.
 type BizStatus struct {
 	BizID string
-	// Limits are the configured ones (zero: defaults, no limit).
+	// Limits are the configured ones (zero: defaults, no limit), with the
+	// default burst filled in.
 	Limits BizLimits
 	// Configured tells whether forward.biz names the bizID.
 	Configured bool
@@ -279,6 +280,9 @@ func (f *Forwarder) BizStatus() []BizStatus {
 	out := make([]BizStatus, 0, len(names))
 	for _, biz := range slices.Sorted(maps.Keys(names)) {
 		l, ok := fr.limits[biz]
+		if l.Rate > 0 {
+			l.Burst = l.burst()
+		}
 		s := BizStatus{BizID: biz, Limits: l, Configured: ok, InFlight: inFlight[biz]}
 		if w := fr.sends[biz]; w != nil {
 			s.SendRate = w.rate(now)

@@ -68,7 +68,7 @@ the token is --token, else $` + EnvToken + `.`,
 	pf.DurationVar(&o.timeout, "timeout", 30*time.Second, "request timeout")
 	cmd.AddCommand(o.listCmd(), o.getCmd(), o.countsCmd(), o.resolveCmd(), o.actionCmd("redeliver"),
 		o.actionCmd("retry"), o.actionCmd(adminapi.ActionCloseOrphan), o.actionCmd(adminapi.ActionCloseHead),
-		o.actionCmd(adminapi.ActionRelease), o.actionCmd(adminapi.ActionCancel), o.blockedCmd(), o.retryBizCmd(), o.dlqCmd(), o.auditCmd())
+		o.actionCmd(adminapi.ActionRelease), o.actionCmd(adminapi.ActionCancel), o.blockedCmd(), o.bizIDsCmd(), o.retryBizCmd(), o.dlqCmd(), o.auditCmd())
 	return cmd
 }
 

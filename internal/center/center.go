@@ -351,6 +351,7 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 		// Ingest's in-process counts, for the console and /counts.
 		DifferingPrepares: c.Ingester.DifferingPrepares,
 		Trends:            c.trends,
+		Forwarding:        c.bizForwarding,
 		Now:               opt.Now,
 		Logger:            opt.Logger.With("component", "admin"),
 		Registerer:        c.registerer,

@@ -1,0 +1,73 @@
+package admin
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/eventcenter/eventcenter/admin/adminapi"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+// bizShares joins the store's send backlog per bizID with this center's
+// forwarder view (Config.Forwarding).
+func (h *handler) bizShares(r *http.Request) (adminapi.BizShares, error) {
+	rows := map[string]*adminapi.BizShare{}
+	row := func(biz string) *adminapi.BizShare {
+		if rows[biz] == nil {
+			rows[biz] = &adminapi.BizShare{BizForwarding: adminapi.BizForwarding{BizID: biz, Weight: 1, Throttled: []string{}}}
+		}
+		return rows[biz]
+	}
+	if h.cfg.Forwarding != nil {
+		for _, f := range h.cfg.Forwarding() {
+			if f.Throttled == nil {
+				f.Throttled = []string{}
+			}
+			row(f.BizID).BizForwarding = f
+		}
+	}
+	if bl, ok := h.st.(store.Backlogger); ok {
+		bs, err := bl.SendBacklog(r.Context())
+		if err != nil {
+			return adminapi.BizShares{}, fmt.Errorf("send backlog: %w", err)
+		}
+		now := h.cfg.Now()
+		for _, b := range bs {
+			x := row(b.BizID)
+			x.Backlog, x.Due = b.Pending, b.Due
+			if !b.OldestDue.IsZero() {
+				t := b.OldestDue.UTC()
+				x.OldestDue = &t
+				x.OldestDueAge = max(0, now.Sub(t).Seconds())
+			}
+		}
+	}
+	out := adminapi.BizShares{BizIDs: []adminapi.BizShare{}}
+	for _, biz := range slices.Sorted(maps.Keys(rows)) {
+		out.BizIDs = append(out.BizIDs, *rows[biz])
+	}
+	return out, nil
+}
+
+func (h *handler) apiBizShares(w http.ResponseWriter, r *http.Request, _ principal) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	out, err := h.bizShares(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// uiBizShares is the console's fair-share page.
+func (h *handler) uiBizShares(w http.ResponseWriter, r *http.Request, _ principal) (*page, error) {
+	out, err := h.bizShares(r)
+	if err != nil {
+		return nil, err
+	}
+	return &page{tmpl: "bizids", Title: "Fair share per bizID", Data: map[string]any{"BizIDs": out.BizIDs}}, nil
+}
