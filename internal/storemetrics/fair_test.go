@@ -20,7 +20,9 @@ type backlogStore struct {
 	berr    error
 }
 
-func (b backlogStore) SendBacklog(context.Context) ([]store.BizBacklog, error) { return b.backlog, b.berr }
+func (b backlogStore) SendBacklog(context.Context) ([]store.BizBacklog, error) {
+	return b.backlog, b.berr
+}
 
 func TestSendBacklogGauges(t *testing.T) {
 	t.Parallel()
