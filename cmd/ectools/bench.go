@@ -50,7 +50,8 @@ A progress line per second goes to stderr, the table to stdout.`,
   ectools bench --via http --messages 20000 --baselines=false --json via-http.json
   ectools bench --messages 20000 --html report.html
   ectools bench --store postgres --dsn ... --duration 30s --rate 10000 --scheduled 1000000 --baselines=false
-  ectools bench --store postgres --dsn ... --messages 0 --scheduled 1000000 --scheduled-due-rate 10000 --baselines=false`,
+  ectools bench --store postgres --dsn ... --messages 0 --scheduled 1000000 --scheduled-due-rate 10000 --baselines=false
+  ectools bench --store postgres --dsn ... --baselines=false --flood-messages 200000 --quiet-rate 200`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
@@ -100,6 +101,9 @@ A progress line per second goes to stderr, the table to stdout.`,
 				return err
 			}
 			if err := rep.WriteViaTable(cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			if err := rep.WriteNoisyTable(cmd.OutOrStdout()); err != nil {
 				return err
 			}
 			if jsonPath != "" {
@@ -167,6 +171,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 	f.DurationVar(&cfg.BrokerRetention, "broker-retention", cfg.BrokerRetention, "retention.ms of the topics the tool creates (kfake keeps records in memory: keep it short in long runs)")
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "how long to wait for forwards after sending ended")
 	f.DurationVar(&cfg.HeapEvery, "heap-every", cfg.HeapEvery, "interval of heap samples (after GC) in the JSON report")
+	noisyFlags(f, &cfg.Noisy)
 	f.StringVar(&jsonPath, "json", "", "write the report as JSON to this file")
 	f.StringVar(&htmlPath, "html", "", "write the report as one self-contained HTML page (charts over the run, CPU, baselines, configuration) to this file")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the center phase to this file")

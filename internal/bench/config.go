@@ -114,6 +114,10 @@ type Config struct {
 	// it short.
 	BrokerRetention time.Duration
 
+	// Noisy runs the noisy-neighbour comparison instead of the plain load
+	// (see Noisy).
+	Noisy Noisy
+
 	// DrainTimeout bounds the wait for forwards after sending ended.
 	DrainTimeout time.Duration
 	// Progress receives a line per second while the center runs (nil: none).
@@ -156,6 +160,7 @@ func Default() Config {
 		Via:                  ViaKafka,
 		DrainTimeout:         2 * time.Minute,
 		HeapEvery:            10 * time.Second,
+		Noisy:                DefaultNoisy(),
 	}
 }
 
@@ -268,6 +273,7 @@ func (c *Config) Validate() error {
 	if c.HeapEvery < 0 {
 		bad("heap-every", "must not be negative")
 	}
+	c.Noisy.validate(c, bad)
 	return errors.Join(errs...)
 }
 

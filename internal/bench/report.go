@@ -41,6 +41,8 @@ type Report struct {
 	Via *ViaReport `json:"via,omitempty"`
 	// Scheduled is what the scheduled messages (--scheduled) did.
 	Scheduled *ScheduledResult `json:"scheduled,omitempty"`
+	// Noisy is the noisy-neighbour run (--flood-messages; see NoisyReport).
+	Noisy *NoisyReport `json:"noisy_neighbour,omitempty"`
 }
 
 // ReportConfig is the part of Config the report repeats.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -261,11 +262,18 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if sched != nil && sched.plan.step > 0 && cfg.ScheduledDueRate > 0 {
 		rep.Scheduled.FirstDueSeconds = sched.plan.base.Sub(began).Seconds()
 	}
-	if cfg.Messages > 0 || cfg.Duration > 0 {
-		pprof.Do(ctx, pprof.Labels(profilePart, "load"), func(ctx context.Context) {
+	pprof.Do(ctx, pprof.Labels(profilePart, "load"), func(ctx context.Context) {
+		if cfg.Noisy.on() {
+			rep.Noisy, err = noisyRun(ctx, cfg, runID, brokers, topic, cb)
+			if rep.Noisy != nil {
+				rep.Center = rep.Noisy.FloodWithQuiet.Flood
+			}
+			return
+		}
+		if cfg.Messages > 0 || cfg.Duration > 0 {
 			rep.Center, err = load(ctx, cfg, kafkaPass, brokers, topic, cb)
-		})
-	}
+		}
+	})
 	if err == nil && tracker != nil {
 		due := cfg.ScheduledDueRate > 0
 		if due {
@@ -379,6 +387,7 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 		cfg.Ingress.Rate, cfg.Ingress.Burst = 1e9, 1<<30
 	}
 	cfg.Log.Level = "warn"
+	bc.Noisy.center(&cfg)
 	var dropSchema func()
 	switch bc.Store {
 	case "sqlite":
@@ -576,6 +585,10 @@ type pass struct {
 	ingressAddr string
 	keyPrefix   string
 	fromPrepare bool
+	// bizID of the messages ("" : the bench's bizID); stop, when set, ends
+	// the sending when closed (the noisy-neighbour run's quiet load).
+	bizID string
+	stop  <-chan struct{}
 }
 
 func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic string, cb *checkbackServer) (CenterResult, error) {
@@ -677,9 +690,16 @@ func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic stri
 				if lctx.Err() != nil {
 					return
 				}
+				if ps.stop != nil {
+					select {
+					case <-ps.stop:
+						return
+					default:
+					}
+				}
 				seqBuf = strconv.AppendInt(seqBuf[:0], seq, 10)
 				key := ps.keyPrefix + "-" + string(seqBuf)
-				msg := clientlib.Message{BizID: bizID, Key: key, Payload: payload, ForwardTopic: topic, ForwardKey: key,
+				msg := clientlib.Message{BizID: cmp.Or(ps.bizID, bizID), Key: key, Payload: payload, ForwardTopic: topic, ForwardKey: key,
 					Headers: []clientlib.Header{{Key: seqHeader, Value: []byte(string(seqBuf))}}, OrderKey: cfg.orderKey(seq)}
 				mctx := lctx
 				if cfg.Tracing {
