@@ -92,6 +92,7 @@ type fairness struct {
 	met    *fairMetrics
 
 	mu        sync.Mutex
+	inline    map[string]int // messages of a bizID in inline sends (new rows have no id to track)
 	lim       map[string]*rate.Limiter
 	throttled map[string]map[string]time.Time // bizID → limit → last time
 	sends     map[string]*window
@@ -105,6 +106,7 @@ func newFairness(limits map[string]BizLimits, labels []string, now func() time.T
 		track:     track,
 		met:       met,
 		lim:       map[string]*rate.Limiter{},
+		inline:    map[string]int{},
 		throttled: map[string]map[string]time.Time{},
 		sends:     map[string]*window{},
 	}
@@ -141,7 +143,7 @@ func (fr *fairness) claim(limit int) (*store.Fair, map[string]string) {
 			}
 		}
 		if l.MaxInFlight > 0 {
-			if room := l.MaxInFlight - fr.track.count(biz); room < n {
+			if room := l.MaxInFlight - fr.inFlight(biz); room < n {
 				n, why = max(0, room), LimitMaxInFlight
 			}
 		}
@@ -183,30 +185,52 @@ func (fr *fairness) claimed(f *store.Fair, cut map[string]string, got map[string
 	return throttled
 }
 
+// inFlight counts biz's messages queued, being sent or in inline sends.
+func (fr *fairness) inFlight(biz string) int {
+	fr.mu.Lock()
+	n := fr.inline[biz]
+	fr.mu.Unlock()
+	return n + fr.track.count(biz)
+}
+
 // allow tells whether a message of biz may be sent now on the fast path
-// (inline or handed over), taking a rate token if so. With count, a
-// refusal is counted as throttled.
-func (fr *fairness) allow(biz string, count bool) bool {
+// (inline or handed over), taking a rate token if so; a refusal is counted
+// as throttled. With inline, an allowed message counts as in flight until
+// inlineDone.
+func (fr *fairness) allow(biz string, inline bool) bool {
 	l, ok := fr.limits[biz]
 	if !ok {
 		return true
 	}
 	now := fr.now()
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
 	why := ""
 	switch {
-	case l.MaxInFlight > 0 && fr.track.count(biz) >= l.MaxInFlight:
+	case l.MaxInFlight > 0 && fr.inline[biz]+fr.track.count(biz) >= l.MaxInFlight:
 		why = LimitMaxInFlight
 	case fr.lim[biz] != nil && !fr.lim[biz].AllowN(now, 1):
 		why = LimitRate
 	default:
+		if inline {
+			fr.inline[biz]++
+		}
 		return true
 	}
-	if count {
-		fr.mu.Lock()
-		fr.held(biz, why, now, 1)
-		fr.mu.Unlock()
-	}
+	fr.held(biz, why, now, 1)
 	return false
+}
+
+// inlineDone ends an inline send allowed by allow.
+func (fr *fairness) inlineDone(biz string) {
+	if _, ok := fr.limits[biz]; !ok {
+		return
+	}
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if fr.inline[biz]--; fr.inline[biz] <= 0 {
+		delete(fr.inline, biz)
+	}
 }
 
 // held notes that a limit held biz back. fr.mu must be held.
@@ -267,6 +291,9 @@ func (f *Forwarder) BizStatus() []BizStatus {
 	inFlight := fr.track.counts()
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
+	for b, n := range fr.inline {
+		inFlight[b] += n
+	}
 	names := map[string]bool{}
 	for b := range fr.limits {
 		names[b] = true

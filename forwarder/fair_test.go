@@ -19,15 +19,21 @@ import (
 // path when lease > 0, and returns the sendable rows.
 func (h *harness) commitBiz(t *testing.T, biz string, n int, lease time.Duration) []state.Message {
 	t.Helper()
+	return h.commitBizIn(t, biz, n, lease, 0)
+}
+
+// commitBizIn is commitBiz in a partition.
+func (h *harness) commitBizIn(t *testing.T, biz string, n int, lease time.Duration, partition int32) []state.Message {
+	t.Helper()
 	var changes []store.Change
 	for range n {
 		h.seq++
 		key := fmt.Sprintf("key-%d", h.seq)
 		at := h.clock.Now()
 		changes = append(changes,
-			store.Change{BizID: biz, Key: key, Event: state.Event{Kind: state.KindPrepare, At: at, Body: &state.Body{
+			store.Change{BizID: biz, Key: key, Partition: partition, Event: state.Event{Kind: state.KindPrepare, At: at, Body: &state.Body{
 				Payload: []byte("p-" + key), Topic: "biz-topic", CheckAfter: time.Minute}}},
-			store.Change{BizID: biz, Key: key, Event: state.Event{Kind: state.KindCommit, At: at}})
+			store.Change{BizID: biz, Key: key, Partition: partition, Event: state.Event{Kind: state.KindCommit, At: at}})
 	}
 	res, err := h.st.Apply(t.Context(), store.ApplyRequest{Changes: changes, SendLease: lease})
 	require.NoError(t, err)
@@ -205,9 +211,11 @@ func TestScanServesBizIDsInTurn(t *testing.T) {
 			h.targets["main"].mu.Lock()
 			h.targets["main"].gate = gate
 			h.targets["main"].mu.Unlock()
-			h.commitBiz(t, "flood", 200, 0) // due at once, for the scan
+			// Due at once, in a partition the forwarder does not own yet.
+			h.commitBizIn(t, "flood", 200, 0, 7)
 			h.clock.Advance(time.Second)
-			quiet := h.commitBiz(t, "quiet", 5, 0)
+			quiet := h.commitBizIn(t, "quiet", 5, 0, 7)
+			h.owned.Assign(0, 7)
 			// A batch of 10 stuck in the target and 20 queued.
 			require.Eventually(t, func() bool { return h.status("flood").InFlight+h.status("quiet").InFlight == 30 },
 				5*time.Second, time.Millisecond, "the claims fill the queue")
@@ -241,4 +249,50 @@ func TestBizLimitsValidation(t *testing.T) {
 			memstore.New(nil), ingest.NewOwnership())
 		require.ErrorContains(t, err, tc.want)
 	}
+}
+
+// On the fast path, a message over its bizID's cap is neither sent inline
+// nor handed over: Apply writes it due and unleased (store.Forwarded.Held),
+// the scan claims it when the cap allows; nothing fails.
+func TestFastPathHoldsOverTheLimit(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	h := newHarness(t, func(c *forwarder.Config) {
+		c.Biz = map[string]forwarder.BizLimits{"flood": {MaxInFlight: 2}}
+		c.InlineTimeout = 50 * time.Millisecond
+	})
+	h.targets["main"].mu.Lock()
+	h.targets["main"].gate = gate
+	h.targets["main"].mu.Unlock()
+	fast := h.f.FastPath(h.st)
+	var changes []store.Change
+	at := h.clock.Now()
+	for i := range 10 {
+		key := fmt.Sprintf("f-%d", i)
+		changes = append(changes,
+			store.Change{BizID: "flood", Key: key, Event: state.Event{Kind: state.KindPrepare, At: at, Body: &state.Body{
+				Payload: []byte("p"), Topic: "biz-topic", CheckAfter: time.Minute}}},
+			store.Change{BizID: "flood", Key: key, Event: state.Event{Kind: state.KindCommit, At: at}})
+	}
+	res, err := fast.Apply(t.Context(), store.ApplyRequest{Changes: changes})
+	require.NoError(t, err)
+	require.Len(t, res.Sendable, 2, "the two the cap let through (their inline send timed out): handed over")
+	require.Empty(t, res.Forwarded)
+	page, err := h.st.List(t.Context(), store.Filter{BizID: "flood", Limit: 100})
+	require.NoError(t, err)
+	held := 0
+	for _, m := range page.Messages {
+		if !m.SendNextAt.After(at) {
+			held++
+		}
+	}
+	require.Equal(t, 8, held, "written due, not leased")
+	require.Equal(t, 8.0, h.counter(t, "eventcenter_forward_biz_throttled_total", "biz_id", "flood", "limit", "max_in_flight"))
+	close(gate)
+	require.Eventually(t, func() bool {
+		n, _ := h.sendStats(t, "flood")
+		return n[state.SendSent] == 10
+	}, 10*time.Second, time.Millisecond)
+	_, most := h.sendStats(t, "flood")
+	require.Zero(t, most)
 }

@@ -292,7 +292,7 @@ func (f *Forwarder) enqueue(msgs []state.Message, wait time.Duration, release bo
 			unknown = append(unknown, f.newFailure(unconfiguredLabel, m, err, f.cfg.Now()))
 			continue
 		}
-		if handoff && !f.fair.allow(m.BizID, true) {
+		if handoff && !f.fair.allow(m.BizID, false) {
 			// Over its bizID's limit: it waits, due at once, for a claim
 			// the limit allows (a limit never fails a message).
 			if release && m.ID != 0 && !f.Stopping() {

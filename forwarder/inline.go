@@ -66,13 +66,23 @@ func (f *Forwarder) sendInline(ctx context.Context, msgs []state.Message, todo [
 		if _, ok := owned[m.Partition]; !ok {
 			continue
 		}
-		if m.ForwardKey != "" && len(l.shard(m)) > 0 {
+		if !f.fair.allow(m.BizID, true) {
+			// Over its bizID's limit: written due and unleased, for a
+			// claim the limit allows; never handed over.
+			out[i] = store.Forwarded{Held: true}
 			continue
 		}
-		if !f.fair.allow(m.BizID, false) {
-			continue // over its bizID's limit: the handoff holds it back
+		if m.ForwardKey != "" && len(l.shard(m)) > 0 {
+			f.fair.inlineDone(m.BizID)
+			continue
 		}
-		if !f.track.add(m.ID, m.LeaseToken, m.BizID) {
+		added := f.track.add(m.ID, m.LeaseToken, m.BizID)
+		if m.ID != 0 || !added {
+			// The tracker counts it (or it is queued already); only new
+			// rows, without an id, count as inline sends.
+			f.fair.inlineDone(m.BizID)
+		}
+		if !added {
 			continue
 		}
 		byLane[l] = append(byLane[l], i)
@@ -99,6 +109,9 @@ func (f *Forwarder) sendInlineLane(ctx context.Context, l *lane, msgs []state.Me
 	defer func() {
 		for _, i := range idx {
 			f.track.done(msgs[i].ID)
+			if msgs[i].ID == 0 {
+				f.fair.inlineDone(msgs[i].BizID)
+			}
 		}
 	}()
 	pass, ok := l.br.allow(f.cfg.Now())

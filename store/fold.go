@@ -126,7 +126,8 @@ func Fold(loaded map[MessageRef]*state.Message, changes []Change) Folded {
 
 // ForwardFirst calls forward (if set) with the sendable rows and applies
 // state.KindSent, at now, to those it reports sent: they move from
-// Sendable to Forwarded and are written sent. The rest stay sendable.
+// Sendable to Forwarded and are written sent. Those it reports held leave
+// Sendable and are written due at now, not leased. The rest stay sendable.
 //
 // With ordered (per-key order on), a message with an order sequence is not
 // offered: an inline send happens before the transaction commits, and a
@@ -155,12 +156,16 @@ func (f *Folded) ForwardFirst(ctx context.Context, forward ForwardFunc, now time
 	results := forward(ctx, msgs)
 	sent := make(map[*state.Message]Forwarded, len(offered))
 	for i, m := range offered {
-		if i < len(results) && results[i].Sent {
+		if i < len(results) && (results[i].Sent || results[i].Held) {
 			sent[m] = results[i]
 		}
 	}
 	keep := f.Sendable[:0]
 	for _, m := range f.Sendable {
+		if r, ok := sent[m]; ok && !r.Sent {
+			m.SendNextAt, m.LeaseToken = now, 0 // held: due now, not leased
+			continue
+		}
 		if r, ok := sent[m]; ok {
 			if next, out, err := state.Apply(*m, state.Event{Kind: state.KindSent, At: now, Ref: r.Ref}); err == nil && out.Effect == state.Changed {
 				ClearStaleError(&next, state.KindSent, out)

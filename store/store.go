@@ -156,6 +156,10 @@ type ForwardFunc func(ctx context.Context, msgs []state.Message) []Forwarded
 type Forwarded struct {
 	Sent bool
 	Ref  string
+	// Held (not Sent): the caller holds the message back (a limit of its
+	// bizID, issue 28): it is written due now and not leased, for a claim
+	// to take when the limit allows, and is not returned in Sendable.
+	Held bool
 }
 
 // ApplyResult says what a batch did.

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -25,6 +26,41 @@ func ExerciseFair(t *testing.T, newStore NewStore) {
 	t.Run("Ordered", func(t *testing.T) { t.Parallel(); testFairOrdered(t, newStore) })
 	t.Run("DrainsEverything", func(t *testing.T) { t.Parallel(); testFairDrains(t, newStore) })
 	t.Run("SendBacklog", func(t *testing.T) { t.Parallel(); testSendBacklog(t, newStore) })
+	t.Run("ForwardHeld", func(t *testing.T) { t.Parallel(); testForwardHeld(t, newStore) })
+}
+
+// testForwardHeld: a message ApplyRequest.Forward reports held is written
+// due now and not leased, returned neither sent nor sendable, and the next
+// claim takes it.
+func testForwardHeld(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	forward := func(_ context.Context, msgs []state.Message) []store.Forwarded {
+		out := make([]store.Forwarded, len(msgs))
+		for i, m := range msgs {
+			switch m.Key {
+			case "held":
+				out[i] = store.Forwarded{Held: true}
+			case "sent":
+				out[i] = store.Forwarded{Sent: true, Ref: "r"}
+			}
+		}
+		return out
+	}
+	res, err := b.s.Apply(t.Context(), store.ApplyRequest{SendLease: lease, Forward: forward, Changes: []store.Change{
+		Prepare(biz, "held", 0, b.now()), Commit(biz, "held", 0, b.now()),
+		Prepare(biz, "sent", 1, b.now()), Commit(biz, "sent", 1, b.now()),
+		Prepare(biz, "left", 2, b.now()), Commit(biz, "left", 2, b.now()),
+	}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"left"}, sortedKeys(res.Sendable))
+	require.Equal(t, []string{"sent"}, sortedKeys(res.Forwarded))
+	h := b.get(t, biz, "held")
+	require.True(t, h.Sendable())
+	require.Equal(t, b.now(), h.SendNextAt, "due now, not leased")
+	require.Zero(t, h.SendAttempts)
+	n, got := b.claimFair(t, 10, &store.Fair{}, false, 0, 1, 2)
+	require.Equal(t, map[string]int{biz: 1}, n, "the leased one waits for its lease")
+	require.Equal(t, "held", got[0].Key)
 }
 
 // testSendBacklog: store.Backlogger counts pending, due (not leased) and
