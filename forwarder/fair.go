@@ -185,6 +185,9 @@ func (fr *fairness) claimed(f *store.Fair, cut map[string]string, got map[string
 	return throttled
 }
 
+// capped tells whether biz has a cap on messages in flight.
+func (fr *fairness) capped(biz string) bool { return fr.limits[biz].MaxInFlight > 0 }
+
 // inFlight counts biz's messages queued, being sent or in inline sends.
 func (fr *fairness) inFlight(biz string) int {
 	fr.mu.Lock()

@@ -258,7 +258,7 @@ func (l *lane) room() int {
 // its next interval (so that a target whose queue stays full is not
 // claimed for in a loop). It returns how many it dropped.
 func (f *Forwarder) route(msgs []state.Message, wait time.Duration, release, handoff bool) int {
-	dropped, released, unknown := f.enqueue(msgs, wait, release)
+	dropped, released, unknown := f.enqueue(msgs, wait, release, handoff)
 	if len(released) > 0 {
 		f.release(released, handoff)
 	}
@@ -277,8 +277,10 @@ func (f *Forwarder) route(msgs []state.Message, wait time.Duration, release, han
 // enqueue is route's queueing: it returns how many it dropped, the lease
 // releases of those (with release) and the failures of messages naming an
 // unconfigured target, for the caller to hand to the recorder (the
-// recorder itself keeps them).
-func (f *Forwarder) enqueue(msgs []state.Message, wait time.Duration, release bool) (int, []store.Change, []failure) {
+// recorder itself keeps them). With handoff, a message over its bizID's
+// limit (BizLimits) is not queued: its lease is released (with release).
+// Claimed messages were counted against the limits by the claim.
+func (f *Forwarder) enqueue(msgs []state.Message, wait time.Duration, release, handoff bool) (int, []store.Change, []failure) {
 	dropped := 0
 	var unknown []failure
 	var released []store.Change
@@ -590,11 +592,13 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 	now := f.cfg.Now()
 	retryable := 0
 	var busy []*state.Message // answered busy: put off, no attempt spent
+	capped := false
 	for i := range keep {
 		m := &keep[i]
 		if tok := f.track.done(m.ID); tok != 0 {
 			m.LeaseToken = tok // claimed again while it waited: the newest lease
 		}
+		capped = capped || f.fair.capped(m.BizID)
 		var err error
 		if i < len(res) {
 			err = res[i].Err
@@ -646,6 +650,13 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 		f.settle(l, pass, len(br.marks) == 0 && retryable > 0, now, cause)
 	}
 	clear(recs) // drop references to payloads
+	if capped {
+		// Room for a bizID held by its max_in_flight: claim more of it now.
+		select {
+		case f.rescan <- struct{}{}:
+		default:
+		}
+	}
 	if len(br.marks) == 0 && len(br.fails) == 0 && len(br.defers) == 0 {
 		return recs[:0]
 	}

@@ -287,7 +287,7 @@ func (r *recorder) markSent(ctx context.Context) (bool, error) {
 	// The recorder must not wait for itself: what finds no room is
 	// released with the next flush, what names an unconfigured target
 	// fails with it.
-	_, released, unknown := f.enqueue(next, 0, true)
+	_, released, unknown := f.enqueue(next, 0, true, false)
 	if len(released) > 0 {
 		r.defers = append(r.defers, released...)
 		r.rescan = true

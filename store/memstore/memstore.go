@@ -289,6 +289,7 @@ func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Mes
 	if err := s.begin(ctx, &s.calls.ClaimCheckbacks, &s.fail.claimCheckbacks); err != nil {
 		return nil, err
 	}
+	c.Fair = nil // send claims only
 	return s.claim(c, func(m *state.Message) time.Time { return m.VerifyNextAt },
 		func(m *state.Message) bool { return m.Status == state.Prepared },
 		func(m *state.Message, until time.Time) { *m = state.ClaimCheckback(*m, until) })
@@ -337,7 +338,7 @@ func (s *Store) claimDue(c store.Claim, due func(*state.Message) time.Time, ok f
 		return cmp.Or(due(a).Compare(due(b)), cmp.Compare(a.ID, b.ID))
 	}
 	if c.Fair != nil {
-		return s.claimFair(c, now, due, ok, lease)
+		return s.claimFairSends(c, now, due, ok, lease)
 	}
 	// The Limit earliest, kept sorted in a small slice: a scan, not a sort
 	// of everything due (a database uses its index).
@@ -365,9 +366,9 @@ func (s *Store) claimDue(c store.Claim, due func(*state.Message) time.Time, ok f
 	return out
 }
 
-// claimFair is claimDue for a fair claim (store.Fair): every due row per
-// bizID, oldest first, then store.PickFair.
-func (s *Store) claimFair(c store.Claim, now time.Time, due func(*state.Message) time.Time, ok func(*state.Message) bool,
+// claimFairSends is claimDue for a fair send claim (store.Fair): every
+// due row per bizID, oldest first, then store.PickFair.
+func (s *Store) claimFairSends(c store.Claim, now time.Time, due func(*state.Message) time.Time, ok func(*state.Message) bool,
 	lease func(*state.Message, time.Time)) []state.Message {
 	order := func(a, b *state.Message) int {
 		return cmp.Or(due(a).Compare(due(b)), cmp.Compare(a.ID, b.ID))
