@@ -117,6 +117,10 @@ func newFairness(limits map[string]BizLimits, labels []string, now func() time.T
 		fr.labels[biz] = true
 		if l.Rate > 0 {
 			fr.lim[biz] = rate.NewLimiter(rate.Limit(l.Rate), l.burst())
+			met.throttled.WithLabelValues(biz, LimitRate) // a series from the start
+		}
+		if l.MaxInFlight > 0 {
+			met.throttled.WithLabelValues(biz, LimitMaxInFlight)
 		}
 	}
 	return fr

@@ -163,11 +163,14 @@ func noisyRun(ctx context.Context, cfg Config, runID string, brokers []string, t
 		err error
 	}
 	qdone := make(chan result, 1)
+	floodSent := make(chan struct{})
 	go func() {
-		r, err := load(ctx, quiet, pass{via: ViaKafka, keyPrefix: runID + "-q3", bizID: quietBizID, stop: stop}, brokers, topics["quiet.3"], cb)
+		r, err := load(ctx, quiet, pass{via: ViaKafka, keyPrefix: runID + "-q3", bizID: quietBizID, stop: stop, split: floodSent},
+			brokers, topics["quiet.3"], cb)
 		qdone <- result{r, err}
 	}()
-	rep.FloodWithQuiet.Flood, err = load(ctx, flood, pass{via: ViaKafka, keyPrefix: runID + "-f3", bizID: floodBizID}, brokers, topics["flood.3"], cb)
+	rep.FloodWithQuiet.Flood, err = load(ctx, flood, pass{via: ViaKafka, keyPrefix: runID + "-f3", bizID: floodBizID, sent: floodSent},
+		brokers, topics["flood.3"], cb)
 	close(stop)
 	q := <-qdone
 	if err != nil {
@@ -212,6 +215,12 @@ func (r *Report) WriteNoisyTable(w io.Writer) error {
 	row("alone", n.FloodBizID, n.FloodAlone)
 	row("together", n.FloodBizID, n.FloodWithQuiet.Flood)
 	row("together", n.QuietBizID, n.FloodWithQuiet.Quiet)
+	if q := n.FloodWithQuiet.Quiet; q.BeforeSplit != nil && q.AfterSplit != nil {
+		fmt.Fprintf(tw, "  %s while %s sends\t\t%d\t\t%.1f\t%.1f\t%.1f\n", n.QuietBizID, n.FloodBizID, q.BeforeSplit.Count,
+			q.BeforeSplit.P50Ms, q.BeforeSplit.P99Ms, q.BeforeSplit.MaxMs)
+		fmt.Fprintf(tw, "  %s while %s's backlog drains\t\t%d\t\t%.1f\t%.1f\t%.1f\n", n.QuietBizID, n.FloodBizID, q.AfterSplit.Count,
+			q.AfterSplit.P50Ms, q.AfterSplit.P99Ms, q.AfterSplit.MaxMs)
+	}
 	fmt.Fprintf(tw, "%s p99 during the flood / alone\t%.2f×\t(target ≤ 2)\n", n.QuietBizID, n.QuietP99Ratio)
 	fmt.Fprintf(tw, "%s throughput with %s / alone\t%.2f\t(target ≥ 0.85)\n", n.FloodBizID, n.QuietBizID, n.FloodRateRatio)
 	return tw.Flush()

@@ -529,6 +529,11 @@ type CenterResult struct {
 	// (the forwarded record's timestamp): the center's share of
 	// CommitToForward.
 	CommitToSend Latency `json:"commit_to_send"`
+	// BeforeSplit and AfterSplit split CommitToForward at a moment set by
+	// another load (the noisy-neighbour run: while the flood was sending,
+	// and after, while its backlog drained).
+	BeforeSplit *Latency `json:"commit_to_forward_before_split,omitempty"`
+	AfterSplit  *Latency `json:"commit_to_forward_after_split,omitempty"`
 	// Checkback is prepare → forwarded of the messages left for check-back.
 	Checkback      Latency `json:"checkback_resolution"`
 	CheckbackRate  float64 `json:"checkback_rate"`
@@ -589,11 +594,17 @@ type pass struct {
 	// the sending when closed (the noisy-neighbour run's quiet load).
 	bizID string
 	stop  <-chan struct{}
+	// sent, when set, is closed when this load's sending ends; split,
+	// when set, splits this load's commit-to-forward latency at its
+	// closing (CenterResult.BeforeSplit, AfterSplit).
+	sent  chan struct{}
+	split <-chan struct{}
 }
 
 func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic string, cb *checkbackServer) (CenterResult, error) {
 	var res CenterResult
 	tr := newTracker()
+	tr.split = ps.split
 
 	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
@@ -753,6 +764,9 @@ func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic stri
 		wg.Wait()
 		sendEnd.Store(time.Now().UnixNano())
 		close(sending)
+		if ps.sent != nil {
+			close(ps.sent)
+		}
 	}()
 
 	// Progress and heap samples until everything is forwarded.
@@ -837,6 +851,10 @@ func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic stri
 		res.ForwardRate = float64(res.Forwarded) / res.ForwardSeconds
 	}
 	res.CommitToForward = tr.commitH.summary()
+	if tr.split != nil {
+		b, a := tr.beforeH.summary(), tr.afterH.summary()
+		res.BeforeSplit, res.AfterSplit = &b, &a
+	}
 	res.CommitToSend = tr.sendH.summary()
 	res.Checkback = tr.cbH.summary()
 	res.SentPerSecond, res.ForwardedPerSecond = tr.sentPS.snapshot(), tr.fwdPS.snapshot()

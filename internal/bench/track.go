@@ -54,11 +54,15 @@ type tracker struct {
 	// sendH is commit → the forwarder's produce call (the forwarded
 	// record's timestamp, stamped by the center's Kafka client): the
 	// center's share of commitH; the rest is broker and consumer.
-	sendH    hist
-	cbH      hist
-	firstFwd time.Time
-	lastFwd  time.Time
-	lastCB   time.Time
+	sendH hist
+	cbH   hist
+	// split, when set, sends commitH's samples to beforeH until it is
+	// closed, then to afterH.
+	split           <-chan struct{}
+	beforeH, afterH hist
+	firstFwd        time.Time
+	lastFwd         time.Time
+	lastCB          time.Time
 
 	forwarded  atomic.Int64
 	duplicates atomic.Int64
@@ -127,6 +131,14 @@ func (t *tracker) seen(seq int64, now, produced time.Time) {
 	} else {
 		t.commitH.add(d)
 		t.latPS.add(now, d)
+		if t.split != nil {
+			select {
+			case <-t.split:
+				t.afterH.add(d)
+			default:
+				t.beforeH.add(d)
+			}
+		}
 		if !produced.IsZero() {
 			t.sendH.add(max(produced.Sub(time.Unix(0, e.at)), 0))
 		}
