@@ -216,9 +216,9 @@ func (r *Report) WriteNoisyTable(w io.Writer) error {
 	row("together", n.FloodBizID, n.FloodWithQuiet.Flood)
 	row("together", n.QuietBizID, n.FloodWithQuiet.Quiet)
 	if q := n.FloodWithQuiet.Quiet; q.BeforeSplit != nil && q.AfterSplit != nil {
-		fmt.Fprintf(tw, "  %s while %s sends\t\t%d\t\t%.1f\t%.1f\t%.1f\n", n.QuietBizID, n.FloodBizID, q.BeforeSplit.Count,
+		fmt.Fprintf(tw, "  %s committed while %s sends\t\t%d\t\t%.1f\t%.1f\t%.1f\n", n.QuietBizID, n.FloodBizID, q.BeforeSplit.Count,
 			q.BeforeSplit.P50Ms, q.BeforeSplit.P99Ms, q.BeforeSplit.MaxMs)
-		fmt.Fprintf(tw, "  %s while %s's backlog drains\t\t%d\t\t%.1f\t%.1f\t%.1f\n", n.QuietBizID, n.FloodBizID, q.AfterSplit.Count,
+		fmt.Fprintf(tw, "  %s committed after, while %s's backlog drains\t\t%d\t\t%.1f\t%.1f\t%.1f\n", n.QuietBizID, n.FloodBizID, q.AfterSplit.Count,
 			q.AfterSplit.P50Ms, q.AfterSplit.P99Ms, q.AfterSplit.MaxMs)
 	}
 	fmt.Fprintf(tw, "%s p99 during the flood / alone\t%.2f×\t(target ≤ 2)\n", n.QuietBizID, n.QuietP99Ratio)

@@ -529,9 +529,10 @@ type CenterResult struct {
 	// (the forwarded record's timestamp): the center's share of
 	// CommitToForward.
 	CommitToSend Latency `json:"commit_to_send"`
-	// BeforeSplit and AfterSplit split CommitToForward at a moment set by
-	// another load (the noisy-neighbour run: while the flood was sending,
-	// and after, while its backlog drained).
+	// BeforeSplit and AfterSplit split CommitToForward by the messages'
+	// commit time at a moment set by another load (the noisy-neighbour
+	// run: committed while the flood was sending, and after, while its
+	// backlog drained).
 	BeforeSplit *Latency `json:"commit_to_forward_before_split,omitempty"`
 	AfterSplit  *Latency `json:"commit_to_forward_after_split,omitempty"`
 	// Checkback is prepare → forwarded of the messages left for check-back.

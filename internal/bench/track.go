@@ -34,6 +34,8 @@ func kindOf(seq int64, rollback, checkback float64) kind {
 type pendingEntry struct {
 	at        int64 // unix nanoseconds
 	checkback bool
+	// afterSplit: its clock started after tracker.split was closed.
+	afterSplit bool
 }
 
 const shards = 64
@@ -56,8 +58,8 @@ type tracker struct {
 	// center's share of commitH; the rest is broker and consumer.
 	sendH hist
 	cbH   hist
-	// split, when set, sends commitH's samples to beforeH until it is
-	// closed, then to afterH.
+	// split, when set, sends commitH's samples to beforeH, or to afterH
+	// for the messages whose clock started after it was closed.
 	split           <-chan struct{}
 	beforeH, afterH hist
 	firstFwd        time.Time
@@ -84,7 +86,15 @@ func newTracker() *tracker {
 func (t *tracker) expect(seq int64, at time.Time, checkback bool) {
 	s := &t.shards[seq%shards]
 	s.mu.Lock()
-	s.m[seq] = pendingEntry{at: at.UnixNano(), checkback: checkback}
+	e := pendingEntry{at: at.UnixNano(), checkback: checkback}
+	if t.split != nil {
+		select {
+		case <-t.split:
+			e.afterSplit = true
+		default:
+		}
+	}
+	s.m[seq] = e
 	s.mu.Unlock()
 	t.pending.Add(1)
 	t.sentPS.add(at)
@@ -132,10 +142,9 @@ func (t *tracker) seen(seq int64, now, produced time.Time) {
 		t.commitH.add(d)
 		t.latPS.add(now, d)
 		if t.split != nil {
-			select {
-			case <-t.split:
+			if e.afterSplit {
 				t.afterH.add(d)
-			default:
+			} else {
 				t.beforeH.add(d)
 			}
 		}

@@ -66,7 +66,7 @@ func TestEveryDocumentedMetricIsExported(t *testing.T) {
 		c.Checkback.Allow = []string{srv.URL, deadURL}
 		c.Checkback.Biz = []config.Biz{{BizID: "orders"}}
 		c.Forward.Biz = []config.ForwardBiz{{BizID: "orders", Rate: 1e6, MaxInFlight: 1 << 20}} // its throttle series
-		c.Ingress.Listen, c.Ingress.Insecure = "127.0.0.1:0", true // the producer API's metrics too
+		c.Ingress.Listen, c.Ingress.Insecure = "127.0.0.1:0", true                              // the producer API's metrics too
 	})
 	c := e.startCenter(center.Options{})
 	col := e.collect(businessTopic)
