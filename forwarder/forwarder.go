@@ -466,7 +466,7 @@ func (f *Forwarder) scan(ctx context.Context) int {
 	claim := store.Claim{Partitions: parts, Limit: limit, Lease: f.cfg.Lease, Ordered: f.cfg.Ordered()}
 	var cut map[string]string
 	if !f.cfg.OldestFirst {
-		claim.Fair, cut = f.fair.claim(limit)
+		claim.FairSends, cut = f.fair.claim(limit)
 	}
 	msgs, err := f.st.ClaimSends(ctx, claim)
 	if err != nil {
@@ -479,12 +479,12 @@ func (f *Forwarder) scan(ctx context.Context) int {
 	if len(msgs) > 0 {
 		res = scanBusy
 	}
-	if claim.Fair != nil {
+	if claim.FairSends != nil {
 		got := map[string]int{}
 		for i := range msgs {
 			got[msgs[i].BizID]++
 		}
-		if f.fair.claimed(claim.Fair, cut, got) {
+		if f.fair.claimed(claim.FairSends, cut, got) {
 			res = scanThrottled
 		}
 	}

@@ -199,10 +199,10 @@ type Claim struct {
 	// between the bizIDs with due check-backs by weight (see FairShare)
 	// instead of taking the oldest due first.
 	FairCheckbacks *FairShare
-	// Fair, when set (ClaimSends only), shares Limit between bizIDs by weight,
+	// FairSends, when set (ClaimSends only), shares Limit between bizIDs by weight,
 	// with per-bizID caps, instead of taking the oldest due rows first
 	// (see Fair).
-	Fair *Fair
+	FairSends *Fair
 }
 
 // Sent is one successful send.

@@ -289,7 +289,7 @@ func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Mes
 	if err := s.begin(ctx, &s.calls.ClaimCheckbacks, &s.fail.claimCheckbacks); err != nil {
 		return nil, err
 	}
-	c.Fair = nil // send claims only
+	c.FairSends = nil // send claims only
 	return s.claim(c, func(m *state.Message) time.Time { return m.VerifyNextAt },
 		func(m *state.Message) bool { return m.Status == state.Prepared },
 		func(m *state.Message, until time.Time) { *m = state.ClaimCheckback(*m, until) })
@@ -337,7 +337,7 @@ func (s *Store) claimDue(c store.Claim, due func(*state.Message) time.Time, ok f
 	order := func(a, b *state.Message) int {
 		return cmp.Or(due(a).Compare(due(b)), cmp.Compare(a.ID, b.ID))
 	}
-	if c.Fair != nil {
+	if c.FairSends != nil {
 		return s.claimFairSends(c, now, due, ok, lease)
 	}
 	// The Limit earliest, kept sorted in a small slice: a scan, not a sort
@@ -383,13 +383,13 @@ func (s *Store) claimFairSends(c store.Claim, now time.Time, due func(*state.Mes
 	byID := map[int64]*state.Message{}
 	for biz, ms := range per {
 		slices.SortFunc(ms, order)
-		ms = ms[:min(len(ms), c.Fair.Cap(biz, c.Limit))]
+		ms = ms[:min(len(ms), c.FairSends.Cap(biz, c.Limit))]
 		for _, m := range ms {
 			cands[biz] = append(cands[biz], *m)
 			byID[m.ID] = m
 		}
 	}
-	picked := store.PickFair(cands, c.Limit, c.Fair, func(m *state.Message) int64 { return due(m).UnixNano() })
+	picked := store.PickFair(cands, c.Limit, c.FairSends, func(m *state.Message) int64 { return due(m).UnixNano() })
 	token := codec.LeaseToken()
 	out := make([]state.Message, len(picked))
 	for i := range picked {

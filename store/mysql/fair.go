@@ -74,7 +74,7 @@ func (s *Store) claimFairOnce(ctx context.Context, c store.Claim, cand string) (
 		}
 		cands := map[string][]state.Message{}
 		for _, biz := range bizs {
-			n := c.Fair.Cap(biz, c.Limit)
+			n := c.FairSends.Cap(biz, c.Limit)
 			if n == 0 {
 				continue
 			}
@@ -91,7 +91,7 @@ func (s *Store) claimFairOnce(ctx context.Context, c store.Claim, cand string) (
 				cands[biz] = got
 			}
 		}
-		picked = store.PickFair(cands, c.Limit, c.Fair, func(m *state.Message) int64 { return m.SendNextAt.UnixMicro() })
+		picked = store.PickFair(cands, c.Limit, c.FairSends, func(m *state.Message) int64 { return m.SendNextAt.UnixMicro() })
 		if len(picked) == 0 {
 			return nil
 		}

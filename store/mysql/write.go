@@ -373,7 +373,7 @@ const (
 
 // ClaimSends implements store.Store.
 func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
-	if c.Fair != nil {
+	if c.FairSends != nil {
 		return s.claimFair(ctx, c)
 	}
 	if c.Ordered {

@@ -76,7 +76,7 @@ func (s *Store) claimFair(ctx context.Context, c store.Claim) ([]state.Message, 
 		q = fairClaimOrderedSendsSQL
 	}
 	return sqlcore.Claim(c, func() ([]state.Message, error) {
-		names, weights, caps := fairArgs(c.Fair, c.Limit)
+		names, weights, caps := fairArgs(c.FairSends, c.Limit)
 		now := codec.Time(s.now())
 		var ms []state.Message
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

@@ -489,7 +489,7 @@ var claimCheckbacksSQL = claimSQL("verify_next_at = $1, lease_token = $2, verify
 
 // ClaimSends implements store.Store.
 func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
-	if c.Fair != nil {
+	if c.FairSends != nil {
 		return s.claimFair(ctx, c)
 	}
 	if c.Ordered {

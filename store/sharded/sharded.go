@@ -221,7 +221,7 @@ func (s *Store) claim(ctx context.Context, c store.Claim,
 		}
 		cc := c
 		cc.Limit = share[i]
-		cc.Fair = splitFair(c.Fair, i, first, n, nil)
+		cc.FairSends = splitFair(c.FairSends, i, first, n, nil)
 		ms, err := fn(st, ctx, cc)
 		got[i] = outerMessages(ms, i)
 		return err
@@ -239,7 +239,7 @@ func (s *Store) claim(ctx context.Context, c store.Claim,
 		}
 		cc := c
 		cc.Limit = c.Limit - total
-		cc.Fair = splitFair(c.Fair, 0, 0, 1, got)
+		cc.FairSends = splitFair(c.FairSends, 0, 0, 1, got)
 		ms, e := fn(s.shards[i].Store, ctx, cc)
 		if e != nil {
 			err = fmt.Errorf("shard %d: %w", i, e)

@@ -198,7 +198,7 @@ func TestFairCapsAcrossShards(t *testing.T) {
 	total := map[string]int{}
 	for range 200 {
 		got, err := s.ClaimSends(t.Context(), store.Claim{Partitions: []int32{0}, Limit: 20, Lease: time.Hour,
-			Fair: &store.Fair{Max: map[string]int{"a": 5, "b": 0}}})
+			FairSends: &store.Fair{Max: map[string]int{"a": 5, "b": 0}}})
 		require.NoError(t, err)
 		n := map[string]int{}
 		for _, m := range got {

@@ -56,7 +56,7 @@ func (s *Store) claimFair(ctx context.Context, c store.Claim) ([]state.Message, 
 			}
 			cands := map[string][]state.Message{}
 			for _, biz := range bizs {
-				n := c.Fair.Cap(biz, c.Limit)
+				n := c.FairSends.Cap(biz, c.Limit)
 				if n == 0 {
 					continue
 				}
@@ -78,7 +78,7 @@ func (s *Store) claimFair(ctx context.Context, c store.Claim) ([]state.Message, 
 					return err
 				}
 			}
-			picked := store.PickFair(cands, c.Limit, c.Fair, func(m *state.Message) int64 { return m.SendNextAt.UnixMicro() })
+			picked := store.PickFair(cands, c.Limit, c.FairSends, func(m *state.Message) int64 { return m.SendNextAt.UnixMicro() })
 			if len(picked) == 0 {
 				ms = nil
 				return nil

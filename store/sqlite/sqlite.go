@@ -392,7 +392,7 @@ func partitionsJSON(ps []int32) string {
 
 // ClaimSends implements store.Store.
 func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
-	if c.Fair != nil {
+	if c.FairSends != nil {
 		return s.claimFair(ctx, c)
 	}
 	free := ""

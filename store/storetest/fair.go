@@ -124,7 +124,7 @@ func (b *bundle) claimFair(t *testing.T, limit int, f *store.Fair, ordered bool,
 	if len(parts) == 0 {
 		parts = fairParts
 	}
-	got, err := b.s.ClaimSends(t.Context(), store.Claim{Partitions: parts, Limit: limit, Lease: time.Hour, Ordered: ordered, Fair: f})
+	got, err := b.s.ClaimSends(t.Context(), store.Claim{Partitions: parts, Limit: limit, Lease: time.Hour, Ordered: ordered, FairSends: f})
 	require.NoError(t, err)
 	n := map[string]int{}
 	for _, m := range got {
