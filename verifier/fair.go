@@ -265,6 +265,7 @@ func (v *Verifier) countHeld(b *fairBuf) {
 			v.m.bizWaiting.WithLabelValues(q.st.label).Add(float64(n - q.shownLen))
 			q.shownLen = n
 		}
+		v.view.show(q) // BizStatus (status.go)
 	}
 }
 

@@ -62,6 +62,8 @@ type Verifier struct {
 	bizStates map[string]*bizState
 	weights   map[string]int
 	turn      uint64
+	// view is what BizStatus shows of the queues (status.go).
+	view bizView
 
 	// Base gives Stop and the shared start/stop semantics.
 	startstop.Base
