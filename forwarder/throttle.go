@@ -3,6 +3,8 @@ package forwarder
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,6 +88,8 @@ type pacer struct {
 	since   time.Time     // when the last pause began
 	backoff time.Duration // the next pause for a busy answer; 0: throttleBackoffMin
 	shown   bool          // the gauge shows a throttle
+	pauseD  time.Duration // the last pause (TargetStatus)
+	cause   string        // why it last paused (TargetStatus)
 }
 
 func newPacer(m *throttleMetrics, target string) *pacer {
@@ -101,7 +105,7 @@ func (p *pacer) throttle(d time.Duration) {
 		return
 	}
 	p.events.WithLabelValues(causeBrokerThrottle).Inc()
-	p.pause(d)
+	p.pause(d, causeBrokerThrottle)
 }
 
 // busy pauses the target after a busy answer to a batch sent at sent,
@@ -120,18 +124,18 @@ func (p *pacer) busy(sent time.Time) time.Duration {
 	p.backoff = min(2*d, throttleBackoffMax)
 	p.mu.Unlock()
 	p.events.WithLabelValues(causeBusy).Inc()
-	p.pause(d)
+	p.pause(d, causeBusy)
 	return d
 }
 
-func (p *pacer) pause(d time.Duration) {
+func (p *pacer) pause(d time.Duration, cause string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
 	if until := now.Add(d); until.After(p.until) {
 		p.until = until
 	}
-	p.since = now
+	p.since, p.pauseD, p.cause = now, d, cause
 	p.gauge.Set(d.Seconds())
 	p.shown = true
 }
@@ -154,6 +158,43 @@ func (p *pacer) paused() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return time.Now().Before(p.until)
+}
+
+// TargetStatus is one target's throttle, for the operator's view.
+type TargetStatus struct {
+	Target string
+	// Paused tells whether its sends are paused now; Left is how long
+	// for still.
+	Paused bool
+	Left   time.Duration
+	// Cause is why it last paused: "broker_throttle" (Kafka
+	// throttle_time_ms) or "busy" (RocketMQ SYSTEM_BUSY); empty when it
+	// never did. Pause is that pause's length, Since when it began.
+	Cause string
+	Pause time.Duration
+	Since time.Time
+}
+
+// status is p's TargetStatus at now.
+func (p *pacer) status(name string, now time.Time) TargetStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := TargetStatus{Target: name, Cause: p.cause, Pause: p.pauseD, Since: p.since}
+	if left := p.until.Sub(now); left > 0 {
+		s.Paused, s.Left = true, left
+	}
+	return s
+}
+
+// TargetStatus returns every target's throttle, by name. Safe from any
+// goroutine.
+func (f *Forwarder) TargetStatus() []TargetStatus {
+	now := time.Now() // the pacer's clock is the wall clock
+	out := make([]TargetStatus, 0, len(f.lanes))
+	for _, name := range slices.Sorted(maps.Keys(f.lanes)) {
+		out = append(out, f.lanes[name].pace.status(name, now))
+	}
+	return out
 }
 
 // wait blocks until the target's pause is over; false when ctx ended or

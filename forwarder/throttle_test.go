@@ -67,6 +67,13 @@ func TestBusyTargetIsPausedWithoutSpendingAttempts(t *testing.T) {
 	}
 	require.Equal(t, 1.0, h.counter(t, "eventcenter_forward_target_throttled_total", "target", "main", "cause", "busy"))
 	require.InDelta(t, 0.1, h.gauge(t, "eventcenter_forward_target_throttle_seconds", "target", "main"), 1e-9)
+	ts := h.f.TargetStatus()
+	require.Len(t, ts, 2)
+	require.Equal(t, "main", ts[0].Target)
+	require.Equal(t, forwarder.TargetStatus{Target: "other"}, ts[1], "never paused")
+	require.Equal(t, "busy", ts[0].Cause, "the operator's view says why")
+	require.Equal(t, 100*time.Millisecond, ts[0].Pause)
+	require.False(t, ts[0].Since.IsZero())
 
 	// Still busy: the pause doubles, and the next send waits for it.
 	h.clock.Advance(100 * time.Millisecond)
@@ -127,6 +134,13 @@ func TestBrokerThrottleHoldsTheNextBatch(t *testing.T) {
 	(*fn)(300 * time.Millisecond)
 	require.Equal(t, 1.0, h.counter(t, "eventcenter_forward_target_throttled_total", "target", "main", "cause", "broker_throttle"))
 	require.InDelta(t, 0.3, h.gauge(t, "eventcenter_forward_target_throttle_seconds", "target", "main"), 1e-9)
+	ts := h.f.TargetStatus()
+	require.Equal(t, "main", ts[0].Target)
+	require.True(t, ts[0].Paused, "paused by the broker")
+	require.Equal(t, "broker_throttle", ts[0].Cause)
+	require.Equal(t, 300*time.Millisecond, ts[0].Pause)
+	require.Greater(t, ts[0].Left, time.Duration(0))
+	require.LessOrEqual(t, ts[0].Left, 300*time.Millisecond)
 	more := h.commit(t, 2, 0, "", testLease)
 	h.f.Handoff(more)
 	for _, m := range more {
@@ -139,6 +153,10 @@ func TestBrokerThrottleHoldsTheNextBatch(t *testing.T) {
 		require.GreaterOrEqual(t, c.Sub(throttledAt), 290*time.Millisecond, "held for the throttle")
 	}
 	require.Zero(t, h.gauge(t, "eventcenter_forward_target_throttle_seconds", "target", "main"))
+	ts = h.f.TargetStatus()
+	require.False(t, ts[0].Paused, "the pause is over")
+	require.Zero(t, ts[0].Left)
+	require.Equal(t, "broker_throttle", ts[0].Cause, "the last cause stays shown")
 }
 
 // While a target is paused, messages are not sent inline (in the store's
