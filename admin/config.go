@@ -73,6 +73,13 @@ type Config struct {
 	// fair-share page and GET /api/v1/bizids, joined with the store's send
 	// backlog (store.Backlogger).
 	Forwarding func() []adminapi.BizForwarding
+	// Checkbacks, when set, gives this center's check-back view per
+	// bizID (limits, waiting, running, throttled), keyed by bizID, for
+	// the same page.
+	Checkbacks func() map[string]adminapi.BizCheckback
+	// Targets, when set, gives this center's forward targets and their
+	// broker throttles, for the same page.
+	Targets func() []adminapi.TargetThrottle
 
 	// Trends, when set, gives the overview its charts of the last hour
 	// (internal/trends.Sampler).

@@ -16,7 +16,10 @@ func (h *handler) bizShares(r *http.Request) (adminapi.BizShares, error) {
 	rows := map[string]*adminapi.BizShare{}
 	row := func(biz string) *adminapi.BizShare {
 		if rows[biz] == nil {
-			rows[biz] = &adminapi.BizShare{BizForwarding: adminapi.BizForwarding{BizID: biz, Weight: 1, Throttled: []string{}}}
+			rows[biz] = &adminapi.BizShare{
+				BizForwarding: adminapi.BizForwarding{BizID: biz, Weight: 1, Throttled: []string{}},
+				BizCheckback:  adminapi.BizCheckback{CheckbackWeight: 1, CheckbackThrottled: []string{}},
+			}
 		}
 		return rows[biz]
 	}
@@ -26,6 +29,14 @@ func (h *handler) bizShares(r *http.Request) (adminapi.BizShares, error) {
 				f.Throttled = []string{}
 			}
 			row(f.BizID).BizForwarding = f
+		}
+	}
+	if h.cfg.Checkbacks != nil {
+		for biz, c := range h.cfg.Checkbacks() {
+			if c.CheckbackThrottled == nil {
+				c.CheckbackThrottled = []string{}
+			}
+			row(biz).BizCheckback = c
 		}
 	}
 	if bl, ok := h.st.(store.Backlogger); ok {
@@ -44,7 +55,10 @@ func (h *handler) bizShares(r *http.Request) (adminapi.BizShares, error) {
 			}
 		}
 	}
-	out := adminapi.BizShares{BizIDs: []adminapi.BizShare{}}
+	out := adminapi.BizShares{BizIDs: []adminapi.BizShare{}, Targets: []adminapi.TargetThrottle{}}
+	if h.cfg.Targets != nil {
+		out.Targets = append(out.Targets, h.cfg.Targets()...)
+	}
 	for _, biz := range slices.Sorted(maps.Keys(rows)) {
 		out.BizIDs = append(out.BizIDs, *rows[biz])
 	}
@@ -69,5 +83,5 @@ func (h *handler) uiBizShares(w http.ResponseWriter, r *http.Request, _ principa
 	if err != nil {
 		return nil, err
 	}
-	return &page{tmpl: "bizids", Title: "Fair share per bizID", Data: map[string]any{"BizIDs": out.BizIDs}}, nil
+	return &page{tmpl: "bizids", Title: "Fair share per bizID", Data: map[string]any{"BizIDs": out.BizIDs, "Targets": out.Targets}}, nil
 }

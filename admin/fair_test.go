@@ -1,6 +1,8 @@
 package admin_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -27,6 +29,21 @@ func TestBizShares(t *testing.T) {
 					{BizID: "vip", Configured: true, Weight: 4},
 				}
 			}
+			c.Checkbacks = func() map[string]adminapi.BizCheckback {
+				return map[string]adminapi.BizCheckback{
+					"flood": {CheckbackWeight: 1, CheckbackRate: 5, CheckbackBurst: 1, CheckbackWorkers: 3,
+						CheckbackWaiting: 6, CheckbackRunning: 1, CheckbackThrottled: []string{"rate"}},
+					"slowcb": {CheckbackWeight: 2, CheckbackWorkers: 3, CheckbackWaiting: 12, CheckbackRunning: 3,
+						CheckbackThrottled: []string{"workers"}},
+				}
+			}
+			c.Targets = func() []adminapi.TargetThrottle {
+				since := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+				return []adminapi.TargetThrottle{
+					{Target: "kafka-main", Paused: true, RemainingSeconds: 1.5, Cause: "broker_throttle", PauseSeconds: 2, Since: &since},
+					{Target: "rocket", PauseSeconds: 0},
+				}
+			}
 		})
 		at := env.Clock.Now()
 		var cs []store.Change
@@ -51,6 +68,32 @@ func TestBizShares(t *testing.T) {
 		require.Equal(t, 99.5, f.SendRate)
 		require.Equal(t, 4, byBiz["vip"].Weight)
 		require.Zero(t, byBiz["vip"].Backlog)
+		require.Equal(t, []string{"rate"}, f.CheckbackThrottled, "check-backs held by their rate, beside the forward columns")
+		require.Equal(t, 6, f.CheckbackWaiting)
+		require.Equal(t, 5.0, f.CheckbackRate)
+		slow := byBiz["slowcb"] // only the verifier knows it: a row with forward defaults
+		require.Equal(t, []string{"workers"}, slow.CheckbackThrottled)
+		require.Equal(t, 12, slow.CheckbackWaiting)
+		require.Equal(t, 3, slow.CheckbackRunning)
+		require.Equal(t, 1, slow.Weight)
+		require.Equal(t, []string{}, slow.Throttled)
+		require.Equal(t, []string{}, byBiz["vip"].CheckbackThrottled, "a bizID the verifier does not name: no hold")
+		require.Equal(t, 1, byBiz["vip"].CheckbackWeight)
+		require.Len(t, got.Targets, 2)
+		require.True(t, got.Targets[0].Paused)
+		require.Equal(t, "broker_throttle", got.Targets[0].Cause)
+		require.Equal(t, 1.5, got.Targets[0].RemainingSeconds)
+		require.False(t, got.Targets[1].Paused)
+
+		// The JSON names the documented fields.
+		var compact bytes.Buffer
+		require.NoError(t, json.Compact(&compact, get(t, env, "/api/v1/bizids").body))
+		raw := compact.String()
+		for _, field := range []string{`"checkback_waiting":6`, `"checkback_running":1`, `"checkback_throttled":["rate"]`,
+			`"checkback_rate":5`, `"checkback_workers":3`, `"targets":[`, `"paused":true`, `"cause":"broker_throttle"`,
+			`"remaining_seconds":1.5`, `"pause_seconds":2`, `"since":"2026-11-26T12:00:00Z"`} {
+			require.Contains(t, raw, field)
+		}
 		require.Contains(t, get(t, env, "/api/v1/bizids?x=1").err(t), "unknown query parameter")
 
 		b := newBrowser(t, env)
@@ -60,5 +103,10 @@ func TestBizShares(t *testing.T) {
 		require.Contains(t, p.body, "by max_in_flight, rate")
 		require.Contains(t, p.body, "Fair share per bizID")
 		require.Contains(t, p.body, "100/s, burst 100")
+		require.Contains(t, p.body, "5/s, burst 1; 3 workers")
+		require.Regexp(t, `slowcb</a>.*?(?s:.*?)<span class="hot">by workers</span>`, p.body)
+		require.Contains(t, p.body, "Targets paused by their broker")
+		require.Regexp(t, `kafka-main</td>\s*<td><span class="hot">paused</span></td>\s*<td>1.5s</td>\s*<td>2.0s</td>\s*<td>broker throttle \(Kafka throttle_time_ms\)</td>`, p.body)
+		require.Regexp(t, `rocket</td>\s*<td><span class="muted">no</span></td>`, p.body)
 	})
 }

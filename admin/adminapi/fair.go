@@ -27,11 +27,53 @@ type BizForwarding struct {
 	Throttled []string `json:"throttled"`
 }
 
+// BizCheckback is one bizID's share of this center's check-backs (issue
+// 28): its settings (checkback.biz[], checkback.biz_workers) and what
+// the verifier holds. The center gives it to the admin handler
+// (admin.Config.Checkbacks). Fields are prefixed checkback_ in the JSON,
+// beside the forward ones.
+type BizCheckback struct {
+	// CheckbackWeight is its share of the check-back claims and workers.
+	CheckbackWeight int `json:"checkback_weight"`
+	// CheckbackRate (check-backs/s, 0: none) and CheckbackBurst are its
+	// rate limit; CheckbackWorkers the most calls it may have running
+	// (fewer while other bizIDs wait: its weighted share).
+	CheckbackRate    float64 `json:"checkback_rate,omitempty"`
+	CheckbackBurst   int     `json:"checkback_burst,omitempty"`
+	CheckbackWorkers int     `json:"checkback_workers"`
+	// CheckbackWaiting are its claimed check-backs waiting in this
+	// center's memory for a worker or a limit; CheckbackRunning its calls
+	// under way.
+	CheckbackWaiting int `json:"checkback_waiting"`
+	CheckbackRunning int `json:"checkback_running"`
+	// CheckbackThrottled names the limit holding its check-backs back now
+	// ("rate": checkback.biz[].rate, "workers": its worker cap); empty
+	// when none.
+	CheckbackThrottled []string `json:"checkback_throttled"`
+}
+
+// TargetThrottle is a forward target's pause asked for by its broker
+// (issue 28), in GET /api/v1/bizids.
+type TargetThrottle struct {
+	Target string `json:"target"`
+	// Paused tells whether its sends are paused now; RemainingSeconds
+	// how long for still.
+	Paused           bool    `json:"paused"`
+	RemainingSeconds float64 `json:"remaining_seconds"`
+	// Cause is why it last paused: "broker_throttle" (Kafka
+	// throttle_time_ms) or "busy" (RocketMQ SYSTEM_BUSY); absent when it
+	// never did. PauseSeconds is that pause's length, Since when it began.
+	Cause        string     `json:"cause,omitempty"`
+	PauseSeconds float64    `json:"pause_seconds"`
+	Since        *time.Time `json:"since,omitempty"`
+}
+
 // BizShare is one bizID's row of GET /api/v1/bizids: its send backlog
-// from the store (every center's) and its share of this center's
-// forwarder.
+// from the store (every center's), its share of this center's forwarder
+// and of its check-backs.
 type BizShare struct {
 	BizForwarding
+	BizCheckback
 	// Backlog counts its committed messages not sent yet (due, being
 	// sent, scheduled or waiting for a retry).
 	Backlog int64 `json:"backlog"`
@@ -47,4 +89,7 @@ type BizShare struct {
 // BizShares is GET /api/v1/bizids: the fair-share view, by bizID.
 type BizShares struct {
 	BizIDs []BizShare `json:"biz_ids"`
+	// Targets are this center's forward targets and their broker
+	// throttles.
+	Targets []TargetThrottle `json:"targets"`
 }

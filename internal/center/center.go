@@ -352,6 +352,8 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 		DifferingPrepares: c.Ingester.DifferingPrepares,
 		Trends:            c.trends,
 		Forwarding:        c.bizForwarding,
+		Checkbacks:        c.bizCheckbacks,
+		Targets:           c.targetThrottles,
 		Now:               opt.Now,
 		Logger:            opt.Logger.With("component", "admin"),
 		Registerer:        c.registerer,

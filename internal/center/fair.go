@@ -15,3 +15,34 @@ func (c *Center) bizForwarding() []adminapi.BizForwarding {
 	}
 	return out
 }
+
+// bizCheckbacks is the verifier's per-bizID view for the admin handler.
+func (c *Center) bizCheckbacks() map[string]adminapi.BizCheckback {
+	st := c.Verifier.BizStatus()
+	out := make(map[string]adminapi.BizCheckback, len(st))
+	for _, s := range st {
+		out[s.BizID] = adminapi.BizCheckback{
+			CheckbackWeight: s.Weight, CheckbackRate: s.Rate, CheckbackBurst: s.Burst, CheckbackWorkers: s.Workers,
+			CheckbackWaiting: s.Waiting, CheckbackRunning: s.Running, CheckbackThrottled: s.Throttled,
+		}
+	}
+	return out
+}
+
+// targetThrottles is the forwarder's per-target throttle for the admin
+// handler.
+func (c *Center) targetThrottles() []adminapi.TargetThrottle {
+	st := c.Forwarder.TargetStatus()
+	out := make([]adminapi.TargetThrottle, len(st))
+	for i, s := range st {
+		out[i] = adminapi.TargetThrottle{
+			Target: s.Target, Paused: s.Paused, RemainingSeconds: s.Left.Seconds(),
+			Cause: s.Cause, PauseSeconds: s.Pause.Seconds(),
+		}
+		if !s.Since.IsZero() {
+			t := s.Since.UTC()
+			out[i].Since = &t
+		}
+	}
+	return out
+}
