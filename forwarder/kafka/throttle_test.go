@@ -97,6 +97,13 @@ func TestBrokerThrottleSlowsTheTargetDown(t *testing.T) {
 	recs := consume(t, c, "orders", n)
 	require.Len(t, recs, n, "nothing lost, nothing twice")
 	require.Positive(t, metricValue(t, reg, "eventcenter_forward_target_throttled_total", "cause", "broker_throttle"))
+	// The operator's view says the broker paused the target, and for how long.
+	ts := f.TargetStatus()
+	require.Len(t, ts, 1)
+	require.Equal(t, "kafka", ts[0].Target)
+	require.Equal(t, "broker_throttle", ts[0].Cause)
+	require.Equal(t, 300*time.Millisecond, ts[0].Pause)
+	require.False(t, ts[0].Since.IsZero())
 }
 
 // metricValue reads a counter or gauge of the registry with the given
