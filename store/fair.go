@@ -10,24 +10,28 @@ import (
 )
 
 // Fair asks a claim to share its limit between bizIDs (issue 28) instead of
-// taking the oldest due rows first. The claim serves the bizIDs that have
-// due rows in turn, by weight: a bizID's k-th row (oldest due first) comes
-// at virtual time k/weight, and the claim takes the Limit rows of lowest
-// virtual time (ties: the earlier due, then the lower id). A bizID with
-// fewer due rows than its share leaves the rest to the others, in the same
-// claim. So one bizID's backlog of 200,000 rows takes at most its share of
-// a claim while another bizID has due rows, and the whole claim when it is
-// alone.
+// taking the oldest due rows first. It is the one fairness of both claims:
+// Claim.FairSends (the forwarder) and Claim.FairCheckbacks (the verifier).
 //
-// It is one type for both claims: ClaimSends (the forwarder) reads it;
-// a check-back claim may read it the same way.
+// The rule (Pick): the claim serves the bizIDs that have due rows in turn,
+// by weight. A bizID's k-th row (oldest due first) comes at virtual time
+// k/weight, and the claim takes the Limit rows of lowest virtual time; ties
+// go to the earlier due, then the lower id, so an uneven split moves on
+// between claims as the claimed rows leave. A bizID with fewer due rows
+// than its share leaves the rest to the others, in the same claim (water
+// filling). So one bizID's backlog of 200,000 rows takes at most its share
+// of a claim while another bizID has due rows, and the whole claim when it
+// is alone: batching is kept.
+//
+// Max caps a bizID's rows in one claim: the forwarder's rate-limit tokens
+// and in-flight caps, the verifier's bizIDs held back with enough waiting
+// (cap 0).
 type Fair struct {
-	// Weights are the bizIDs' weights (positive); a bizID not named has
-	// weight 1.
+	// Weights are the bizIDs' weights; a bizID not named, or named with a
+	// weight below 1, weighs 1.
 	Weights map[string]int
-	// Max caps how many rows of a bizID this claim may take (a rate limit's
-	// tokens, a cap on messages in flight); 0 takes none of its rows, a
-	// bizID not named is capped by Limit only.
+	// Max caps how many rows of a bizID this claim may take; 0 takes none
+	// of its rows, a bizID not named is capped by the claim's Limit only.
 	Max map[string]int
 }
 
@@ -47,33 +51,48 @@ func (f *Fair) Cap(biz string, limit int) int {
 	return limit
 }
 
-// PickFair takes up to limit messages from the candidates of each bizID,
-// each list due-ordered (oldest first, as a claim reads them), by the rule
-// of Fair. due returns a candidate's due time. The result is in pick order.
-// Stores that choose in Go call it; the PostgreSQL store does the same in
-// SQL, and storetest checks both agree.
-func PickFair(cands map[string][]state.Message, limit int, f *Fair, due func(*state.Message) int64) []state.Message {
+// Pick takes up to limit of the candidates by the rule of Fair. The
+// candidates must be in claim order: oldest due first, then the lower id
+// (up to limit of each bizID is enough); bizID names a candidate's bizID.
+// The result is in pick order, each bizID's oldest due first. Stores that
+// choose in Go call it for both claims; the PostgreSQL store does the same
+// for sends in SQL, and storetest checks they agree.
+func Pick[T any](f *Fair, limit int, cands []T, bizID func(*T) string) []T {
 	type pick struct {
-		num, den int // virtual time num/den
-		due      int64
-		m        *state.Message
+		k, w int // virtual time k/w
+		i    int // position in cands: the tie-break (due, then id)
 	}
+	rank := map[string]int{}
 	var all []pick
-	for biz, ms := range cands {
-		w := f.Weight(biz)
-		for i := range ms[:min(len(ms), f.Cap(biz, limit))] {
-			all = append(all, pick{num: i + 1, den: w, due: due(&ms[i]), m: &ms[i]})
+	for i := range cands {
+		biz := bizID(&cands[i])
+		k := rank[biz] + 1
+		if k > f.Cap(biz, limit) {
+			continue
 		}
+		rank[biz] = k
+		all = append(all, pick{k: k, w: f.Weight(biz), i: i})
 	}
 	slices.SortFunc(all, func(a, b pick) int {
-		return cmp.Or(cmp.Compare(a.num*b.den, b.num*a.den), cmp.Compare(a.due, b.due), cmp.Compare(a.m.ID, b.m.ID))
+		return cmp.Or(cmp.Compare(a.k*b.w, b.k*a.w), cmp.Compare(a.i, b.i))
 	})
-	out := make([]state.Message, 0, min(limit, len(all)))
+	out := make([]T, 0, min(limit, len(all)))
 	for _, p := range all[:min(limit, len(all))] {
-		out = append(out, *p.m)
+		out = append(out, cands[p.i])
 	}
 	return out
 }
+
+// SortByDue puts messages in claim order (the order Pick wants): the
+// earlier due, then the lower id.
+func SortByDue(ms []state.Message, due func(*state.Message) time.Time) {
+	slices.SortFunc(ms, func(a, b state.Message) int {
+		return cmp.Or(due(&a).Compare(due(&b)), cmp.Compare(a.ID, b.ID))
+	})
+}
+
+// BizIDOf returns m's bizID (Pick's bizID for messages).
+func BizIDOf(m *state.Message) string { return m.BizID }
 
 // BizBacklog is one bizID's sends not done yet: committed messages with a
 // body, pending (store.Backlogger).

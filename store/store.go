@@ -196,9 +196,9 @@ type Claim struct {
 	// key (see Store.ClaimSends).
 	Ordered bool
 	// FairCheckbacks (ClaimCheckbacks only), when set, shares Limit
-	// between the bizIDs with due check-backs by weight (see FairShare)
-	// instead of taking the oldest due first.
-	FairCheckbacks *FairShare
+	// between the bizIDs with due check-backs by weight, with per-bizID
+	// caps (see Fair), instead of taking the oldest due first.
+	FairCheckbacks *Fair
 	// FairSends, when set (ClaimSends only), shares Limit between bizIDs by weight,
 	// with per-bizID caps, instead of taking the oldest due rows first
 	// (see Fair).

@@ -166,7 +166,7 @@
 //     endpoint's queue is. Buffered
 //     messages do not keep their payload.
 //   - Fair share between bizIDs (fair.go, issue 28). The claim is fair
-//     (store.FairShare: its limit split between the bizIDs with due
+//     (store.Fair: its limit split between the bizIDs with due
 //     check-backs by BizConfig.Weight), the buffer is one queue per bizID
 //     served in turn (weighted round robin), one bizID runs at most
 //     BizWorkers calls and its weighted share of Workers while others

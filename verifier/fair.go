@@ -161,16 +161,15 @@ func (v *Verifier) bizOf(bizID string, r *resolved) *bizState {
 }
 
 // fairClaim is the fairness a claim asks the store for: the bizIDs held
-// back by a limit with enough messages waiting already are skipped.
-func (v *Verifier) fairClaim(b *fairBuf) *store.FairShare {
-	v.turn++
-	f := &store.FairShare{Weights: v.weights, Turn: v.turn}
+// back by a limit with enough messages waiting already are capped at 0.
+func (v *Verifier) fairClaim(b *fairBuf) *store.Fair {
+	f := &store.Fair{Weights: v.weights}
 	for id, q := range b.qs {
 		if q.held != "" && q.len() >= v.keep(q, q.held) {
-			if f.Skip == nil {
-				f.Skip = map[string]bool{}
+			if f.Max == nil {
+				f.Max = map[string]int{}
 			}
-			f.Skip[id] = true
+			f.Max[id] = 0
 		}
 	}
 	return f

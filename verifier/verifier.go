@@ -58,10 +58,9 @@ type Verifier struct {
 	workersStarted atomic.Int64
 	// bizStates holds each bizID's limiter and running calls (the run
 	// goroutine's map; see fair.go); weights are the configured weights
-	// for the fair claim, turn its rotation.
+	// for the fair claim.
 	bizStates map[string]*bizState
 	weights   map[string]int
-	turn      uint64
 	// view is what BizStatus shows of the queues (status.go).
 	view bizView
 

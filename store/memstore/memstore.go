@@ -295,9 +295,9 @@ func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Mes
 		func(m *state.Message, until time.Time) { *m = state.ClaimCheckback(*m, until) })
 }
 
-// claimFair is claimDue for a fair check-back claim (Claim.FairCheckbacks):
-// every due row in order, then store.Pick.
-func (s *Store) claimFair(c store.Claim, due func(*state.Message) time.Time, ok func(*state.Message) bool,
+// claimFair is claimDue for a fair claim (Claim.FairSends or
+// Claim.FairCheckbacks, f): every due row in order, then store.Pick.
+func (s *Store) claimFair(c store.Claim, f *store.Fair, due func(*state.Message) time.Time, ok func(*state.Message) bool,
 	lease func(*state.Message, time.Time)) []state.Message {
 	now := codec.Time(s.now())
 	var ms []*state.Message
@@ -307,7 +307,7 @@ func (s *Store) claimFair(c store.Claim, due func(*state.Message) time.Time, ok 
 		}
 	}
 	slices.SortFunc(ms, func(a, b *state.Message) int { return cmp.Or(due(a).Compare(due(b)), cmp.Compare(a.ID, b.ID)) })
-	ms = store.Pick(c.FairCheckbacks, c.Limit, ms, func(m **state.Message) string { return (*m).BizID })
+	ms = store.Pick(f, c.Limit, ms, func(m **state.Message) string { return (*m).BizID })
 	token := codec.LeaseToken()
 	out := make([]state.Message, len(ms))
 	for i, m := range ms {
@@ -323,8 +323,8 @@ func (s *Store) claimFair(c store.Claim, due func(*state.Message) time.Time, ok 
 func (s *Store) claim(c store.Claim, due func(*state.Message) time.Time, ok func(*state.Message) bool,
 	lease func(*state.Message, time.Time)) ([]state.Message, error) {
 	return sqlcore.Claim(c, func() ([]state.Message, error) {
-		if c.FairCheckbacks != nil {
-			return s.claimFair(c, due, ok, lease), nil
+		if f := cmp.Or(c.FairSends, c.FairCheckbacks); f != nil {
+			return s.claimFair(c, f, due, ok, lease), nil
 		}
 		return s.claimDue(c, due, ok, lease), nil
 	})
@@ -336,9 +336,6 @@ func (s *Store) claimDue(c store.Claim, due func(*state.Message) time.Time, ok f
 	now := codec.Time(s.now())
 	order := func(a, b *state.Message) int {
 		return cmp.Or(due(a).Compare(due(b)), cmp.Compare(a.ID, b.ID))
-	}
-	if c.FairSends != nil {
-		return s.claimFairSends(c, now, due, ok, lease)
 	}
 	// The Limit earliest, kept sorted in a small slice: a scan, not a sort
 	// of everything due (a database uses its index).
@@ -359,41 +356,6 @@ func (s *Store) claimDue(c store.Claim, due func(*state.Message) time.Time, ok f
 	token := codec.LeaseToken()
 	out := make([]state.Message, len(ms))
 	for i, m := range ms {
-		lease(m, now.Add(c.Lease))
-		m.LeaseToken = token
-		out[i] = *clone(m)
-	}
-	return out
-}
-
-// claimFairSends is claimDue for a fair send claim (store.Fair): every
-// due row per bizID, oldest first, then store.PickFair.
-func (s *Store) claimFairSends(c store.Claim, now time.Time, due func(*state.Message) time.Time, ok func(*state.Message) bool,
-	lease func(*state.Message, time.Time)) []state.Message {
-	order := func(a, b *state.Message) int {
-		return cmp.Or(due(a).Compare(due(b)), cmp.Compare(a.ID, b.ID))
-	}
-	per := map[string][]*state.Message{}
-	for _, m := range s.rows {
-		if ok(m) && slices.Contains(c.Partitions, m.Partition) && !due(m).After(now) {
-			per[m.BizID] = append(per[m.BizID], m)
-		}
-	}
-	cands := make(map[string][]state.Message, len(per))
-	byID := map[int64]*state.Message{}
-	for biz, ms := range per {
-		slices.SortFunc(ms, order)
-		ms = ms[:min(len(ms), c.FairSends.Cap(biz, c.Limit))]
-		for _, m := range ms {
-			cands[biz] = append(cands[biz], *m)
-			byID[m.ID] = m
-		}
-	}
-	picked := store.PickFair(cands, c.Limit, c.FairSends, func(m *state.Message) int64 { return due(m).UnixNano() })
-	token := codec.LeaseToken()
-	out := make([]state.Message, len(picked))
-	for i := range picked {
-		m := byID[picked[i].ID]
 		lease(m, now.Add(c.Lease))
 		m.LeaseToken = token
 		out[i] = *clone(m)

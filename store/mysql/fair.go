@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
@@ -26,7 +27,7 @@ func fairCandSQL(nparts int, free string) string {
 }
 
 // claimFair runs a fair send claim (store.Fair) in one transaction: the
-// bizIDs, each one's candidates (locked), store.PickFair, then the update
+// bizIDs, each one's candidates (locked), store.Pick, then the update
 // of the picked rows; the candidates not picked are unlocked at the commit.
 // Retried like the plain claim.
 func (s *Store) claimFair(ctx context.Context, c store.Claim) ([]state.Message, error) {
@@ -72,7 +73,7 @@ func (s *Store) claimFairOnce(ctx context.Context, c store.Claim, cand string) (
 		if err := rows.Close(); err != nil {
 			return err
 		}
-		cands := map[string][]state.Message{}
+		var cands []state.Message
 		for _, biz := range bizs {
 			n := c.FairSends.Cap(biz, c.Limit)
 			if n == 0 {
@@ -87,11 +88,10 @@ func (s *Store) claimFairOnce(ctx context.Context, c store.Claim, cand string) (
 			if err != nil {
 				return err
 			}
-			if len(got) > 0 {
-				cands[biz] = got
-			}
+			cands = append(cands, got...)
 		}
-		picked = store.PickFair(cands, c.Limit, c.FairSends, func(m *state.Message) int64 { return m.SendNextAt.UnixMicro() })
+		store.SortByDue(cands, func(m *state.Message) time.Time { return m.SendNextAt })
+		picked = store.Pick(c.FairSends, c.Limit, cands, store.BizIDOf)
 		if len(picked) == 0 {
 			return nil
 		}

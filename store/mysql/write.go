@@ -447,7 +447,7 @@ func (s *Store) claimOnce(ctx context.Context, c store.Claim, q string, checkbac
 			return cmp.Compare(a.ID, b.ID)
 		})
 		if checkback && c.FairCheckbacks != nil {
-			ms = store.Pick(c.FairCheckbacks, c.Limit, ms, func(m *state.Message) string { return m.BizID })
+			ms = store.Pick(c.FairCheckbacks, c.Limit, ms, store.BizIDOf)
 		}
 		ms = ms[:min(len(ms), c.Limit)]
 		ids := make([]any, len(ms))

@@ -28,7 +28,7 @@ import (
 //     partitions, read in index order and stopped at the cap (a LATERAL
 //     per bizID), ranked 1, 2, …
 //  3. the Limit candidates of lowest rank/weight (ties: the earlier due,
-//     then the lower id; store.PickFair's rule) are locked by id, skipping
+//     then the lower id; store.Pick's rule) are locked by id, skipping
 //     rows another transaction holds, checked again under the lock and
 //     updated, as in claimSQL.
 //

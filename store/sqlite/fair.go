@@ -38,7 +38,7 @@ var (
 )
 
 // claimFair runs a fair send claim (store.Fair) in one write transaction:
-// the bizIDs, each one's candidates, store.PickFair, then the update of the
+// the bizIDs, each one's candidates, store.Pick, then the update of the
 // picked rows.
 func (s *Store) claimFair(ctx context.Context, c store.Claim) ([]state.Message, error) {
 	cand := fairCandSendsSQL
@@ -54,7 +54,7 @@ func (s *Store) claimFair(ctx context.Context, c store.Claim) ([]state.Message, 
 			if err != nil {
 				return err
 			}
-			cands := map[string][]state.Message{}
+			var cands []state.Message
 			for _, biz := range bizs {
 				n := c.FairSends.Cap(biz, c.Limit)
 				if n == 0 {
@@ -72,13 +72,14 @@ func (s *Store) claimFair(ctx context.Context, c store.Claim) ([]state.Message, 
 						return err
 					}
 					m.BizID, m.SendNextAt = biz, time.UnixMicro(due)
-					cands[biz] = append(cands[biz], m)
+					cands = append(cands, m)
 				}
 				if err := rows.Close(); err != nil {
 					return err
 				}
 			}
-			picked := store.PickFair(cands, c.Limit, c.FairSends, func(m *state.Message) int64 { return m.SendNextAt.UnixMicro() })
+			store.SortByDue(cands, func(m *state.Message) time.Time { return m.SendNextAt })
+			picked := store.Pick(c.FairSends, c.Limit, cands, store.BizIDOf)
 			if len(picked) == 0 {
 				ms = nil
 				return nil

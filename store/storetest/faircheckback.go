@@ -61,7 +61,7 @@ func testFairCheckbackClaim(t *testing.T, newStore NewStore) {
 	b.clock.Advance(time.Second)
 	b.preparedKeys(t, "quiet", 5)
 	b.clock.Advance(2 * time.Minute)
-	fair := store.Claim{Partitions: parts, Limit: 20, Lease: time.Minute, FairCheckbacks: &store.FairShare{}}
+	fair := store.Claim{Partitions: parts, Limit: 20, Lease: time.Minute, FairCheckbacks: &store.Fair{}}
 	got, err := b.s.ClaimCheckbacks(t.Context(), fair)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int{"noisy": 15, "quiet": 5}, countByBiz(t, got), "quiet's check-backs all fit in its share")
@@ -99,7 +99,7 @@ func testFairCheckbackWeights(t *testing.T, newStore NewStore) {
 	b.clock.Advance(2 * time.Minute)
 	b.preparedKeys(t, "later", 10) // due in a minute
 	fair := store.Claim{Partitions: []int32{0, 1}, Limit: 20, Lease: time.Minute,
-		FairCheckbacks: &store.FairShare{Weights: map[string]int{"heavy": 3}}}
+		FairCheckbacks: &store.Fair{Weights: map[string]int{"heavy": 3}}}
 	got, err := b.s.ClaimCheckbacks(t.Context(), fair)
 	require.NoError(t, err)
 	// 15 and 5; a sharded store splits the claim between its shards and
@@ -110,12 +110,12 @@ func testFairCheckbackWeights(t *testing.T, newStore NewStore) {
 	require.Equal(t, 20, n["heavy"]+n["light"])
 	require.InDelta(t, 15, n["heavy"], 3, "%v", n)
 
-	// An odd split rotates its remainder with Turn.
-	fair.FairCheckbacks = &store.FairShare{}
+	// An odd split gives its remainder to the older due (then the lower
+	// id), so over claims it evens out; a bizID capped at 0 takes none.
+	fair.FairCheckbacks = &store.Fair{}
 	fair.Limit = 5
 	first := map[string]int{}
-	for turn := range uint64(2) {
-		fair.FairCheckbacks.Turn = turn
+	for range 2 {
 		got, err := b.s.ClaimCheckbacks(t.Context(), fair)
 		require.NoError(t, err)
 		n := countByBiz(t, got)
@@ -126,4 +126,10 @@ func testFairCheckbackWeights(t *testing.T, newStore NewStore) {
 	}
 	require.Equal(t, 10, first["heavy"]+first["light"])
 	require.InDelta(t, 5, first["heavy"], 1, "the remainder went to each in turn: %v", first)
+	fair.FairCheckbacks = &store.Fair{Max: map[string]int{"heavy": 0}}
+	got, err = b.s.ClaimCheckbacks(t.Context(), fair)
+	require.NoError(t, err)
+	n = countByBiz(t, got)
+	require.Zero(t, n["heavy"], "heavy is capped at 0: %v", n)
+	require.Positive(t, n["light"], "light takes the claim: %v", n)
 }
