@@ -1,11 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"time"
+	"slices"
 
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
@@ -47,51 +48,16 @@ func (s *Store) claimFair(ctx context.Context, c store.Claim) ([]state.Message, 
 	}
 	return sqlcore.Claim(c, func() ([]state.Message, error) {
 		now := codec.Time(s.now())
-		parts := partitionsJSON(c.Partitions)
 		var ms []state.Message
 		err := s.write(ctx, "claim sends (fair)", func(tx *sql.Tx) error {
-			bizs, err := queryStrings(ctx, tx, fairBizSQL)
-			if err != nil {
+			ids, err := pickFair(ctx, tx, c, c.FairSends, fairBizSQL, cand, now.UnixMicro())
+			if err != nil || ids == "" {
+				ms = nil
 				return err
 			}
-			var cands []state.Message
-			for _, biz := range bizs {
-				n := c.FairSends.Cap(biz, c.Limit)
-				if n == 0 {
-					continue
-				}
-				rows, err := tx.QueryContext(ctx, cand, biz, now.UnixMicro(), parts, n)
-				if err != nil {
-					return err
-				}
-				for rows.Next() {
-					var m state.Message
-					var due int64
-					if err := rows.Scan(&m.ID, &due); err != nil {
-						_ = rows.Close()
-						return err
-					}
-					m.BizID, m.SendNextAt = biz, time.UnixMicro(due)
-					cands = append(cands, m)
-				}
-				if err := rows.Close(); err != nil {
-					return err
-				}
-			}
-			store.SortByDue(cands, func(m *state.Message) time.Time { return m.SendNextAt })
-			picked := store.Pick(c.FairSends, c.Limit, cands, store.BizIDOf)
-			if len(picked) == 0 {
-				ms = nil
-				return nil
-			}
-			ids := make([]int64, len(picked))
-			for i := range picked {
-				ids[i] = picked[i].ID
-			}
-			idsJSON, _ := json.Marshal(ids) // cannot fail for []int64
 			ms, err = dialect.Messages(ctx, sqlcore.SQLDB(tx), `UPDATE eventcenter_messages SET send_next_at = ?, lease_token = ?
 				WHERE id IN (SELECT value FROM json_each(?)) RETURNING `+codec.Columns,
-				now.Add(c.Lease).UnixMicro(), codec.LeaseToken(), string(idsJSON))
+				now.Add(c.Lease).UnixMicro(), codec.LeaseToken(), ids)
 			return err
 		})
 		if err != nil {
@@ -99,6 +65,65 @@ func (s *Store) claimFair(ctx context.Context, c store.Claim) ([]state.Message, 
 		}
 		return ms, nil
 	})
+}
+
+// candidate is a row a fair claim (sends or check-backs) may pick.
+type candidate struct {
+	bizID   string
+	id, due int64
+}
+
+// pickFair is the choice of both fair claims: the bizIDs bizSQL lists,
+// up to f.Cap of each one's oldest due rows by candSQL (arguments bizID,
+// now, the claimed partitions as JSON, how many; columns id and due),
+// store.Pick; it returns the picked ids as a JSON array, "" for none.
+func pickFair(ctx context.Context, tx *sql.Tx, c store.Claim, f *store.Fair, bizSQL, candSQL string, now int64) (string, error) {
+	bizIDs, err := queryStrings(ctx, tx, bizSQL)
+	if err != nil {
+		return "", fmt.Errorf("list bizIDs: %w", err)
+	}
+	parts := partitionsJSON(c.Partitions)
+	var cands []candidate
+	for _, b := range bizIDs {
+		n := f.Cap(b, c.Limit)
+		if n == 0 {
+			continue
+		}
+		if cands, err = appendCandidates(ctx, tx, cands, candSQL, b, now, parts, n); err != nil {
+			return "", err
+		}
+	}
+	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Or(cmp.Compare(a.due, b.due), cmp.Compare(a.id, b.id)) })
+	cands = store.Pick(f, c.Limit, cands, func(x *candidate) string { return x.bizID })
+	if len(cands) == 0 {
+		return "", nil
+	}
+	ids := make([]int64, len(cands))
+	for i, x := range cands {
+		ids[i] = x.id
+	}
+	b, _ := json.Marshal(ids) // cannot fail for []int64
+	return string(b), nil
+}
+
+// appendCandidates appends up to n candidates of bizID by candSQL.
+func appendCandidates(ctx context.Context, tx *sql.Tx, out []candidate, candSQL, bizID string, now int64, parts string, n int) ([]candidate, error) {
+	rows, err := tx.QueryContext(ctx, candSQL, bizID, now, parts, n)
+	if err != nil {
+		return nil, fmt.Errorf("candidates of bizID %q: %w", bizID, err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		x := candidate{bizID: bizID}
+		if err := rows.Scan(&x.id, &x.due); err != nil {
+			return nil, fmt.Errorf("candidates of bizID %q: %w", bizID, err)
+		}
+		out = append(out, x)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("candidates of bizID %q: %w", bizID, err)
+	}
+	return out, nil
 }
 
 // queryStrings runs q and returns its one text column.
