@@ -73,22 +73,9 @@ func (s *Store) claimFairOnce(ctx context.Context, c store.Claim, cand string) (
 		if err := rows.Close(); err != nil {
 			return err
 		}
-		var cands []state.Message
-		for _, biz := range bizs {
-			n := c.FairSends.Cap(biz, c.Limit)
-			if n == 0 {
-				continue
-			}
-			args := make([]any, 0, len(c.Partitions)+3)
-			args = append(args, biz, now)
-			for _, p := range c.Partitions {
-				args = append(args, p)
-			}
-			got, err := dialect.Messages(ctx, sqlcore.SQLDB(tx), cand, append(args, n)...)
-			if err != nil {
-				return err
-			}
-			cands = append(cands, got...)
+		cands, err := lockCandidates(ctx, tx, cand, bizs, c, c.FairSends, now)
+		if err != nil {
+			return err
 		}
 		store.SortByDue(cands, func(m *state.Message) time.Time { return m.SendNextAt })
 		picked = store.Pick(c.FairSends, c.Limit, cands, store.BizIDOf)
@@ -109,4 +96,30 @@ func (s *Store) claimFairOnce(ctx context.Context, c store.Claim, cand string) (
 		return nil, err
 	}
 	return picked, nil
+}
+
+// lockCandidates locks, for each of bizIDs, up to f.Cap of its oldest due
+// rows by q (arguments bizID, now, the claimed partitions, how many): the
+// candidates of both fair claims, in one list. A bizID capped at 0 is not
+// read.
+func lockCandidates(ctx context.Context, tx *sql.Tx, q string, bizIDs []string, c store.Claim, f *store.Fair,
+	now time.Time) ([]state.Message, error) {
+	var out []state.Message
+	for _, biz := range bizIDs {
+		n := f.Cap(biz, c.Limit)
+		if n == 0 {
+			continue
+		}
+		args := make([]any, 0, len(c.Partitions)+3)
+		args = append(args, biz, now)
+		for _, p := range c.Partitions {
+			args = append(args, p)
+		}
+		got, err := dialect.Messages(ctx, sqlcore.SQLDB(tx), q, append(args, n)...)
+		if err != nil {
+			return nil, fmt.Errorf("candidates of bizID %q: %w", biz, err)
+		}
+		out = append(out, got...)
+	}
+	return out, nil
 }

@@ -28,8 +28,9 @@ const ckClaimSQL = `SELECT %s FROM eventcenter_messages FORCE INDEX (eventcenter
 	ORDER BY verify_due_at LIMIT ? FOR UPDATE SKIP LOCKED`
 
 // ckCandidates locks, for every bizID with due check-backs in c's
-// partitions, up to c.Limit of them (claimOnce then keeps store.Pick's and
-// leases those; the others' locks end with the transaction). So a bizID
+// partitions, up to c.Limit of them (lockCandidates, as the fair send
+// claim; claimOnce then keeps store.Pick's and leases those; the others'
+// locks end with the transaction). So a bizID
 // with 100,000 stale PREPAREs costs a claim c.Limit rows, and another
 // bizID's due rows are found however old the first one's are.
 func ckCandidates(ctx context.Context, tx *sql.Tx, c store.Claim, now time.Time) ([]state.Message, error) {
@@ -52,19 +53,5 @@ func ckCandidates(ctx context.Context, tx *sql.Tx, c store.Claim, now time.Time)
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list bizIDs with check-backs: %w", err)
 	}
-	q := fmt.Sprintf(ckClaimSQL, columns, sqlcore.List(len(c.Partitions)))
-	var out []state.Message
-	for _, id := range ids {
-		args := []any{id, now}
-		for _, p := range c.Partitions {
-			args = append(args, p)
-		}
-		args = append(args, c.Limit)
-		got, err := dialect.Messages(ctx, sqlcore.SQLDB(tx), q, args...)
-		if err != nil {
-			return nil, fmt.Errorf("claim check-backs of bizID %q: %w", id, err)
-		}
-		out = append(out, got...)
-	}
-	return out, nil
+	return lockCandidates(ctx, tx, fmt.Sprintf(ckClaimSQL, columns, sqlcore.List(len(c.Partitions))), ids, c, c.FairCheckbacks, now)
 }
