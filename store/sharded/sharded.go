@@ -222,6 +222,7 @@ func (s *Store) claim(ctx context.Context, c store.Claim,
 		cc := c
 		cc.Limit = share[i]
 		cc.FairSends = splitFair(c.FairSends, i, first, n, nil)
+		cc.FairCheckbacks = splitFair(c.FairCheckbacks, i, first, n, nil)
 		ms, err := fn(st, ctx, cc)
 		got[i] = outerMessages(ms, i)
 		return err
@@ -240,6 +241,7 @@ func (s *Store) claim(ctx context.Context, c store.Claim,
 		cc := c
 		cc.Limit = c.Limit - total
 		cc.FairSends = splitFair(c.FairSends, 0, 0, 1, got)
+		cc.FairCheckbacks = splitFair(c.FairCheckbacks, 0, 0, 1, got)
 		ms, e := fn(s.shards[i].Store, ctx, cc)
 		if e != nil {
 			err = fmt.Errorf("shard %d: %w", i, e)
@@ -259,7 +261,8 @@ func (s *Store) claim(ctx context.Context, c store.Claim,
 	return out, nil
 }
 
-// splitFair returns shard i's part of a fair claim's caps (store.Fair.Max)
+// splitFair returns shard i's part of a fair claim's caps (store.Fair.Max,
+// sends or check-backs)
 // in the first round of n shards: each cap split like the limit, so the
 // shards together never take more than it. In the second round (n 1) it
 // is what the rows already claimed (got) left of each cap.

@@ -2,6 +2,7 @@ package sharded_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -183,22 +184,43 @@ func TestFair(t *testing.T) {
 	storetest.ExerciseFair(t, func(t *testing.T, now func() time.Time) store.Store { return memShards(t, now, 1) })
 }
 
+// A fair claim's caps hold over the shards, for sends and check-backs.
 func TestFairCapsAcrossShards(t *testing.T) {
 	t.Parallel()
+	for _, checkbacks := range []bool{false, true} {
+		t.Run(fmt.Sprint("checkbacks=", checkbacks), func(t *testing.T) {
+			t.Parallel()
+			testFairCapsAcrossShards(t, checkbacks)
+		})
+	}
+}
+
+func testFairCapsAcrossShards(t *testing.T, checkbacks bool) {
 	clock := storetest.NewClock()
 	s := memShards(t, clock.Now, 3)
 	var cs []store.Change
 	for _, biz := range []string{"a", "b", "c"} {
 		for _, k := range storetest.Keys(biz, 60) {
-			cs = append(cs, storetest.Prepare(biz, k, 0, clock.Now()), storetest.Commit(biz, k, 0, clock.Now()))
+			cs = append(cs, storetest.Prepare(biz, k, 0, clock.Now()))
+			if !checkbacks {
+				cs = append(cs, storetest.Commit(biz, k, 0, clock.Now()))
+			}
 		}
 	}
 	_, err := s.Apply(t.Context(), store.ApplyRequest{Changes: cs})
 	require.NoError(t, err)
+	clock.Advance(time.Hour) // the check-backs are due
 	total := map[string]int{}
 	for range 200 {
-		got, err := s.ClaimSends(t.Context(), store.Claim{Partitions: []int32{0}, Limit: 20, Lease: time.Hour,
-			FairSends: &store.Fair{Max: map[string]int{"a": 5, "b": 0}}})
+		c := store.Claim{Partitions: []int32{0}, Limit: 20, Lease: 2 * time.Hour}
+		fair := &store.Fair{Max: map[string]int{"a": 5, "b": 0}}
+		claim := s.ClaimSends
+		if checkbacks {
+			c.FairCheckbacks, claim = fair, s.ClaimCheckbacks
+		} else {
+			c.FairSends = fair
+		}
+		got, err := claim(t.Context(), c)
 		require.NoError(t, err)
 		n := map[string]int{}
 		for _, m := range got {
