@@ -288,7 +288,10 @@ func TestFastPathHoldsOverTheLimit(t *testing.T) {
 		}
 	}
 	require.Equal(t, 8, held, "written due, not leased")
-	require.Equal(t, 8.0, h.counter(t, "eventcenter_forward_biz_throttled_total", "biz_id", "flood", "limit", "max_in_flight"))
+	// At least the eight the fast path held; the scan (every 10 ms here)
+	// may meanwhile claim a held one, find the cap still full and count
+	// that hold too (CI saw 9).
+	require.GreaterOrEqual(t, h.counter(t, "eventcenter_forward_biz_throttled_total", "biz_id", "flood", "limit", "max_in_flight"), 8.0)
 	close(gate)
 	require.Eventually(t, func() bool {
 		n, _ := h.sendStats(t, "flood")
