@@ -45,13 +45,21 @@ func TestMigrateLockWaitRetry(t *testing.T) {
 		require.NoError(t, err)
 		_, err = tx.ExecContext(t.Context(), "SELECT count(*) FROM eventcenter_audit") // a shared metadata lock until the end of tx
 		require.NoError(t, err)
-		released := make(chan struct{})
+		// With enough tries the holder lets go after 2.5 s, mid-retries;
+		// without, it holds on until the migration has returned (a fixed
+		// 2.5 s let a late second try through on a loaded machine).
+		released, giveUp := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(released)
-			time.Sleep(2500 * time.Millisecond)
+			if c.ok {
+				time.Sleep(2500 * time.Millisecond)
+			} else {
+				<-giveUp
+			}
 			_ = tx.Rollback()
 		}()
 		err = mysql.MigrateSteps(t.Context(), db, all, 1, c.tries, 100*time.Millisecond)
+		close(giveUp)
 		if c.ok {
 			require.NoError(t, err)
 			select {
