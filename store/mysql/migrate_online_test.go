@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/eventcenter/eventcenter/internal/mytest"
 	"github.com/eventcenter/eventcenter/store/migrate"
 	"github.com/eventcenter/eventcenter/store/mysql"
+	"github.com/eventcenter/eventcenter/testsupport/onlinetest"
 )
 
 // TestMigrationsOnline applies each migration after the first (which
@@ -40,21 +39,12 @@ func TestMigrationsOnline(t *testing.T) {
 			require.NoError(t, mysql.MigrateSteps(t.Context(), db, ms[:m.Version], 5, 10, 0))
 			took := time.Since(start)
 			time.Sleep(50 * time.Millisecond)
-			in.finish()
-			require.NoError(t, in.err)
-			require.NoError(t, in.watchErr)
-			t.Logf("step took %s; %d inserts meanwhile, the longest %s, seen waiting for a lock %s",
-				took, in.n.Load(), in.longestInsert(), in.lockWait())
-			require.Positive(t, in.n.Load())
-			require.Less(t, in.longestInsert(), 5*time.Second, "an insert waited as long as the lock wait timeout")
 			// Every online ALTER takes the table's metadata lock exclusively
 			// for a moment at its start and end; on a loaded machine the
 			// inserts waited 76 ms of a 118 ms ADD COLUMN and 213 ms of a
 			// 562 ms step for it. A wait that short is no outage; a copying
 			// ALTER of these 100,000 rows blocks them 1.7-6 s.
-			if in.lockWait() >= 500*time.Millisecond {
-				require.Less(t, in.lockWait(), took/2, "the inserts waited for a lock during most of the step")
-			}
+			in.RequireOnline(t, took, 5*time.Second, 500*time.Millisecond)
 			if m.Name == "fair_checkback" {
 				requireIndex(t, db, "eventcenter_messages_verify_due_biz")
 			}
@@ -79,11 +69,7 @@ func TestOnlineCheckCatchesABlockingStep(t *testing.T) {
 	require.NoError(t, mysql.MigrateSteps(t.Context(), db, append(append([]migrate.Migration(nil), ms...), blocking), 30, 1, 0))
 	took := time.Since(start)
 	time.Sleep(50 * time.Millisecond)
-	in.finish()
-	require.NoError(t, in.err)
-	require.NoError(t, in.watchErr)
-	t.Logf("blocking step took %s; seen waiting for a lock %s", took, in.lockWait())
-	require.GreaterOrEqual(t, in.lockWait(), took/2, "the watcher missed the inserts waiting behind a copying ALTER")
+	in.RequireBlocked(t, took)
 }
 
 // fillPrepares adds 100,000 PREPAREs of seven bizIDs in one statement.
@@ -97,86 +83,30 @@ func fillPrepares(t *testing.T, db *sql.DB) {
 	require.NoError(t, err)
 }
 
-// inserter inserts one PREPARE at a time on one connection and keeps the
-// longest insert. Beside it a watcher samples that connection's thread in
-// the process list and adds up the time it was seen in a lock wait state
-// ("Waiting for table metadata lock" and the like) between two samples: on
-// a loaded machine an insert also waits for a core, which says nothing
-// about locks.
-type inserter struct {
-	stop       context.CancelFunc
-	wg         sync.WaitGroup
-	n          atomic.Int64
-	longest    atomic.Int64
-	lockWaited atomic.Int64
-	err        error
-	watchErr   error
-}
-
-func startInserts(t *testing.T, db *sql.DB) *inserter {
+// startInserts inserts one PREPARE at a time on one connection and
+// probes that connection's process-list state for a lock wait ("Waiting
+// for table metadata lock" and the like; testsupport/onlinetest).
+func startInserts(t *testing.T, db *sql.DB) *onlinetest.Inserts {
 	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	in := &inserter{stop: cancel}
 	conn, err := db.Conn(t.Context())
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
 	var id int64
 	require.NoError(t, conn.QueryRowContext(t.Context(), `SELECT CONNECTION_ID()`).Scan(&id))
-	in.wg.Go(func() { in.watchLockWaits(ctx, db, id) })
-	in.wg.Go(func() {
-		defer func() { _ = conn.Close() }()
-		for i := 0; ctx.Err() == nil; i++ {
-			start := time.Now()
-			_, err := conn.ExecContext(ctx, `INSERT INTO eventcenter_messages
-				(biz_id, message_key, `+"`partition`"+`, status, verify_next_at, created_at, updated_at)
-				VALUES ('live', ?, 0, 1, NOW(6), NOW(6), NOW(6))`, fmt.Sprintf("during-%d", i))
-			if ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				in.err = err
-				return
-			}
-			if d := int64(time.Since(start)); d > in.longest.Load() {
-				in.longest.Store(d)
-			}
-			in.n.Add(1)
-			time.Sleep(2 * time.Millisecond)
-		}
-	})
-	t.Cleanup(in.finish)
-	return in
-}
-
-func (in *inserter) watchLockWaits(ctx context.Context, db *sql.DB, id int64) {
-	last, waiting := time.Now(), false
-	for ctx.Err() == nil {
+	return onlinetest.Start(t, func(ctx context.Context, i int) error {
+		_, err := conn.ExecContext(ctx, `INSERT INTO eventcenter_messages
+			(biz_id, message_key, `+"`partition`"+`, status, verify_next_at, created_at, updated_at)
+			VALUES ('live', ?, 0, 1, NOW(6), NOW(6), NOW(6))`, fmt.Sprintf("during-%d", i))
+		return err
+	}, func(ctx context.Context) (bool, error) {
 		var state sql.NullString
 		err := db.QueryRowContext(ctx, `SELECT STATE FROM information_schema.PROCESSLIST WHERE ID = ?`, id).Scan(&state)
-		now := time.Now()
-		if ctx.Err() != nil {
-			return
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil
 		}
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			in.watchErr = err
-			return
-		}
-		lock := strings.Contains(strings.ToLower(state.String), "lock")
-		if waiting && lock {
-			in.lockWaited.Add(int64(now.Sub(last)))
-		}
-		last, waiting = now, lock
-		time.Sleep(time.Millisecond)
-	}
+		return strings.Contains(strings.ToLower(state.String), "lock"), err
+	})
 }
-
-func (in *inserter) finish() {
-	in.stop()
-	in.wg.Wait()
-}
-
-func (in *inserter) longestInsert() time.Duration { return time.Duration(in.longest.Load()) }
-
-func (in *inserter) lockWait() time.Duration { return time.Duration(in.lockWaited.Load()) }
 
 // digits is a derived table of the digits 0-9 (MariaDB bounds recursive
 // CTEs at 1,000 iterations).

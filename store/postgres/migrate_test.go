@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/eventcenter/eventcenter/internal/pgtest"
 	"github.com/eventcenter/eventcenter/store/migrate"
 	"github.com/eventcenter/eventcenter/store/postgres"
+	"github.com/eventcenter/eventcenter/testsupport/onlinetest"
 )
 
 // fillMessages adds n rows to eventcenter_messages in one statement, a
@@ -32,93 +31,28 @@ func fillMessages(t testing.TB, pool *pgxpool.Pool, n int) {
 	require.NoError(t, err)
 }
 
-// inserter inserts one message at a time, as ingest does, on one
-// connection, and keeps the longest time one insert took. Beside it a
-// watcher samples that connection's backend in pg_stat_activity and adds up
-// the time it was seen waiting for a lock: on a loaded machine an insert can
-// wait tens of milliseconds for a core, which says nothing about locks, but
-// a lock wait shows as wait_event_type 'Lock' whatever the machine does.
-type inserter struct {
-	stop       context.CancelFunc
-	wg         sync.WaitGroup
-	n          atomic.Int64
-	longest    atomic.Int64
-	lockWaited atomic.Int64
-	err        error
-	watchErr   error
-}
-
-func startInserts(t *testing.T, pool *pgxpool.Pool, prefix string) *inserter {
+// startInserts inserts one message at a time on one connection, as ingest
+// does, and probes that backend's wait_event_type in pg_stat_activity for
+// lock waits (testsupport/onlinetest).
+func startInserts(t *testing.T, pool *pgxpool.Pool, prefix string) *onlinetest.Inserts {
 	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	in := &inserter{stop: cancel}
 	conn, err := pool.Acquire(t.Context())
 	require.NoError(t, err)
+	t.Cleanup(conn.Release)
 	var pid int32
 	require.NoError(t, conn.QueryRow(t.Context(), `SELECT pg_backend_pid()`).Scan(&pid))
-	in.wg.Go(func() { in.watchLockWaits(ctx, pool, pid) })
-	in.wg.Go(func() {
-		defer conn.Release()
-		for i := 0; ctx.Err() == nil; i++ {
-			start := time.Now()
-			_, err := conn.Exec(ctx, `INSERT INTO eventcenter_messages
-				(biz_id, message_key, partition, status, created_at, updated_at) VALUES ('live', $1, 0, 1, now(), now())`,
-				fmt.Sprintf("%s-%d", prefix, i))
-			if ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				in.err = err
-				return
-			}
-			d := time.Since(start)
-			if int64(d) > in.longest.Load() {
-				in.longest.Store(int64(d))
-			}
-			in.n.Add(1)
-			time.Sleep(2 * time.Millisecond)
-		}
-	})
-	t.Cleanup(in.finish)
-	return in
-}
-
-// watchLockWaits samples the inserting backend every millisecond; the
-// time between two samples that both saw it waiting for a lock is counted
-// as lock wait (a single sample counts nothing, so a late sample after a
-// short wait does not inflate it).
-func (in *inserter) watchLockWaits(ctx context.Context, pool *pgxpool.Pool, pid int32) {
-	last, waiting := time.Now(), false
-	for ctx.Err() == nil {
+	return onlinetest.Start(t, func(ctx context.Context, i int) error {
+		_, err := conn.Exec(ctx, `INSERT INTO eventcenter_messages
+			(biz_id, message_key, partition, status, created_at, updated_at) VALUES ('live', $1, 0, 1, now(), now())`,
+			fmt.Sprintf("%s-%d", prefix, i))
+		return err
+	}, func(ctx context.Context) (bool, error) {
 		var lock bool
 		err := pool.QueryRow(ctx, `SELECT coalesce(wait_event_type = 'Lock', false)
 			FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&lock)
-		now := time.Now()
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			in.watchErr = err
-			return
-		}
-		if waiting && lock {
-			in.lockWaited.Add(int64(now.Sub(last)))
-		}
-		last, waiting = now, lock
-		time.Sleep(time.Millisecond)
-	}
+		return lock, err
+	})
 }
-
-// finish stops the loop and returns the longest insert.
-func (in *inserter) finish() {
-	in.stop()
-	in.wg.Wait()
-}
-
-func (in *inserter) longestInsert() time.Duration { return time.Duration(in.longest.Load()) }
-
-// lockWait is how long the inserts were seen waiting for a lock.
-func (in *inserter) lockWait() time.Duration { return time.Duration(in.lockWaited.Load()) }
 
 // TestMigrationsOnline applies each migration after the first (which
 // creates the tables) to a table of many rows while another connection
@@ -141,28 +75,12 @@ func TestMigrationsOnline(t *testing.T) {
 			require.NoError(t, postgres.MigrateSteps(t.Context(), pool, ms[:m.Version], opts))
 			took := time.Since(start)
 			time.Sleep(50 * time.Millisecond)
-			in.finish()
-			requireOnline(t, in, took)
+			// A plain CREATE INDEX blocks the inserts for its whole build
+			// (TestOnlineCheckCatchesABlockingStep); a wait under 50 ms
+			// blocks nothing that matters.
+			in.RequireOnline(t, took, postgres.DefaultLockTimeout, 50*time.Millisecond)
 			require.NoError(t, postgres.CheckSchemaUpTo(t.Context(), pool, m.Version))
 		})
-	}
-}
-
-// requireOnline fails when an insert waited as long as the lock timeout or
-// the inserts were seen waiting for a lock during half the step or more
-// (and at least 50 ms: a step that short blocks nothing that matters). A
-// plain CREATE INDEX blocks the inserts for its whole build (see
-// TestOnlineCheckCatchesABlockingStep); the time an insert waited alone
-// would not do, since on a loaded machine it also waits for a core.
-func requireOnline(t *testing.T, in *inserter, took time.Duration) {
-	t.Helper()
-	require.NoError(t, in.err)
-	require.NoError(t, in.watchErr)
-	t.Logf("step took %s; %d inserts meanwhile, the longest %s, seen waiting for a lock %s",
-		took, in.n.Load(), in.longestInsert(), in.lockWait())
-	require.Less(t, in.longestInsert(), postgres.DefaultLockTimeout, "an insert waited as long as the lock timeout")
-	if in.lockWait() >= 50*time.Millisecond {
-		require.Less(t, in.lockWait(), took/2, "the inserts waited for a lock during most of the step")
 	}
 }
 
@@ -184,11 +102,7 @@ func TestOnlineCheckCatchesABlockingStep(t *testing.T) {
 	require.NoError(t, postgres.MigrateSteps(t.Context(), pool, append(append([]migrate.Migration(nil), ms...), blocking), opts))
 	took := time.Since(start)
 	time.Sleep(50 * time.Millisecond)
-	in.finish()
-	require.NoError(t, in.err)
-	require.NoError(t, in.watchErr)
-	t.Logf("blocking step took %s; seen waiting for a lock %s", took, in.lockWait())
-	require.GreaterOrEqual(t, in.lockWait(), took/2, "the watcher missed the inserts waiting behind a plain CREATE INDEX")
+	in.RequireBlocked(t, took)
 }
 
 // A concurrent build that failed leaves an INVALID index of the same name;
@@ -284,10 +198,10 @@ func TestMigrateLockTimeoutRetry(t *testing.T) {
 				default:
 					t.Fatal("the step finished while the conflicting lock was held")
 				}
-				in.finish()
-				require.NoError(t, in.err)
-				t.Logf("%d inserts, the longest %s", in.n.Load(), in.longestInsert())
-				require.Less(t, in.longestInsert(), 200*time.Millisecond+300*time.Millisecond,
+				in.Finish()
+				in.RequireNoErrors(t)
+				t.Logf("%d inserts, the longest %s", in.Count(), in.Longest())
+				require.Less(t, in.Longest(), 200*time.Millisecond+300*time.Millisecond,
 					"an insert queued behind the step's lock request for longer than its lock timeout")
 				require.Contains(t, logs.String(), "trying again")
 				require.NoError(t, postgres.CheckSchemaUpTo(t.Context(), pool, step.Version))
