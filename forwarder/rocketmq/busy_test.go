@@ -65,7 +65,7 @@ func TestForwarderRidesOutSystemBusy(t *testing.T) {
 		// the default 30 s; the slow one is logged (CI saw one of ten not
 		// sent in 20 s once, with a minute's lease, not reproduced since).
 		ScanInterval: 10 * time.Millisecond, MaxAttempts: 1, Registerer: reg,
-		Lease: 3 * time.Second, SendTimeout: time.Second, InlineTimeout: time.Second,
+		Lease: 5 * time.Second, SendTimeout: 2500 * time.Millisecond, InlineTimeout: time.Second,
 		Logger: slog.New(slog.DiscardHandler),
 	}, st, owned)
 	require.NoError(t, err)
@@ -81,7 +81,7 @@ func TestForwarderRidesOutSystemBusy(t *testing.T) {
 			store.Change{BizID: "shop", Key: key, Event: state.Event{Kind: state.KindPrepare, At: time.Now(), Body: body}},
 			store.Change{BizID: "shop", Key: key, Event: state.Event{Kind: state.KindCommit, At: time.Now()}})
 	}
-	res, err := st.Apply(t.Context(), store.ApplyRequest{Changes: changes, SendLease: 3 * time.Second})
+	res, err := st.Apply(t.Context(), store.ApplyRequest{Changes: changes, SendLease: 5 * time.Second})
 	require.NoError(t, err)
 	began := time.Now()
 	f.Handoff(res.Sendable)
