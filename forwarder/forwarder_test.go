@@ -422,7 +422,11 @@ func TestHandoffWithoutWaitDropsWhenTheQueueIsFull(t *testing.T) {
 	began := time.Now()
 	h.f.Handoff(msgs[1:])
 	require.Less(t, time.Since(began), 100*time.Millisecond, "Handoff blocked")
-	require.Equal(t, 3.0, h.counter(t, "eventcenter_forward_handoff_dropped_total"))
+	// Three of the five found no room. Their release wakes the scan at
+	// once, and a scan that claims them while the queue is still full drops
+	// and releases them again, so the counters can run past three by the
+	// time they are read (seen in about 1 run in 100): three is the floor.
+	require.GreaterOrEqual(t, h.counter(t, "eventcenter_forward_handoff_dropped_total"), 3.0)
 	close(gate)
 	// The dropped ones had their leases released (due now): the scan brings
 	// them back as soon as the queue has room, without the clock reaching
@@ -430,7 +434,12 @@ func TestHandoffWithoutWaitDropsWhenTheQueueIsFull(t *testing.T) {
 	// ones sent first; with the release, the scan can send the other three
 	// within a scan interval, so that moment was easy to miss.)
 	require.Eventually(t, func() bool { return h.st.Count(state.SendSent) == 6 }, 5*time.Second, time.Millisecond)
-	require.Equal(t, 3.0, h.counter(t, "eventcenter_forward_handoff_released_total"))
+	require.GreaterOrEqual(t, h.counter(t, "eventcenter_forward_handoff_released_total"), 3.0)
+	ids := ft.sentIDs()
+	require.Len(t, ids, 6)
+	for id, n := range ids {
+		require.Equal(t, 1, n, "message %s sent once", id)
+	}
 }
 
 func TestStartTwiceAndStopBeforeStart(t *testing.T) {
