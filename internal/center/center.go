@@ -423,7 +423,7 @@ func (c *Center) ready(w http.ResponseWriter, r *http.Request) {
 	_, _ = fmt.Fprintf(w, "ok: owns %d partitions\n", len(c.Owned.Partitions()))
 	lv := c.level.State()
 	_, _ = fmt.Fprintf(w, "cluster level %d, this instance %d: %s\n", lv.Level, FeatureLevel, lv.Reason)
-	_, _ = fmt.Fprintln(w, orderingState(lv, c.Ordering()))
+	_, _ = fmt.Fprintln(w, orderingState(lv, c.Ordering(), c.level.orderOff))
 	on, _ := c.Scheduling()
 	_, _ = fmt.Fprintln(w, schedulingState(on, lv))
 }

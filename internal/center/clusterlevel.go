@@ -153,6 +153,9 @@ type levelGate struct {
 	// not reported yet does not switch it off, as for ordered. Always on
 	// without a registry (see newLevelGate).
 	scheduling atomic.Bool
+	// orderOff, when set, is why per-key order stays off whatever the
+	// level (see orderWithoutRegistry).
+	orderOff string
 }
 
 func newInstanceID() string {
@@ -255,8 +258,27 @@ func (c *Center) newLevelGate(cfg config.Config, opt Options) *levelGate {
 		reg = pgRegistry{c.pool}
 	}
 	self := postgres.Instance{ID: newInstanceID(), Level: FeatureLevel, Version: version.Version, StartedAt: time.Now()}
-	return newLevelGate(reg, kafkaGroupMembers(kadm.NewClient(c.dlqClient), cfg.Kafka.Group), self, interval,
+	g := newLevelGate(reg, kafkaGroupMembers(kadm.NewClient(c.dlqClient), cfg.Kafka.Group), self, interval,
 		opt.Logger.With("component", "clusterlevel", "instance", self.ID))
+	if reg == nil {
+		g.orderWithoutRegistry(cfg.Store)
+	}
+	return g
+}
+
+// orderWithoutRegistry decides per-key order where no level can be known
+// (SQLite, MySQL, sharded), by the rule scheduled delivery follows there:
+// on. SQLite runs one center; on MySQL the operator rolls every instance
+// before producers send order keys (README "Upgrades"), as for scheduling.
+// A sharded store of several shards cannot keep the order (a key's
+// messages live on several databases, store/sharded.ErrOrderAcrossShards):
+// off, and /readyz says why.
+func (g *levelGate) orderWithoutRegistry(st config.Store) {
+	if st.Driver == "sharded" && len(st.Shards) > 1 {
+		g.orderOff = fmt.Sprintf("per-key order: off (a sharded store of %d shards cannot keep it; messages with an order key are stored with their order data and forwarded without order)", len(st.Shards))
+		return
+	}
+	g.ordered.Store(true)
 }
 
 // Ordering tells whether per-key order is on: the cluster level is at
@@ -269,9 +291,12 @@ func (c *Center) Ordering() bool { return c.level != nil && c.level.ordered.Load
 
 // orderingState says, for /readyz and the logs, whether per-key order is
 // on and why.
-func orderingState(lv LevelState, on bool) string {
+func orderingState(lv LevelState, on bool, off string) string {
 	if on {
 		return "per-key order: on"
+	}
+	if off != "" {
+		return off
 	}
 	return fmt.Sprintf("per-key order: off until the cluster level reaches %d (messages with an order key are stored with their order data and forwarded without order)", OrderLevel)
 }

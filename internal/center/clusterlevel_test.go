@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/eventcenter/eventcenter/internal/config"
 	"github.com/eventcenter/eventcenter/internal/pgtest"
 	"github.com/eventcenter/eventcenter/store/postgres"
 	"github.com/eventcenter/eventcenter/testsupport/logbuf"
@@ -109,8 +110,8 @@ func TestLevelGateWithoutRegistry(t *testing.T) {
 func TestOrderingFollowsTheClusterLevel(t *testing.T) {
 	t.Parallel()
 	require.GreaterOrEqual(t, FeatureLevel, OrderLevel, "this release keeps per-key order")
-	require.Contains(t, orderingState(LevelState{Level: OrderLevel - 1}, false), "per-key order: off until the cluster level reaches 2")
-	require.Equal(t, "per-key order: on", orderingState(LevelState{Level: OrderLevel}, true))
+	require.Contains(t, orderingState(LevelState{Level: OrderLevel - 1}, false, ""), "per-key order: off until the cluster level reaches 2")
+	require.Equal(t, "per-key order: on", orderingState(LevelState{Level: OrderLevel}, true, ""))
 	require.False(t, (&Center{}).Ordering(), "no gate: off")
 
 	// Latched: a member that has not reported yet does not switch it off.
@@ -180,7 +181,34 @@ func TestSchedulingWithoutRegistry(t *testing.T) {
 	g := newLevelGate(nil, nil, postgres.Instance{ID: "a", Level: FeatureLevel}, time.Second, slog.New(slog.DiscardHandler))
 	on, _ := (&Center{level: g}).Scheduling()
 	require.True(t, on)
-	require.False(t, (&Center{level: g}).Ordering())
+	require.False(t, (&Center{level: g}).Ordering(), "the gate alone does not decide order without a registry")
+}
+
+// Without a store that records instances per-key order is on, as
+// scheduling is, except on a sharded store of several shards, which
+// cannot keep it; /readyz says which.
+func TestOrderingWithoutRegistry(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		store config.Store
+		on    bool
+	}{
+		{config.Store{Driver: "sqlite"}, true},
+		{config.Store{Driver: "mysql"}, true},
+		{config.Store{Driver: "sharded", Shards: []config.StoreShard{{DSN: "a"}}}, true},
+		{config.Store{Driver: "sharded", Shards: []config.StoreShard{{DSN: "a"}, {DSN: "b"}}}, false},
+	} {
+		g := newLevelGate(nil, nil, postgres.Instance{ID: "a", Level: FeatureLevel}, time.Second, slog.New(slog.DiscardHandler))
+		g.orderWithoutRegistry(tc.store)
+		c := &Center{level: g}
+		require.Equal(t, tc.on, c.Ordering(), "%s with %d shards", tc.store.Driver, len(tc.store.Shards))
+		text := orderingState(g.State(), c.Ordering(), g.orderOff)
+		if tc.on {
+			require.Equal(t, "per-key order: on", text)
+		} else {
+			require.Contains(t, text, "a sharded store of 2 shards cannot keep it")
+		}
+	}
 }
 
 // memRegistry is an instance registry in memory (no ttl).
