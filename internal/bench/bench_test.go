@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/eventcenter/eventcenter/clientlib"
 )
 
 func TestRunEmbeddedSQLite(t *testing.T) {
@@ -228,6 +231,27 @@ func TestKindMix(t *testing.T) {
 	}
 	require.InDelta(t, 100, counts[kindCheckback], 2)
 	require.InDelta(t, 250, counts[kindRollback], 2)
+}
+
+// The bench's check-back server answers as the load decided: rollback for
+// a message the load rolls back (whose ROLLBACK may come after the first
+// check-back), commit for the others and for keys it did not make.
+func TestCheckbackDecisionFollowsTheKind(t *testing.T) {
+	t.Parallel()
+	cfg := Config{RollbackRatio: .25, CheckbackRatio: .1}
+	answers := map[clientlib.Decision]int{}
+	for seq := range int64(1000) {
+		d := cfg.checkbackDecision(fmt.Sprintf("run-%d", seq))
+		answers[d]++
+		if kindOf(seq, cfg.RollbackRatio, cfg.CheckbackRatio) == kindRollback {
+			require.Equal(t, clientlib.DecisionRollback, d, "seq %d", seq)
+		} else {
+			require.Equal(t, clientlib.DecisionCommit, d, "seq %d", seq)
+		}
+	}
+	require.InDelta(t, 250, answers[clientlib.DecisionRollback], 2)
+	require.Equal(t, clientlib.DecisionCommit, cfg.checkbackDecision("no-sequence"))
+	require.Equal(t, clientlib.DecisionCommit, cfg.checkbackDecision("plain"))
 }
 
 // TestRunExternalNothingForwarded: with --external and no center running,

@@ -321,7 +321,8 @@ func progress(cfg Config) io.Writer {
 	return cfg.Progress
 }
 
-// checkbackServer answers every check-back with commit.
+// checkbackServer answers check-backs as the load decided (see
+// Config.checkbackDecision).
 type checkbackServer struct {
 	srv    *http.Server
 	done   chan struct{}
@@ -338,10 +339,10 @@ func startCheckback(cfg Config) (*checkbackServer, error) {
 		return nil, fmt.Errorf("check-back server: listen on %s: %w", cfg.CheckbackListen, err)
 	}
 	s := &checkbackServer{done: make(chan struct{})}
-	h := clientlib.NewCheckbackHandler(func(context.Context, string, string) (clientlib.Decision, error) {
+	h := clientlib.NewCheckbackHandler(func(_ context.Context, _, key string) (clientlib.Decision, error) {
 		s.calls.Add(1)
 		s.first.CompareAndSwap(0, time.Now().UnixNano())
-		return clientlib.DecisionCommit, nil
+		return cfg.checkbackDecision(key), nil
 	}, clientlib.WithCheckbackLogger(cfg.Logger))
 	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	s.origin = "http://" + l.Addr().String()
@@ -354,6 +355,24 @@ func startCheckback(cfg Config) (*checkbackServer, error) {
 		_ = s.srv.Serve(l)
 	}()
 	return s, nil
+}
+
+// checkbackDecision is what the load's producer answers for a message
+// key (<prefix>-<seq>): rollback for the messages it rolls back, commit for
+// every other one. On a loaded machine a rolled-back message's ROLLBACK can
+// reach the center after its first check-back; answering commit then made
+// the center send a message whose producer rolled back (the first decision
+// stands), which the run counted as a duplicate.
+func (cfg Config) checkbackDecision(key string) clientlib.Decision {
+	i := strings.LastIndexByte(key, '-')
+	if i < 0 {
+		return clientlib.DecisionCommit
+	}
+	seq, err := strconv.ParseInt(key[i+1:], 10, 64)
+	if err != nil || kindOf(seq, cfg.RollbackRatio, cfg.CheckbackRatio) != kindRollback {
+		return clientlib.DecisionCommit
+	}
+	return clientlib.DecisionRollback
 }
 
 func (s *checkbackServer) stop() {
