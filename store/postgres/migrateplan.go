@@ -45,6 +45,9 @@ var (
 	ddlAddColumnRE   = regexp.MustCompile(`(?is)^ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?[A-Za-z_"][^,]*$`)
 	ddlVolatileRE    = regexp.MustCompile(`(?i)\bDEFAULT\b.*\b(now|random|clock_timestamp|gen_random_uuid|nextval|timeofday)\s*\(|\bGENERATED\b.*\bSTORED\b`)
 	ddlDropIndexRE   = regexp.MustCompile(`(?is)^\s*DROP\s+INDEX\s+(CONCURRENTLY\s+)?`)
+	// Storage parameters that PostgreSQL sets under SHARE UPDATE
+	// EXCLUSIVE (fill factor, autovacuum settings), one or several.
+	ddlSetStorageRE = regexp.MustCompile(`(?is)^SET\s*\(\s*(?:(?:fillfactor|autovacuum_[a-z_]+)\s*=\s*[0-9.]+\s*,?\s*)+\)\s*;?$`)
 )
 
 // classifyDDL says what a statement locks. created are the tables the step
@@ -75,6 +78,10 @@ func classifyDDL(stmt string, created map[string]bool) migrate.PlanStatement {
 		table, action := m[1], strings.TrimSpace(m[2])
 		if created[table] {
 			ps.Lock = "none (on a table this step creates)"
+			return ps
+		}
+		if ddlSetStorageRE.MatchString(action) {
+			ps.Lock = "SHARE UPDATE EXCLUSIVE on " + table + ": reads and writes go on; rewrites nothing"
 			return ps
 		}
 		if ddlAddColumnRE.MatchString(action) && !ddlVolatileRE.MatchString(action) {

@@ -24,6 +24,10 @@ func TestClassify(t *testing.T) {
 		{"ALTER TABLE eventcenter_messages ADD COLUMN at timestamptz DEFAULT now()", "eventcenter_messages", "may rewrite", true},
 		{"ALTER TABLE eventcenter_messages ALTER COLUMN tag TYPE bytea", "eventcenter_messages", "may rewrite", true},
 		{"DROP INDEX CONCURRENTLY IF EXISTS i", "", "reads and writes go on", false},
+		{"ALTER TABLE eventcenter_order_keys SET (fillfactor = 50)", "", "SHARE UPDATE EXCLUSIVE on eventcenter_order_keys", false},
+		{"alter table t set (fillfactor=70, autovacuum_vacuum_scale_factor = 0.01)", "", "rewrites nothing", false},
+		{"ALTER TABLE t SET (fillfactor = 50), ALTER COLUMN a TYPE bytea", "t", "may rewrite", true},
+		{"ALTER TABLE t SET (toast_tuple_target = 128)", "t", "may rewrite", true},
 		{"VACUUM FULL eventcenter_messages", "", "unknown statement", true},
 	} {
 		created := map[string]bool{"eventcenter_instances": true}
