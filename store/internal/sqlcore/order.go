@@ -1,6 +1,7 @@
 package sqlcore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -103,11 +104,18 @@ func Queues(ms []*state.Message) []store.OrderRef {
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b store.OrderRef) int {
-		return strings.Compare(a.BizID+"\x00"+a.OrderKey+"\x00"+a.Target+"\x00"+a.Topic,
-			b.BizID+"\x00"+b.OrderKey+"\x00"+b.Target+"\x00"+b.Topic)
-	})
+	slices.SortFunc(out, CompareQueues)
 	return out
+}
+
+// CompareQueues orders queues field by field: the order of their
+// "bizID\x00orderKey\x00target\x00topic" strings, which every release
+// locks counters in (the fields hold no NUL), without building them: the
+// concatenation in each comparison was a tenth of the center's CPU in
+// ectools bench with 10,000 order keys.
+func CompareQueues(a, b store.OrderRef) int {
+	return cmp.Or(strings.Compare(a.BizID, b.BizID), strings.Compare(a.OrderKey, b.OrderKey),
+		strings.Compare(a.Target, b.Target), strings.Compare(a.Topic, b.Topic))
 }
 
 // SQLOrder runs the ordering steps of a SQL transaction.

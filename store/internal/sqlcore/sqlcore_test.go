@@ -210,3 +210,31 @@ func TestFreedIncludesParkedRows(t *testing.T) {
 	require.ElementsMatch(t, []int64{1, 7}, freed(loaded, &f, map[store.OrderRef]bool{q: true}))
 	require.Contains(t, WakeSQL(func(n int) string { return "$" + strconv.Itoa(n) }, 1), "lease_token = 0")
 }
+
+// CompareQueues must keep the lock order of earlier releases (the joined
+// strings), or a mixed cluster's batches could lock counters in opposite
+// orders.
+func TestCompareQueuesIsTheJoinedOrder(t *testing.T) {
+	t.Parallel()
+	parts := []string{"", "a", "ab", "b", "a\x01", "é", "A"}
+	var qs []store.OrderRef
+	for _, b := range parts {
+		for _, k := range parts {
+			for _, tg := range parts[:3] {
+				for _, tp := range parts[:3] {
+					qs = append(qs, store.OrderRef{BizID: b, OrderKey: k, Target: tg, Topic: tp})
+				}
+			}
+		}
+	}
+	joined := func(r store.OrderRef) string {
+		return r.BizID + "\x00" + r.OrderKey + "\x00" + r.Target + "\x00" + r.Topic
+	}
+	for _, a := range qs {
+		for _, b := range qs {
+			if got, want := CompareQueues(a, b), strings.Compare(joined(a), joined(b)); got != want {
+				t.Fatalf("CompareQueues(%q, %q) = %d, the joined strings compare %d", joined(a), joined(b), got, want)
+			}
+		}
+	}
+}
