@@ -45,7 +45,10 @@ type Store struct {
 
 type shared = sqlcore.Store[pgtype.Timestamptz]
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store          = (*Store)(nil)
+	_ sqlcore.SeqHoldersTx = (*pgTx)(nil)
+)
 
 // New returns a store on pool, which the caller owns (Close does not close
 // it). New does no I/O; call CheckSchema at start-up.
@@ -230,10 +233,26 @@ func (t *pgTx) LoadRetryNow(ctx context.Context, bizID string, after int64, limi
 	return dialect.LoadRetryNow(ctx, pgDB{t.conn}, bizID, after, limit)
 }
 
-// AssignSeqs implements sqlcore.Tx as sqlcore.SQLOrder does (see there),
-// in one statement: the queues as arrays, unnested, upserted in sorted
-// order (no deadlock between two batches), the new counters returned.
-func (t *pgTx) AssignSeqs(ctx context.Context, need []*state.Message) error {
+// assignSeqsSQL adds the counts to the queues' counters: the queues as
+// arrays, unnested, upserted in sorted order (no deadlock between two
+// batches), the new counters returned.
+const assignSeqsSQL = `INSERT INTO eventcenter_order_keys (biz_id, order_key, target, topic, last_seq)
+		SELECT b, k, t, p, n FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) WITH ORDINALITY AS u(b, k, t, p, n, o)
+		ORDER BY o
+		` + sqlcore.PostgresUpsert + `
+		RETURNING biz_id, order_key, target, topic, last_seq`
+
+// holdersSQL is Holders' statement: the queues unnested and joined with
+// the holders' index, the rows of $5 left out.
+var holdersSQL = `SELECT q.b, q.k, q.t, q.p, h.low FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS q(b, k, t, p)
+		CROSS JOIN LATERAL (SELECT min(m.order_seq) AS low FROM eventcenter_messages m
+			WHERE m.biz_id = q.b AND m.order_key = q.k AND m.target = q.t AND m.topic = q.p AND ` + sqlcore.HoldsOrder("m.") + `
+			AND m.id <> ALL($5::bigint[])) h
+		WHERE h.low IS NOT NULL`
+
+// seqArgs returns the count per queue of need and assignSeqsSQL's
+// parameters.
+func seqArgs(need []*state.Message) (map[store.OrderRef]int64, []any) {
 	count := map[store.OrderRef]int64{}
 	for _, m := range need {
 		count[store.OrderOf(m)]++
@@ -244,19 +263,68 @@ func (t *pgTx) AssignSeqs(ctx context.Context, need []*state.Message) error {
 	for i, q := range qs {
 		ns[i] = count[q]
 	}
-	rows, err := t.conn.Query(ctx, `INSERT INTO eventcenter_order_keys (biz_id, order_key, target, topic, last_seq)
-		SELECT b, k, t, p, n FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) WITH ORDINALITY AS u(b, k, t, p, n, o)
-		ORDER BY o
-		`+sqlcore.PostgresUpsert+`
-		RETURNING biz_id, order_key, target, topic, last_seq`, bizs, keys, targets, topics, ns)
+	return count, []any{bizs, keys, targets, topics, ns}
+}
+
+func holdersArgs(refs []store.OrderRef, exclude []int64) []any {
+	bizs, keys, targets, topics := queueArrays(refs)
+	if exclude == nil {
+		exclude = []int64{}
+	}
+	return []any{bizs, keys, targets, topics, exclude}
+}
+
+// AssignSeqs implements sqlcore.Tx as sqlcore.SQLOrder does (see there),
+// in one statement (assignSeqsSQL).
+func (t *pgTx) AssignSeqs(ctx context.Context, need []*state.Message) error {
+	count, args := seqArgs(need)
+	rows, err := t.conn.Query(ctx, assignSeqsSQL, args...)
 	if err != nil {
 		return fmt.Errorf("count: %w", err)
 	}
-	last := make(map[store.OrderRef]int64, len(qs))
+	last := make(map[store.OrderRef]int64, len(count))
 	if err := readQueueRows(rows, last); err != nil {
 		return fmt.Errorf("count: %w", err)
 	}
 	return sqlcore.Number(need, count, last)
+}
+
+// AssignSeqsHolders implements sqlcore.SeqHoldersTx: AssignSeqs and
+// Holders in one pipelined batch, run by the server one after the other.
+func (t *pgTx) AssignSeqsHolders(ctx context.Context, need []*state.Message, refs []store.OrderRef, exclude []int64) (map[store.OrderRef]int64, error) {
+	count, args := seqArgs(need)
+	var b pgx.Batch
+	b.Queue(assignSeqsSQL, args...)
+	b.Queue(holdersSQL, holdersArgs(refs, exclude)...)
+	br := t.conn.SendBatch(ctx, &b)
+	last := make(map[store.OrderRef]int64, len(count))
+	low := map[store.OrderRef]int64{}
+	err := func() error {
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("count: %w", err)
+		}
+		if err := readQueueRows(rows, last); err != nil {
+			return fmt.Errorf("count: %w", err)
+		}
+		if rows, err = br.Query(); err != nil {
+			return fmt.Errorf("read holders: %w", err)
+		}
+		if err := readQueueRows(rows, low); err != nil {
+			return fmt.Errorf("read holders: %w", err)
+		}
+		return nil
+	}()
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := sqlcore.Number(need, count, last); err != nil {
+		return nil, err
+	}
+	return low, nil
 }
 
 func queueArrays(qs []store.OrderRef) (bizs, keys, targets, topics []string) {
@@ -284,15 +352,7 @@ func readQueueRows(rows pgx.Rows, out map[store.OrderRef]int64) error {
 // Holders implements sqlcore.Tx in one statement: the queues unnested and
 // joined with the holders' index.
 func (t *pgTx) Holders(ctx context.Context, refs []store.OrderRef, exclude []int64) (map[store.OrderRef]int64, error) {
-	bizs, keys, targets, topics := queueArrays(refs)
-	if exclude == nil {
-		exclude = []int64{}
-	}
-	rows, err := t.conn.Query(ctx, `SELECT q.b, q.k, q.t, q.p, h.low FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS q(b, k, t, p)
-		CROSS JOIN LATERAL (SELECT min(m.order_seq) AS low FROM eventcenter_messages m
-			WHERE m.biz_id = q.b AND m.order_key = q.k AND m.target = q.t AND m.topic = q.p AND `+sqlcore.HoldsOrder("m.")+`
-			AND m.id <> ALL($5::bigint[])) h
-		WHERE h.low IS NOT NULL`, bizs, keys, targets, topics, exclude)
+	rows, err := t.conn.Query(ctx, holdersSQL, holdersArgs(refs, exclude)...)
 	if err != nil {
 		return nil, err
 	}

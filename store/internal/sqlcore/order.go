@@ -64,6 +64,21 @@ func order(ctx context.Context, tx Tx, f *store.Folded, ordered bool, park time.
 			need = append(need, m)
 		}
 	}
+	if st, ok := tx.(SeqHoldersTx); ok && ordered && len(need) > 0 {
+		// The candidates are known before the numbering: every message
+		// it numbers is one, and those with a sequence already.
+		var cands []*state.Message
+		for _, m := range f.Sendable {
+			if m.OrderSeq > 0 || m.NeedsOrderSeq() {
+				cands = append(cands, m)
+			}
+		}
+		low, err := st.AssignSeqsHolders(ctx, need, Queues(cands), updatedIDs(f))
+		if err != nil {
+			return nil, fmt.Errorf("sequence order keys and read their holders: %w", err)
+		}
+		return f.DropHeld(low, park), nil
+	}
 	if len(need) > 0 {
 		if err := tx.AssignSeqs(ctx, need); err != nil {
 			return nil, fmt.Errorf("sequence order keys: %w", err)
@@ -81,15 +96,30 @@ func order(ctx context.Context, tx Tx, f *store.Folded, ordered bool, park time.
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	exclude := make([]int64, 0, len(f.Updates))
-	for _, m := range f.Updates {
-		exclude = append(exclude, m.ID)
-	}
-	low, err := tx.Holders(ctx, Queues(cands), exclude)
+	low, err := tx.Holders(ctx, Queues(cands), updatedIDs(f))
 	if err != nil {
 		return nil, fmt.Errorf("read order holders: %w", err)
 	}
 	return f.DropHeld(low, park), nil
+}
+
+// updatedIDs returns the ids of f's updated rows: their new state counts
+// instead of the stored one when the holders are read.
+func updatedIDs(f *store.Folded) []int64 {
+	ids := make([]int64, 0, len(f.Updates))
+	for _, m := range f.Updates {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+// SeqHoldersTx is a Tx that can run AssignSeqs and then Holders in one
+// round trip (PostgreSQL: one pipelined batch). The holders are read
+// after the counters are locked and numbered, as when the two run one
+// after the other: a concurrent batch of the same queue has committed
+// before the read, or waits for this one.
+type SeqHoldersTx interface {
+	AssignSeqsHolders(ctx context.Context, need []*state.Message, refs []store.OrderRef, exclude []int64) (map[store.OrderRef]int64, error)
 }
 
 // Queues returns the distinct queues of ms, sorted (counters are locked in
