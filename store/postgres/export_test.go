@@ -20,3 +20,6 @@ var ClaimOrderedSendsSQL = claimOrderedSendsSQL
 
 // FairClaimSendsSQL is the fair send claim, for the plan tests.
 var FairClaimSendsSQL = fairClaimSendsSQL
+
+// ClaimNextSQL is claimNextSQL, for the plan tests.
+var ClaimNextSQL = claimNextSQL

@@ -407,3 +407,43 @@ func explain(t *testing.T, q interface {
 	require.NoError(t, rows.Err())
 	return strings.Join(plan, "\n")
 }
+
+// The lease and wake of the next messages after an ordered sent mark look
+// each sent row up by its primary key and its queue's head through the
+// holders' index, whether or not the table was analyzed: never a scan of
+// the messages.
+func TestClaimNextPlanUsesThePrimaryKeyAndTheHolders(t *testing.T) {
+	t.Parallel()
+	for _, analyzed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("analyzed=%v", analyzed), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			pool := pgtest.Pool(t)
+			require.NoError(t, postgres.Migrate(ctx, pool))
+			// 50,000 ordered messages of 10,000 keys, one in ten still
+			// pending (holding its key).
+			_, err := pool.Exec(ctx, `INSERT INTO eventcenter_messages (biz_id, message_key, partition, status, has_body,
+				payload, headers, target, topic, forward_key, tag, verify, send_status, order_key, order_seq, send_next_at, created_at, updated_at)
+				SELECT 'b', 'k' || g, g % 8, 2, true, '\x00', '\x', 'kafka', 'orders', '', '', '', CASE WHEN g % 10 = 0 THEN 0 ELSE 1 END,
+					'o' || (g % 10000), 1 + g / 10000, now(), now(), now()
+				FROM generate_series(1, 50000) g`)
+			require.NoError(t, err)
+			if analyzed {
+				_, err = pool.Exec(ctx, `ANALYZE eventcenter_messages`)
+				require.NoError(t, err)
+			}
+			ids := make([]int64, 200)
+			for i := range ids {
+				ids[i] = int64(i*97 + 1)
+			}
+			now := time.Now()
+			tx, err := pool.Begin(ctx)
+			require.NoError(t, err)
+			defer tx.Rollback(ctx) //nolint:errcheck // EXPLAIN only
+			plan := explain(t, tx, postgres.ClaimNextSQL, now.Add(time.Minute), int64(7), ids, []int32{0, 1, 2, 3}, now)
+			require.Contains(t, plan, "eventcenter_messages_pkey", plan)
+			require.Contains(t, plan, "eventcenter_messages_order_holders", plan)
+			require.NotContains(t, plan, "Seq Scan", plan)
+		})
+	}
+}

@@ -616,20 +616,30 @@ func (s *Store) MarkSent(ctx context.Context, sent []store.Sent) error {
 }
 
 // claimNextSQL leases the heads of the queues of the sent ids $3 that
-// are free to go (store.NextClaimer): on the partitions $4, pending, never
-// tried, and parked or past their lease. $1 is the new due time (the
-// lease), $2 the lease token, $5 now. It runs after markSentSQL
-// committed, so the sent rows no longer hold their keys.
-var claimNextSQL = `UPDATE eventcenter_messages SET send_next_at = $1, lease_token = $2
-	WHERE id = ANY(ARRAY(SELECT ` + sqlcore.HeadOf("s") + ` FROM eventcenter_messages s
+// are free to go on the partitions $4 (store.NextClaimer), and wakes the
+// others: $1 is the new due time (the lease), $2 the lease token, $5 now.
+// A head is pending and never tried; on an owned partition it is leased
+// if it is parked or past its lease, elsewhere it is made due now if it
+// is parked and unleased (sqlcore.WakeArraySQL: a head being sent is left
+// alone). A head on an owned partition that the lease does not take is
+// one the wake would not move either, so one statement does both, with
+// one look-up of each head (they were two, each looking every head up);
+// the caller tells the leased rows from the woken ones by their
+// partition. It runs after markSentSQL committed, so the sent rows no
+// longer hold their keys.
+var claimNextSQL = `UPDATE eventcenter_messages SET
+		send_next_at = CASE WHEN partition = ANY($4::int[]) THEN $1 ELSE $5 END,
+		lease_token = CASE WHEN partition = ANY($4::int[]) THEN $2 ELSE lease_token END
+	WHERE id = ANY(ARRAY(SELECT DISTINCT ` + sqlcore.HeadOf("s") + ` FROM eventcenter_messages s
 		WHERE s.id = ANY($3::bigint[]) AND s.order_key <> ''))
-	AND partition = ANY($4::int[]) AND ` + pendingSendByID + ` AND send_attempts = 0
-	AND (lease_token = 0 OR send_next_at <= $5)
+	AND ` + pendingSendByID + ` AND send_attempts = 0
+	AND CASE WHEN partition = ANY($4::int[]) THEN lease_token = 0 OR send_next_at <= $5
+		ELSE lease_token = 0 AND send_next_at > $5 END
 	RETURNING ` + codec.Columns
 
 // MarkSentClaimNext implements store.NextClaimer in one round trip: the
 // sent marks in a transaction of their own, then the leases of the next
-// messages and the wake of the others in a second one. The marks must be
+// messages and the wake of the others (claimNextSQL). The marks must be
 // committed before the next messages are looked for: a batch that parks a
 // message behind one of them and commits meanwhile looks again after its
 // commit (its wake), and one of the two must see the other's commit.
@@ -651,41 +661,41 @@ func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c stor
 	b.Queue(markSentSQL, now, ids, sentRefs(sent))
 	b.Queue("COMMIT")
 	b.Queue(claimNextSQL, now.Add(c.Lease), codec.LeaseToken(), ordered, c.Partitions, now)
-	b.Queue(sqlcore.WakeArraySQL, now, ordered, now)
 	br := s.pool.SendBatch(ctx, &b)
-	ms, woken, err := readClaimNext(br)
+	ms, err := readClaimNext(br)
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("mark sent and claim the next messages: %w", translate(err))
 	}
-	return ms, woken, nil
+	leased := ms[:0]
+	woken := 0
+	for _, m := range ms {
+		if slices.Contains(c.Partitions, m.Partition) {
+			leased = append(leased, m)
+		} else {
+			woken++
+		}
+	}
+	return leased, woken, nil
 }
 
-func readClaimNext(br pgx.BatchResults) ([]state.Message, int, error) {
+func readClaimNext(br pgx.BatchResults) ([]state.Message, error) {
 	if _, err := br.Exec(); err != nil { // BEGIN
-		return nil, 0, err
+		return nil, err
 	}
 	if _, err := br.Exec(); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if err := checkCommit(br.Exec()); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	ms, err := sqlcore.Collect(rows, dialect.ScanMessage)
-	if err != nil {
-		return nil, 0, err
-	}
-	tag, err := br.Exec()
-	if err != nil {
-		return nil, 0, err
-	}
-	return ms, int(tag.RowsAffected()), nil
+	return sqlcore.Collect(rows, dialect.ScanMessage)
 }
 
 // sentRefs returns the references of sent as a JSON object keyed by id.
