@@ -58,6 +58,13 @@ type Config struct {
 	DLQTopic string
 	// Group is the consumer group of all eventcenter instances.
 	Group string
+	// Lane is the control lane this ingester consumes (lane.go): 0, the
+	// default, for kafka.control_topic; 1 to MaxLane for an extra lane's
+	// topic, whose Kafka partition p is stored, owned and reported as
+	// store partition Lane*LaneStride + p. Each lane needs an Ingester of
+	// its own, with its own ControlTopic, DLQTopic and Group, sharing the
+	// Ownership and Metrics of the others.
+	Lane int
 	// MaxPayload bounds a PREPARE's payload in bytes; larger records go to
 	// the dead-letter topic.
 	MaxPayload int
@@ -131,6 +138,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the metrics (nil: not registered).
 	Registerer prometheus.Registerer
+	// Metrics, when set, are the metrics recorded (NewMetrics), shared
+	// by the ingesters of a center's lanes; Registerer is then unused.
+	Metrics *Metrics
 }
 
 func (c *Config) setDefaults() {
@@ -201,6 +211,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Group == "" {
 		bad("Group", "is required")
+	}
+	if c.Lane < 0 || c.Lane > MaxLane {
+		bad("Lane", "must be 0 (the default lane) to %d, got %d", MaxLane, c.Lane)
 	}
 	if c.MaxPayload < 1 || c.MaxPayload > MaxMaxPayload {
 		bad("MaxPayload", "must be 1 to %d, got %d", MaxMaxPayload, c.MaxPayload)

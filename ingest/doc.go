@@ -63,4 +63,12 @@
 // Rebalances are blocked while a poll is processed (BlockRebalanceOnPoll),
 // and offsets applied for a revoked partition are committed before it is
 // given up.
+//
+// # Lanes
+//
+// An Ingester consumes one control topic. A center with control lanes
+// (extra control topics, so that one tenant class's backlog never delays
+// another's ingest) runs one Ingester per lane, each with its own client
+// and consumer group, sharing one Ownership and one Metrics; Config.Lane
+// maps the lane's Kafka partitions to store partitions (lane.go).
 package ingest

@@ -98,9 +98,12 @@ func New(cfg Config, st Store, owned *Ownership) (*Ingester, error) {
 	if owned == nil {
 		return nil, errors.New("ingest: ownership set is nil")
 	}
-	met, err := newMetrics(cfg.Registerer)
-	if err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
+	met := cfg.Metrics
+	if met == nil {
+		var err error
+		if met, err = newMetrics(cfg.Registerer); err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
 	}
 	compression, err := kafkarec.CompressionOpt(cfg.DLQCompression)
 	if err != nil {
@@ -108,11 +111,20 @@ func New(cfg Config, st Store, owned *Ownership) (*Ingester, error) {
 	}
 	return &Ingester{
 		cfg: cfg, st: st, owned: owned,
-		log:            cfg.Logger.With("topic", cfg.ControlTopic, "group", cfg.Group),
+		log:            laneLogger(cfg),
 		met:            met,
 		dec:            envelope.Decoder{MaxPayload: cfg.MaxPayload},
 		dlqCompression: compression,
 	}, nil
+}
+
+// laneLogger is the ingester's logger: its topic and group, and its lane
+// when not the default.
+func laneLogger(cfg Config) *slog.Logger {
+	if cfg.Lane == 0 {
+		return cfg.Logger.With("topic", cfg.ControlTopic, "group", cfg.Group)
+	}
+	return cfg.Logger.With("topic", cfg.ControlTopic, "group", cfg.Group, "lane", cfg.Lane)
 }
 
 // run is one started consumer: its client, its lifetime and the offsets it
@@ -356,8 +368,8 @@ func (in *Ingester) assigned(r *run, parts []int32) {
 	}
 	n := len(r.assigned)
 	r.mu.Unlock()
-	in.owned.Assign(parts...)
-	in.met.owned.Set(float64(n))
+	in.owned.Assign(in.storePartitions(parts)...)
+	in.met.owned.Set(float64(in.owned.Len()))
 	in.log.Info("partitions assigned", "partitions", parts, "owned", n)
 }
 
@@ -377,11 +389,12 @@ func (in *Ingester) revoked(r *run, cl *kgo.Client, parts []int32, commit bool) 
 	}
 	n := len(r.assigned)
 	r.mu.Unlock()
-	in.owned.Revoke(parts...)
-	for _, p := range parts {
+	stored := in.storePartitions(parts)
+	in.owned.Revoke(stored...)
+	for _, p := range stored {
 		in.met.lag.DeleteLabelValues(partitionLabel(p))
 	}
-	in.met.owned.Set(float64(n))
+	in.met.owned.Set(float64(in.owned.Len()))
 	how := "revoked"
 	if !commit && cl != nil {
 		how = "lost"

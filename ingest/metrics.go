@@ -20,6 +20,16 @@ const (
 	resultInvalid   = "invalid"
 )
 
+// Metrics are an ingester's metrics. The ingesters of a center's lanes
+// share one Metrics (Config.Metrics): the counters add up over lanes,
+// eventcenter_owned_partitions is the whole ownership set, and
+// eventcenter_consumer_lag is labelled by store partition (lane.go).
+type Metrics = metrics
+
+// NewMetrics makes the ingest metrics and registers them with reg (nil:
+// not registered).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) { return newMetrics(reg) }
+
 type metrics struct {
 	envelopes   *prometheus.CounterVec
 	applyDur    prometheus.Histogram
@@ -62,7 +72,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "eventcenter_consumer_lag",
-			Help: "Control records not yet applied per owned partition (high watermark minus next offset to apply), as of the last fetch.",
+			Help: "Control records not yet applied per owned partition (high watermark minus next offset to apply), as of the last fetch. The label is the store partition: lane id × 10000 + Kafka partition (the default lane's is its Kafka partition).",
 		}, []string{"partition"}),
 		dlq: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_dlq_total",
@@ -90,7 +100,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		owned: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "eventcenter_owned_partitions",
-			Help: "Control partitions this instance owns.",
+			Help: "Control partitions this instance owns, over all control lanes.",
 		}),
 		lost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "eventcenter_ingest_partitions_lost_total",

@@ -5,7 +5,8 @@ import (
 	"sync"
 )
 
-// Ownership is the set of control-topic partitions this instance owns.
+// Ownership is the set of control-topic partitions this instance owns, as
+// store partitions (lane.go): one set for every control lane.
 // Ingest decides it: it changes the set on assignment and revocation (the
 // consumer group is ingest's). The verifier and the forwarder read it before
 // every claim, through the small Owned interfaces they declare, and wake up
@@ -32,6 +33,13 @@ func (s *Ownership) Partitions() []int32 {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Len is how many partitions are owned.
+func (s *Ownership) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.parts)
 }
 
 // Owns tells whether p is owned.

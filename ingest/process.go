@@ -144,7 +144,7 @@ func (in *Ingester) processGroup(r *run, g *group, wanted <-chan struct{}) bool 
 					"partition", rec.Partition, "offset", rec.Offset, "err", err)
 				continue
 			}
-			changes = append(changes, in.change(&e, rec.Partition, now))
+			changes = append(changes, in.change(&e, StorePartition(in.cfg.Lane, rec.Partition), now))
 			types = append(types, e.Type)
 			origin = append(origin, rec)
 		}
@@ -186,7 +186,7 @@ func (in *Ingester) processGroup(r *run, g *group, wanted <-chan struct{}) bool 
 		}
 		r.mu.Unlock()
 		if owned {
-			in.met.lag.WithLabelValues(partitionLabel(b.partition)).Set(float64(max(b.hwm-next, 0)))
+			in.met.lag.WithLabelValues(partitionLabel(StorePartition(in.cfg.Lane, b.partition))).Set(float64(max(b.hwm-next, 0)))
 		}
 	}
 	return true
@@ -265,7 +265,8 @@ func (in *Ingester) scheduling() (bool, string) {
 }
 
 // ChangeOf returns the store change ingest applies for envelope e read
-// from control partition partition in a record stamped recordTime, at
+// from Kafka partition partition of the ingester's lane (stored as its
+// store partition, lane.go) in a record stamped recordTime, at
 // now: for a PREPARE the checks of processGroup that depend on neither
 // the record's size nor its topic (the schedule: resolved, bounded, and
 // refused while scheduling is off) and the same conversion. An error
@@ -278,7 +279,7 @@ func (in *Ingester) ChangeOf(e envelope.Envelope, partition int32, recordTime, n
 			return store.Change{}, &envelope.DecodeError{Partition: partition, Field: field, Reason: reason, Err: envelope.ErrInvalid}
 		}
 	}
-	return in.change(&e, partition, now), nil
+	return in.change(&e, StorePartition(in.cfg.Lane, partition), now), nil
 }
 
 // partitions lists the group's partitions, for logs.

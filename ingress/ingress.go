@@ -18,6 +18,16 @@ import (
 	"github.com/eventcenter/eventcenter/state"
 )
 
+// topicFor is the control topic of bizID's envelopes.
+func (h *Handler) topicFor(bizID string) string {
+	if h.cfg.ControlTopicFor != nil {
+		if t := h.cfg.ControlTopicFor(bizID); t != "" {
+			return t
+		}
+	}
+	return h.cfg.ControlTopic
+}
+
 // Producer writes control records and waits for the broker's
 // acknowledgement. A *kgo.Client configured with acks=all and Kafka's
 // murmur2 key partitioner (kgo.StickyKeyPartitioner(nil)) is one.
@@ -44,6 +54,10 @@ type Config struct {
 	// Producer writes to ControlTopic. Required.
 	Producer     Producer
 	ControlTopic string
+	// ControlTopicFor, when set, is the control topic of a bizID's
+	// envelopes: its control lane's (kafka.lanes), or ControlTopic. nil
+	// means ControlTopic for all.
+	ControlTopicFor func(bizID string) string
 	// Store answers GET /v1/messages/{bizID}/{key}. Required.
 	Store Getter
 	// MaxPayload is ingest's payload limit (ingest.max_payload_bytes); 0

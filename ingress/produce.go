@@ -29,7 +29,7 @@ func (h *Handler) produce(ctx context.Context, outs []outgoing) ([]accepted, *ap
 		if err != nil { // Decode accepted it: cannot happen
 			return nil, &apiError{code: http.StatusBadRequest, msg: err.Error()}
 		}
-		recs[i] = kafkarec.Record(h.cfg.ControlTopic, rec)
+		recs[i] = kafkarec.Record(h.topicFor(o.e.BizID), rec)
 		if o.orderKey != "" {
 			// The producer's partitioner (kafkarec.Partitioner) sends the
 			// records of an ordered message to the partition of
@@ -42,7 +42,7 @@ func (h *Handler) produce(ctx context.Context, outs []outgoing) ([]accepted, *ap
 	out := make([]accepted, len(es))
 	var failed *apiError
 	for i := range es {
-		out[i] = accepted{ID: es[i].ID(), Type: es[i].Type.String(), Topic: h.cfg.ControlTopic, Partition: -1, Offset: -1}
+		out[i] = accepted{ID: es[i].ID(), Type: es[i].Type.String(), Topic: recs[i].Topic, Partition: -1, Offset: -1}
 		var err error
 		if i < len(results) {
 			err = results[i].Err
@@ -54,7 +54,7 @@ func (h *Handler) produce(ctx context.Context, outs []outgoing) ([]accepted, *ap
 		} else {
 			err = errors.New("no result")
 		}
-		e := h.produceError(err)
+		e := h.produceError(recs[i].Topic, err)
 		out[i].Error = e.msg
 		if failed == nil || e.code == http.StatusServiceUnavailable {
 			failed = e
@@ -66,8 +66,8 @@ func (h *Handler) produce(ctx context.Context, outs []outgoing) ([]accepted, *ap
 // produceError classifies a produce failure. The broker's own error text
 // (addresses, internals) goes to the log only; the answer names the Kafka
 // error code when there is one.
-func (h *Handler) produceError(err error) *apiError {
-	h.log.Warn("producer API: control record not acknowledged", "topic", h.cfg.ControlTopic, "err", err)
+func (h *Handler) produceError(topic string, err error) *apiError {
+	h.log.Warn("producer API: control record not acknowledged", "topic", topic, "err", err)
 	if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
 		return &apiError{code: http.StatusRequestEntityTooLarge, field: "value",
 			msg: "the broker refused the control record as too large (the control topic's max.message.bytes): not retryable"}
@@ -83,5 +83,5 @@ func (h *Handler) produceError(err error) *apiError {
 		why = "the broker could not be reached or failed"
 	}
 	return &apiError{code: http.StatusServiceUnavailable, retryAfter: time.Second,
-		msg: fmt.Sprintf("control topic %s unavailable: %s; retry (a repeated envelope is harmless), details in the center's log", h.cfg.ControlTopic, why)}
+		msg: fmt.Sprintf("control topic %s unavailable: %s; retry (a repeated envelope is harmless), details in the center's log", topic, why)}
 }

@@ -85,7 +85,10 @@ type Center struct {
 	targets   map[string]forwarder.Target
 	Forwarder *forwarder.Forwarder
 	Verifier  *verifier.Verifier
-	Ingester  *ingest.Ingester
+	// Ingester consumes the default lane (kafka.control_topic).
+	Ingester *ingest.Ingester
+	// ingesters are every lane's, the default lane's first (lanes.go).
+	ingesters []*ingest.Ingester
 	purger    *retention.Purger
 	gauges    *storemetrics.Collector
 	trends    *trends.Sampler
@@ -229,7 +232,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	if opt.TracerProvider != nil {
 		ingestStore = tracing.Store(fast, opt.TracerProvider)
 	}
-	c.Ingester, err = ingest.New(ingest.Config{
+	base := ingest.Config{
 		Brokers:           cfg.Kafka.Brokers,
 		ControlTopic:      cfg.Kafka.ControlTopic,
 		DLQTopic:          cfg.Kafka.DLQ(),
@@ -248,11 +251,11 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		ClientOptions:     append(append(ingestOpts, kafkaAuth...), opt.KafkaOptions...),
 		Now:               opt.Now,
 		Logger:            opt.Logger.With("component", "ingest"),
-		Registerer:        reg,
-	}, ingestStore, c.Owned)
-	if err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
 	}
+	if c.ingesters, err = newIngesters(base, cfg.Kafka, reg, ingestStore, c.Owned); err != nil {
+		return nil, err
+	}
+	c.Ingester = c.ingesters[0]
 	c.purger = retention.New(retention.Config{
 		Period: cfg.Retention.Period, AuditPeriod: cfg.Retention.AuditPeriod, Interval: cfg.Retention.Interval, Batch: cfg.Retention.Batch,
 		Now: opt.Now, Logger: opt.Logger.With("component", "retention"), Registerer: reg,
@@ -349,7 +352,7 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 		TokenSource: c.secrets.Tokens,
 		Insecure:    cfg.Admin.Insecure,
 		// Ingest's in-process counts, for the console and /counts.
-		DifferingPrepares: c.Ingester.DifferingPrepares,
+		DifferingPrepares: c.differingPrepares,
 		Trends:            c.trends,
 		Forwarding:        c.bizForwarding,
 		Checkbacks:        c.bizCheckbacks,
@@ -405,22 +408,14 @@ func (c *Center) ready(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, problem, http.StatusServiceUnavailable)
 		return
 	}
-	if !c.Ingester.Joined() {
-		http.Error(w, fmt.Sprintf("waiting for consumer group %s to assign partitions of control topic %s", c.cfg.Kafka.Group, c.cfg.Kafka.ControlTopic), http.StatusServiceUnavailable)
-		return
-	}
-	// In the group is not yet consuming: after a broker restart the
-	// assignment outlives the connection, and records wait until a fetch
-	// succeeds again.
-	if ok, why, cause := c.Ingester.Consuming(); !ok {
-		msg := "ingest: " + why
-		if cause != nil && c.secrets.bearerOK(r) {
-			msg += ": " + cause.Error()
-		}
+	if msg := c.lanesReady(c.secrets.bearerOK(r)); msg != "" {
 		http.Error(w, msg, http.StatusServiceUnavailable)
 		return
 	}
 	_, _ = fmt.Fprintf(w, "ok: owns %d partitions\n", len(c.Owned.Partitions()))
+	if n := len(c.ingesters) - 1; n > 0 {
+		_, _ = fmt.Fprintf(w, "control lanes: the default and %d more, every one consuming\n", n)
+	}
 	lv := c.level.State()
 	_, _ = fmt.Fprintf(w, "cluster level %d, this instance %d: %s\n", lv.Level, FeatureLevel, lv.Reason)
 	_, _ = fmt.Fprintln(w, orderingState(lv, c.Ordering(), c.level.orderOff))
@@ -469,7 +464,7 @@ func (c *Center) Start(ctx context.Context) error {
 		{"forwarder", c.Forwarder.Start},
 		{"verifier", c.Verifier.Start},
 		{"control topic check", c.topics.Start},
-		{"ingest", c.Ingester.Start},
+		{"ingest", c.startIngest},
 		{"retention", c.purger.Start},
 		{"store metrics", c.gauges.Start},
 		{"cluster level", c.level.Start},
@@ -509,7 +504,7 @@ func (c *Center) stop(ctx context.Context) error {
 	}
 	step("control topic check", c.topics.Stop)
 	// 1. Stop consuming: ingest finishes its batch and commits offsets.
-	step("ingest", c.Ingester.Stop)
+	step("ingest", c.stopIngest)
 	// 2. Check-backs and sends drain; sent marks are flushed.
 	step("verifier", c.Verifier.Stop)
 	step("forwarder", c.Forwarder.Stop)

@@ -63,7 +63,8 @@ func (c *Center) newProducerAPI(cfg config.Config, opt Options) (*producerAPI, e
 	}
 	h, err := ingress.New(ingress.Config{
 		Producer: cl, ControlTopic: cfg.Kafka.ControlTopic, Store: c.Store,
-		MaxPayload: cfg.Ingest.MaxPayloadBytes, CheckTopic: targetTopicCheck(cfg.Forward), Scheduling: c.Scheduling,
+		ControlTopicFor: cfg.Kafka.ControlTopicFor,
+		MaxPayload:      cfg.Ingest.MaxPayloadBytes, CheckTopic: targetTopicCheck(cfg.Forward), Scheduling: c.Scheduling,
 		TokenSource: c.secrets.ProducerTokens, Insecure: in.Insecure,
 		Rate: in.Rate, Burst: in.Burst, MaxBatch: in.MaxBatch, MaxBatchBytes: in.MaxBatchBytes,
 		ProduceTimeout: in.ProduceTimeout, Now: opt.Now, Logger: log, Registerer: c.registerer,

@@ -29,8 +29,8 @@ type topicAdmin interface {
 	CreateTopic(ctx context.Context, partitions int32, replicationFactor int16, configs map[string]*string, topic string) (kadm.CreateTopicResponse, error)
 }
 
-// topicWatch makes sure the control topic exists before the center calls
-// itself ready. A missing topic is not fatal: where topics are made by a
+// topicWatch makes sure the control topic (and every lane's, kafka.lanes)
+// exists before the center calls itself ready. A missing topic is not fatal: where topics are made by a
 // separate job the center should simply wait for it. But it never waits
 // silently: it logs an error naming the topic, the brokers and the fix at
 // once and every minute after, and /readyz answers 503 with the reason.
@@ -96,10 +96,31 @@ func (w *topicWatch) run(ctx context.Context) {
 	}
 }
 
-// check looks for the topic once and creates it if allowed; it reports
-// whether the topic exists now.
+// topics are the control topics to wait for: kafka.control_topic and
+// every lane's (kafka.lanes).
+func (w *topicWatch) topics() []string {
+	out := []string{w.cfg.ControlTopic}
+	for _, l := range w.cfg.Lanes {
+		out = append(out, w.cfg.LaneTopic(l))
+	}
+	return out
+}
+
+// check looks for the control topics once and creates the missing ones
+// if allowed; it reports whether they all exist now.
 func (w *topicWatch) check(parent context.Context) bool {
-	topic := w.cfg.ControlTopic
+	for _, topic := range w.topics() {
+		if !w.checkTopic(parent, topic) {
+			return false
+		}
+	}
+	w.ok()
+	return true
+}
+
+// checkTopic looks for one control topic and creates it if allowed; it
+// reports whether it exists now.
+func (w *topicWatch) checkTopic(parent context.Context, topic string) bool {
 	ctx, cancel := context.WithTimeout(parent, max(w.interval, 10*time.Second))
 	defer cancel()
 	details, err := w.adm.ListTopics(ctx, topic)
@@ -112,13 +133,12 @@ func (w *topicWatch) check(parent context.Context) bool {
 	case parent.Err() != nil:
 		return false // stopping
 	case err != nil:
-		w.fail("unreachable", fmt.Sprintf("cannot check control topic %s on brokers %v: %v", topic, w.cfg.Brokers, err), slog.LevelWarn)
+		w.fail("unreachable", topic, fmt.Sprintf("cannot check control topic %s on brokers %v: %v", topic, w.cfg.Brokers, err), slog.LevelWarn)
 		return false
 	case details.Has(topic):
-		w.ok()
 		return true
 	case !w.cfg.CreateTopics:
-		w.fail("missing", fmt.Sprintf("control topic %s does not exist on brokers %v: create it (e.g. %d partitions) or set kafka.create_topics: true (EVENTCENTER_KAFKA_CREATE_TOPICS=true)",
+		w.fail("missing", topic, fmt.Sprintf("control topic %s does not exist on brokers %v: create it (e.g. %d partitions) or set kafka.create_topics: true (EVENTCENTER_KAFKA_CREATE_TOPICS=true)",
 			topic, w.cfg.Brokers, w.cfg.ControlPartitions), slog.LevelError)
 		return false
 	}
@@ -128,20 +148,20 @@ func (w *topicWatch) check(parent context.Context) bool {
 		err = resp.Err
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		w.fail("create failed", fmt.Sprintf("control topic %s does not exist on brokers %v and creating it failed: %v", topic, w.cfg.Brokers, err), slog.LevelError)
+		w.fail("create failed", topic, fmt.Sprintf("control topic %s does not exist on brokers %v and creating it failed: %v", topic, w.cfg.Brokers, err), slog.LevelError)
 		return false
 	}
 	if err == nil {
 		w.log.Info("created the control topic (kafka.create_topics)", "topic", topic, "partitions", w.cfg.ControlPartitions, "brokers", w.cfg.Brokers)
 	}
-	w.ok()
 	return true
 }
 
 // fail records why the center is not ready and logs it at once, then at
 // most every topicLogEvery while the kind of problem stays the same (the
 // text of a connection error may change at every try).
-func (w *topicWatch) fail(kind, problem string, level slog.Level) {
+func (w *topicWatch) fail(kind, topic, problem string, level slog.Level) {
+	kind += " " + topic
 	w.mu.Lock()
 	now := w.now()
 	logIt := kind != w.kind || w.logged.IsZero() || now.Sub(w.logged) >= topicLogEvery
@@ -151,7 +171,7 @@ func (w *topicWatch) fail(kind, problem string, level slog.Level) {
 	}
 	w.mu.Unlock()
 	if logIt {
-		w.log.Log(context.Background(), level, "not ready: "+problem, "topic", w.cfg.ControlTopic, "brokers", w.cfg.Brokers)
+		w.log.Log(context.Background(), level, "not ready: "+problem, "topic", topic, "brokers", w.cfg.Brokers)
 	}
 }
 
@@ -161,6 +181,6 @@ func (w *topicWatch) ok() {
 	w.problem = ""
 	w.mu.Unlock()
 	if complained {
-		w.log.Info("control topic found", "topic", w.cfg.ControlTopic, "was", was)
+		w.log.Info("control topic found", "topics", w.topics(), "was", was)
 	}
 }

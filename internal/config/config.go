@@ -86,6 +86,9 @@ type Kafka struct {
 	Compression string `yaml:"compression" env:"EVENTCENTER_KAFKA_COMPRESSION"`
 	// Auth is kafka.tls and kafka.sasl (see security.go).
 	Auth kafkaauth.Config `yaml:",inline"`
+	// Lanes are extra control topics, each with a consumer of its own
+	// (lanes.go); none by default.
+	Lanes []Lane `yaml:"lanes"`
 }
 
 // Store is the database.
@@ -738,6 +741,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateForward(bad)
 	c.validateFair(bad)
+	c.validateLanes(bad)
 	c.validateCheckback(bad)
 	c.validateSecurity(bad)
 	c.validateIngress(bad)

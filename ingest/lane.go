@@ -1,0 +1,60 @@
+package ingest
+
+import "fmt"
+
+// Control lanes. A lane is a control topic with its own consumer (an
+// Ingester of its own, in a consumer group of its own), so that one
+// tenant class's backlog never delays another's ingest: the default lane
+// (id 0) is kafka.control_topic; lanes 1..MaxLane are extra topics
+// (internal/config kafka.lanes).
+//
+// The store knows no lanes: a row ingested from lane L's Kafka partition p
+// is stored with partition L*LaneStride + p, its store partition. The
+// ownership set (Ownership), the verifier's and forwarder's claims, the
+// order checks and the eventcenter_consumer_lag metric's partition label
+// all use store partitions, so one ownership set covers every lane; the
+// default lane's store partitions are its Kafka partitions, as before
+// lanes. Dead letters keep the Kafka partition (ec-dlq-partition) with the
+// lane's topic (ec-dlq-topic).
+
+// LaneStride separates the lanes' store partitions: lane L's Kafka
+// partition p is store partition L*LaneStride + p. It is 10× the most
+// partitions a control topic may have (internal/config
+// MaxControlPartitions, 1000), so a lane's partitions never reach the
+// next lane's even if that limit grows, and a store partition is read at
+// a glance: 20007 is lane 2, partition 7.
+const LaneStride = 10000
+
+// MaxLane is the highest lane id: store partitions stay below
+// (MaxLane+1)*LaneStride, far within the integer partition column of
+// every store.
+const MaxLane = 100
+
+// StorePartition is the store partition of lane lane's Kafka partition p.
+func StorePartition(lane int, p int32) int32 { return int32(lane)*LaneStride + p }
+
+// LanePartition splits a store partition into its lane and Kafka
+// partition.
+func LanePartition(stored int32) (lane int, p int32) {
+	return int(stored / LaneStride), stored % LaneStride
+}
+
+// FormatPartition names a store partition for people: "7" for the
+// default lane's partition 7, "lane 2 partition 7" for 20007.
+func FormatPartition(stored int32) string {
+	lane, p := LanePartition(stored)
+	if lane == 0 {
+		return fmt.Sprint(p)
+	}
+	return fmt.Sprintf("lane %d partition %d", lane, p)
+}
+
+// storePartitions maps Kafka partitions of this ingester's lane to store
+// partitions.
+func (in *Ingester) storePartitions(parts []int32) []int32 {
+	out := make([]int32, len(parts))
+	for i, p := range parts {
+		out[i] = StorePartition(in.cfg.Lane, p)
+	}
+	return out
+}

@@ -1,0 +1,198 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
+)
+
+func TestLanePartitionMapping(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, int32(7), StorePartition(0, 7), "the default lane's store partitions are its Kafka partitions")
+	require.Equal(t, int32(20007), StorePartition(2, 7))
+	require.Equal(t, int32(MaxLane*LaneStride+999), StorePartition(MaxLane, 999))
+	for _, c := range []struct {
+		lane int
+		p    int32
+	}{{0, 0}, {0, 999}, {1, 0}, {2, 7}, {MaxLane, 999}} {
+		lane, p := LanePartition(StorePartition(c.lane, c.p))
+		require.Equal(t, c.lane, lane)
+		require.Equal(t, c.p, p)
+	}
+	require.Equal(t, "7", FormatPartition(7))
+	require.Equal(t, "lane 2 partition 7", FormatPartition(20007))
+	require.Greater(t, LaneStride, 1000, "above config.MaxControlPartitions")
+}
+
+func TestLaneOutOfRangeRefused(t *testing.T) {
+	t.Parallel()
+	for _, lane := range []int{-1, MaxLane + 1} {
+		_, err := New(Config{Brokers: []string{"b:9092"}, Lane: lane}, newMemStore(), NewOwnership())
+		require.ErrorContains(t, err, "Lane: must be 0 (the default lane) to 100, got "+strconv.Itoa(lane))
+	}
+}
+
+// gatedStore holds every Apply until gate is closed.
+type gatedStore struct {
+	Store
+	gate    chan struct{}
+	entered chan struct{}
+}
+
+func (g *gatedStore) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return store.ApplyResult{}, ctx.Err()
+	}
+	return g.Store.Apply(ctx, req)
+}
+
+// laneTopic creates a lane's control and dead-letter topics on e.
+func (e *env) laneTopic(name string, parts int32) (topic, dlq string) {
+	e.t.Helper()
+	topic, dlq = e.topic+".lane."+name, e.topic+".lane."+name+DLQSuffix
+	for _, tp := range []string{topic, dlq} {
+		resp, err := e.adm.CreateTopic(e.t.Context(), parts, 1, nil, tp)
+		require.NoError(e.t, err)
+		require.NoError(e.t, resp.Err)
+	}
+	return topic, dlq
+}
+
+// laneConfig is a lane's ingester configuration on e, sharing met.
+func (e *env) laneConfig(lane int, topic, dlq string, met *Metrics) Config {
+	c := e.config()
+	c.Lane, c.ControlTopic, c.DLQTopic, c.Group, c.Metrics = lane, topic, dlq, e.group+".lane."+strconv.Itoa(lane), met
+	return c
+}
+
+// A lane's records are applied while the default lane's apply is stuck:
+// lanes are consumed independently. Its rows carry store partitions
+// lane*LaneStride + p; one ownership set holds every lane's partitions,
+// and stopping a lane gives up only its own.
+func TestLaneAppliedWhileDefaultLaneBlocked(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 2)
+	laneT, laneDLQ := e.laneTopic("quiet", 2)
+	st := newMemStore()
+	blocked := &gatedStore{Store: st, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+	reg := prometheus.NewRegistry()
+	met, err := NewMetrics(reg)
+	require.NoError(t, err)
+	owned := NewOwnership()
+
+	defCfg := e.config()
+	defCfg.Metrics = met
+	e.start(defCfg, blocked, nil, owned)
+	lane := e.start(e.laneConfig(3, laneT, laneDLQ, met), st, nil, owned)
+
+	want := []int32{0, 1, 30000, 30001}
+	require.Eventually(t, func() bool { return slices.Equal(owned.Partitions(), want) }, waitFor, tick, "owned %v", owned.Partitions())
+	require.InDelta(t, 4, testutil.ToFloat64(met.owned), 0, "eventcenter_owned_partitions counts every lane")
+
+	for i := range 20 {
+		k := fmt.Sprintf("f%d", i)
+		e.produce(prepareRec("flood", k, []byte("x")), decisionRec("flood", k, "commit"))
+	}
+	select {
+	case <-blocked.entered:
+	case <-time.After(waitFor):
+		t.Fatal("the default lane never applied")
+	}
+	for i := range 5 {
+		k := fmt.Sprintf("q%d", i)
+		p, c := prepareRec("quiet", k, []byte("y")), decisionRec("quiet", k, "commit")
+		p.Topic, c.Topic = laneT, laneT
+		e.produce(p, c)
+	}
+	for i := range 5 {
+		k := fmt.Sprintf("q%d", i)
+		require.Eventually(t, func() bool {
+			m, ok := st.get("quiet", k)
+			return ok && m.Status == state.Committed
+		}, waitFor, tick, "lane record %s applied while the default lane is blocked", k)
+		m, _ := st.get("quiet", k)
+		l, p := LanePartition(m.Partition)
+		require.Equal(t, 3, l, "stored partition %d", m.Partition)
+		require.Contains(t, []int32{0, 1}, p)
+	}
+	_, ok := st.get("flood", "f0")
+	require.False(t, ok, "the default lane is still blocked")
+	// The lag gauge is labelled by store partition.
+	var lanes int
+	require.Eventually(t, func() bool {
+		lanes = 0
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() != "eventcenter_consumer_lag" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				p, err := strconv.Atoi(m.GetLabel()[0].GetValue())
+				require.NoError(t, err)
+				require.Contains(t, want, int32(p))
+				if p >= LaneStride {
+					lanes++
+				}
+			}
+		}
+		return lanes > 0
+	}, waitFor, tick)
+
+	close(blocked.gate)
+	for i := range 20 {
+		require.Eventually(t, func() bool {
+			m, ok := st.get("flood", fmt.Sprintf("f%d", i))
+			return ok && m.Status == state.Committed && m.Partition < LaneStride
+		}, waitFor, tick)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, lane.Stop(ctx))
+	require.Equal(t, []int32{0, 1}, owned.Partitions(), "a stopped lane gives up its own partitions only")
+	require.InDelta(t, 2, testutil.ToFloat64(met.owned), 0)
+}
+
+// A lane's dead letters go to its dead-letter topic and name its topic and
+// the record's Kafka partition, not the store partition.
+func TestLaneDeadLetterCarriesKafkaPartition(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1)
+	laneT, laneDLQ := e.laneTopic("q", 2)
+	st := newMemStore()
+	e.start(e.laneConfig(2, laneT, laneDLQ, nil), st, nil, NewOwnership())
+	bad := noTopic("bad", 10)
+	bad.Topic, bad.Partition = laneT, 1
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.addrs...), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer cl.Close()
+	require.NoError(t, cl.ProduceSync(t.Context(), bad).FirstErr())
+
+	dl := e.dlq
+	e.dlq = laneDLQ
+	dead := e.readDLQ(1)
+	e.dlq = dl
+	hs := headerMap(dead[0])
+	require.Equal(t, laneT, hs[envelope.HeaderDLQTopic])
+	require.Equal(t, "1", hs[envelope.HeaderDLQPartition], "the Kafka partition, not store partition %d", StorePartition(2, 1))
+	require.Equal(t, "0", hs[envelope.HeaderDLQOffset])
+}
