@@ -15,4 +15,6 @@ func noisyFlags(f *pflag.FlagSet, n *bench.Noisy) {
 	f.BoolVar(&n.FairClaims, "fair-claims", n.FairClaims, "embedded center: forward.fair_claims (false: oldest due first, as before issue 28)")
 	f.Float64Var(&n.FloodRate, "flood-rate", 0, "noisy-neighbour run: forward.biz rate limit of \"flood\" (0: none)")
 	f.IntVar(&n.FloodMaxInFlight, "flood-max-in-flight", 0, "noisy-neighbour run: forward.biz max_in_flight of \"flood\" (0: none)")
+	f.BoolVar(&n.QuietLane, "quiet-lane", false, "noisy-neighbour run: put \"quiet\" on a control lane of its own (kafka.lanes: topic <control topic>.lane.quiet), consumed apart from the flood")
+	f.DurationVar(&n.QuietLaneFreshFetchWait, "quiet-lane-fresh-fetch-wait", 0, "noisy-neighbour run with --quiet-lane: the lane's fresh_fetch_wait (0: ingest.fresh_fetch_wait; negative: no wait)")
 }

@@ -36,7 +36,17 @@ type Noisy struct {
 	// a forward.biz entry (rate, max_in_flight).
 	FloodRate        float64
 	FloodMaxInFlight int
+	// QuietLane puts the quiet bizID on a control lane of its own
+	// (kafka.lanes: topic <control topic>.lane.quiet, id 1): its producer
+	// writes there and the center consumes it apart from the flood.
+	QuietLane bool
+	// QuietLaneFreshFetchWait is the quiet lane's fresh_fetch_wait (0:
+	// ingest.fresh_fetch_wait; negative: no wait).
+	QuietLaneFreshFetchWait time.Duration
 }
+
+// quietLaneTopic is the quiet bizID's lane topic with QuietLane.
+func quietLaneTopic(controlTopic string) string { return controlTopic + ".lane." + quietBizID }
 
 // The bizIDs of the noisy-neighbour run.
 const (
@@ -88,6 +98,10 @@ func (n *Noisy) center(cfg *config.Config) {
 	if n.FloodRate > 0 || n.FloodMaxInFlight > 0 {
 		cfg.Forward.Biz = append(cfg.Forward.Biz, config.ForwardBiz{BizID: floodBizID, Rate: n.FloodRate, MaxInFlight: n.FloodMaxInFlight})
 	}
+	if n.QuietLane {
+		cfg.Kafka.Lanes = append(cfg.Kafka.Lanes, config.Lane{Name: quietBizID, Topic: quietLaneTopic(cfg.Kafka.ControlTopic), ID: 1,
+			BizIDs: []string{quietBizID}, FreshFetchWait: n.QuietLaneFreshFetchWait})
+	}
 }
 
 // NoisyReport is the noisy-neighbour run's result.
@@ -99,6 +113,10 @@ type NoisyReport struct {
 	FairClaims       bool    `json:"fair_claims"`
 	FloodRate        float64 `json:"flood_rate_limit,omitempty"`
 	FloodMaxInFlight int     `json:"flood_max_in_flight,omitempty"`
+	// QuietLane is the quiet bizID's control topic when it has a lane of
+	// its own ("": the control topic, as the flood's).
+	QuietLane               string `json:"quiet_lane_topic,omitempty"`
+	QuietLaneFreshFetchWait string `json:"quiet_lane_fresh_fetch_wait,omitempty"`
 
 	// QuietAlone and FloodAlone are the first two phases;
 	// FloodWithQuiet the third.
@@ -126,6 +144,12 @@ func noisyRun(ctx context.Context, cfg Config, runID string, brokers []string, t
 	n := cfg.Noisy
 	rep := &NoisyReport{FloodBizID: floodBizID, QuietBizID: quietBizID, FloodMessages: n.FloodMessages,
 		QuietRate: n.QuietRate, FairClaims: n.FairClaims, FloodRate: n.FloodRate, FloodMaxInFlight: n.FloodMaxInFlight}
+	if n.QuietLane {
+		rep.QuietLane = quietLaneTopic(cfg.ControlTopic)
+		if n.QuietLaneFreshFetchWait != 0 {
+			rep.QuietLaneFreshFetchWait = n.QuietLaneFreshFetchWait.String()
+		}
+	}
 	topics := map[string]string{}
 	for _, ph := range []string{"quiet.1", "flood.2", "flood.3", "quiet.3"} {
 		topics[ph] = topic + "." + ph
@@ -138,6 +162,9 @@ func noisyRun(ctx context.Context, cfg Config, runID string, brokers []string, t
 	quiet.Messages, quiet.Duration, quiet.Rate = 0, n.QuietAlone, n.QuietRate
 	quiet.Producers, quiet.Concurrency = 1, n.QuietConcurrency
 	quiet.RollbackRatio, quiet.CheckbackRatio = 0, 0
+	if n.QuietLane {
+		quiet.ControlTopic = rep.QuietLane // created with the control topic
+	}
 	quiet.Progress = prefixed(cfg.Progress, "quiet ")
 	flood := cfg
 	flood.Messages, flood.Duration, flood.Rate = n.FloodMessages, 0, 0
@@ -204,6 +231,12 @@ func (r *Report) WriteNoisyTable(w io.Writer) error {
 	fmt.Fprintf(tw, "\nnoisy neighbour (fair claims %v", n.FairClaims)
 	if n.FloodRate > 0 || n.FloodMaxInFlight > 0 {
 		fmt.Fprintf(tw, "; %s rate %g max_in_flight %d", n.FloodBizID, n.FloodRate, n.FloodMaxInFlight)
+	}
+	if n.QuietLane != "" {
+		fmt.Fprintf(tw, "; %s on its own control lane %s", n.QuietBizID, n.QuietLane)
+		if n.QuietLaneFreshFetchWait != "" {
+			fmt.Fprintf(tw, " (fresh_fetch_wait %s)", n.QuietLaneFreshFetchWait)
+		}
 	}
 	fmt.Fprintln(tw, ")")
 	fmt.Fprintln(tw, "phase\tbizID\tmessages\tforwarded/s\tp50 ms\tp99 ms\tmax ms\tmissing")

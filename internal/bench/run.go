@@ -94,6 +94,10 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	if !cfg.External {
 		topics = append(topics, cfg.ControlTopic, cfg.ControlTopic+".dlq")
+		if cfg.Noisy.on() && cfg.Noisy.QuietLane {
+			lane := quietLaneTopic(cfg.ControlTopic)
+			topics = append(topics, lane, lane+".dlq")
+		}
 	}
 	schedTopic := topic + ".sched"
 	if cfg.Scheduled > 0 {

@@ -1,0 +1,40 @@
+package bench
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The noisy-neighbour run with --quiet-lane: quiet's producer writes to
+// its lane's topic, the center consumes it, every message is forwarded,
+// and the report says so.
+func TestNoisyQuietLane(t *testing.T) {
+	t.Parallel()
+	cfg := Default()
+	cfg.Baselines = false
+	cfg.Partitions = 2
+	cfg.Producers, cfg.Concurrency = 1, 8
+	cfg.DrainTimeout = time.Minute
+	cfg.Noisy.FloodMessages = 400
+	cfg.Noisy.QuietRate = 100
+	cfg.Noisy.QuietAlone = time.Second
+	cfg.Noisy.QuietLane = true
+	cfg.Noisy.QuietLaneFreshFetchWait = -1
+	rep, err := Run(t.Context(), cfg)
+	require.NoError(t, err)
+	n := rep.Noisy
+	require.NotNil(t, n)
+	require.Equal(t, cfg.ControlTopic+".lane.quiet", n.QuietLane)
+	require.Equal(t, "-1ns", n.QuietLaneFreshFetchWait)
+	for _, c := range []CenterResult{n.QuietAlone, n.FloodAlone, n.FloodWithQuiet.Flood, n.FloodWithQuiet.Quiet} {
+		require.Zero(t, c.Errors, c.FirstError)
+		require.Positive(t, c.Forwarded)
+		require.Zero(t, c.Missing)
+	}
+	var table bytes.Buffer
+	require.NoError(t, rep.WriteNoisyTable(&table))
+	require.Contains(t, table.String(), "quiet on its own control lane "+cfg.ControlTopic+".lane.quiet")
+}
