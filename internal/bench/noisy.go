@@ -254,6 +254,12 @@ func (r *Report) WriteNoisyTable(w io.Writer) error {
 		fmt.Fprintf(tw, "  %s committed after, while %s's backlog drains\t\t%d\t\t%.1f\t%.1f\t%.1f\n", n.QuietBizID, n.FloodBizID, q.AfterSplit.Count,
 			q.AfterSplit.P50Ms, q.AfterSplit.P99Ms, q.AfterSplit.MaxMs)
 	}
+	stages := func(phase string, c CenterResult) {
+		fmt.Fprintf(tw, "  %s %s, p50/p99 ms: COMMIT acknowledged %.1f/%.1f, center's produce %.1f/%.1f, forwarded %.1f/%.1f\n", n.QuietBizID, phase,
+			c.CommitToAck.P50Ms, c.CommitToAck.P99Ms, c.CommitToSend.P50Ms, c.CommitToSend.P99Ms, c.CommitToForward.P50Ms, c.CommitToForward.P99Ms)
+	}
+	stages("alone", n.QuietAlone)
+	stages("together", n.FloodWithQuiet.Quiet)
 	fmt.Fprintf(tw, "%s p99 during the flood / alone\t%.2f×\t(target ≤ 2)\n", n.QuietBizID, n.QuietP99Ratio)
 	fmt.Fprintf(tw, "%s throughput with %s / alone\t%.2f\t(target ≥ 0.85)\n", n.FloodBizID, n.QuietBizID, n.FloodRateRatio)
 	return tw.Flush()

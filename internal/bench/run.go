@@ -552,6 +552,10 @@ type CenterResult struct {
 	// (the forwarded record's timestamp): the center's share of
 	// CommitToForward.
 	CommitToSend Latency `json:"commit_to_send"`
+	// CommitToAck is commit → the COMMIT envelope acknowledged by the
+	// broker (the producer's share; what follows is the center's fetch
+	// and apply up to its produce, then the broker and the consumer).
+	CommitToAck Latency `json:"commit_to_ack"`
 	// BeforeSplit and AfterSplit split CommitToForward by the messages'
 	// commit time at a moment set by another load (the noisy-neighbour
 	// run: committed while the flood was sending, and after, while its
@@ -765,12 +769,17 @@ func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic stri
 					if ps.fromPrepare {
 						tr.expect(seq, time.Now(), false)
 					}
+					var clock time.Time
 					err := p.Transact(mctx, msg, func(context.Context) error {
 						if !ps.fromPrepare {
-							tr.expect(seq, time.Now(), false)
+							clock = time.Now()
+							tr.expect(seq, clock, false)
 						}
 						return nil
 					})
+					if err == nil && !clock.IsZero() {
+						tr.acked(time.Since(clock))
+					}
 					if err != nil {
 						if !errors.Is(err, clientlib.ErrCommitUnsent) {
 							tr.forget(seq)
@@ -880,6 +889,7 @@ func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic stri
 		res.BeforeSplit, res.AfterSplit = &b, &a
 	}
 	res.CommitToSend = tr.sendH.summary()
+	res.CommitToAck = tr.ackH.summary()
 	res.Checkback = tr.cbH.summary()
 	res.SentPerSecond, res.ForwardedPerSecond = tr.sentPS.snapshot(), tr.fwdPS.snapshot()
 	res.LatencyPerSecond = tr.latPS.summary()

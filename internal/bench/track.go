@@ -57,7 +57,10 @@ type tracker struct {
 	// record's timestamp, stamped by the center's Kafka client): the
 	// center's share of commitH; the rest is broker and consumer.
 	sendH hist
-	cbH   hist
+	// ackH is commit → the COMMIT envelope acknowledged by the broker
+	// (the producer's share of commitH).
+	ackH hist
+	cbH  hist
 	// split, when set, sends commitH's samples to beforeH, or to afterH
 	// for the messages whose clock started after it was closed.
 	split           <-chan struct{}
@@ -98,6 +101,14 @@ func (t *tracker) expect(seq int64, at time.Time, checkback bool) {
 	s.mu.Unlock()
 	t.pending.Add(1)
 	t.sentPS.add(at)
+}
+
+// acked records how long a COMMIT took to be acknowledged from the
+// moment its message's clock started.
+func (t *tracker) acked(d time.Duration) {
+	t.mu.Lock()
+	t.ackH.add(d)
+	t.mu.Unlock()
 }
 
 // forget drops an expectation (the send failed before anything could be
