@@ -16,6 +16,7 @@ import (
 func newBench() *cobra.Command {
 	cfg := bench.Default()
 	var jsonPath, htmlPath, cpuProfile, memProfile, logLevel string
+	var noFreshWait bool
 	var fairck *fairCheckbackFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -60,6 +61,9 @@ A progress line per second goes to stderr, the table to stdout.`,
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			cfg.Progress = cmd.ErrOrStderr()
+			if noFreshWait {
+				cfg.Noisy.QuietLaneFreshFetchWait = -1
+			}
 			if fairck.on {
 				return fairck.run(cmd, cfg, jsonPath)
 			}
@@ -171,7 +175,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 	f.DurationVar(&cfg.BrokerRetention, "broker-retention", cfg.BrokerRetention, "retention.ms of the topics the tool creates (kfake keeps records in memory: keep it short in long runs)")
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "how long to wait for forwards after sending ended")
 	f.DurationVar(&cfg.HeapEvery, "heap-every", cfg.HeapEvery, "interval of heap samples (after GC) in the JSON report")
-	noisyFlags(f, &cfg.Noisy)
+	noisyFlags(f, &cfg.Noisy, &noFreshWait)
 	f.StringVar(&jsonPath, "json", "", "write the report as JSON to this file")
 	f.StringVar(&htmlPath, "html", "", "write the report as one self-contained HTML page (charts over the run, CPU, baselines, configuration) to this file")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the center phase to this file")

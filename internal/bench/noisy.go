@@ -146,7 +146,10 @@ func noisyRun(ctx context.Context, cfg Config, runID string, brokers []string, t
 		QuietRate: n.QuietRate, FairClaims: n.FairClaims, FloodRate: n.FloodRate, FloodMaxInFlight: n.FloodMaxInFlight}
 	if n.QuietLane {
 		rep.QuietLane = quietLaneTopic(cfg.ControlTopic)
-		if n.QuietLaneFreshFetchWait != 0 {
+		switch {
+		case n.QuietLaneFreshFetchWait < 0:
+			rep.QuietLaneFreshFetchWait = "none"
+		case n.QuietLaneFreshFetchWait > 0:
 			rep.QuietLaneFreshFetchWait = n.QuietLaneFreshFetchWait.String()
 		}
 	}

@@ -28,7 +28,7 @@ func TestNoisyQuietLane(t *testing.T) {
 	n := rep.Noisy
 	require.NotNil(t, n)
 	require.Equal(t, cfg.ControlTopic+".lane.quiet", n.QuietLane)
-	require.Equal(t, "-1ns", n.QuietLaneFreshFetchWait)
+	require.Equal(t, "none", n.QuietLaneFreshFetchWait)
 	for _, c := range []CenterResult{n.QuietAlone, n.FloodAlone, n.FloodWithQuiet.Flood, n.FloodWithQuiet.Quiet} {
 		require.Zero(t, c.Errors, c.FirstError)
 		require.Positive(t, c.Forwarded)
