@@ -263,6 +263,14 @@ func (r *Report) WriteNoisyTable(w io.Writer) error {
 	}
 	stages("alone", n.QuietAlone)
 	stages("together", n.FloodWithQuiet.Quiet)
+	for _, p := range []struct {
+		phase string
+		s     *SchedLatency
+	}{{"quiet alone", n.QuietAlone.SchedLatency}, {"flood alone", n.FloodAlone.SchedLatency}, {"together", n.FloodWithQuiet.Quiet.SchedLatency}} {
+		if p.s != nil {
+			fmt.Fprintf(tw, "  goroutines' wait for a CPU, %s: p50 %.3f ms, p99 %.2f ms, p99.9 %.2f ms\n", p.phase, p.s.P50Ms, p.s.P99Ms, p.s.P999Ms)
+		}
+	}
 	fmt.Fprintf(tw, "%s p99 during the flood / alone\t%.2f×\t(target ≤ 2)\n", n.QuietBizID, n.QuietP99Ratio)
 	fmt.Fprintf(tw, "%s throughput with %s / alone\t%.2f\t(target ≥ 0.85)\n", n.FloodBizID, n.QuietBizID, n.FloodRateRatio)
 	return tw.Flush()

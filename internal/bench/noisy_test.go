@@ -38,3 +38,29 @@ func TestNoisyQuietLane(t *testing.T) {
 	require.NoError(t, rep.WriteNoisyTable(&table))
 	require.Contains(t, table.String(), "quiet on its own control lane "+cfg.ControlTopic+".lane.quiet")
 }
+
+func TestSchedLatencySince(t *testing.T) {
+	t.Parallel()
+	from := readSchedLatency()
+	require.NotNil(t, from)
+	done := make(chan struct{})
+	for range 8 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(done)
+	s := schedLatencySince(from)
+	require.NotNil(t, s)
+	require.Positive(t, s.Count)
+	require.LessOrEqual(t, s.P50Ms, s.P99Ms)
+	require.LessOrEqual(t, s.P99Ms, s.P999Ms)
+	require.Nil(t, schedLatencySince(nil))
+}

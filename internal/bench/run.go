@@ -556,6 +556,10 @@ type CenterResult struct {
 	// broker (the producer's share; what follows is the center's fetch
 	// and apply up to its produce, then the broker and the consumer).
 	CommitToAck Latency `json:"commit_to_ack"`
+	// SchedLatency is how long this process's goroutines waited for a
+	// CPU while the load ran (every goroutine of the process: center,
+	// broker and loads).
+	SchedLatency *SchedLatency `json:"sched_latency,omitempty"`
 	// BeforeSplit and AfterSplit split CommitToForward by the messages'
 	// commit time at a moment set by another load (the noisy-neighbour
 	// run: committed while the flood was sending, and after, while its
@@ -682,6 +686,7 @@ func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic stri
 	}
 
 	res.HeapStartMB = heapMB(true)
+	schedStart := readSchedLatency()
 	res.HeapMaxMB = res.HeapStartMB
 	res.HeapSamples = append(res.HeapSamples, HeapSample{0, res.HeapStartMB})
 
@@ -890,6 +895,7 @@ func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic stri
 	}
 	res.CommitToSend = tr.sendH.summary()
 	res.CommitToAck = tr.ackH.summary()
+	res.SchedLatency = schedLatencySince(schedStart)
 	res.Checkback = tr.cbH.summary()
 	res.SentPerSecond, res.ForwardedPerSecond = tr.sentPS.snapshot(), tr.fwdPS.snapshot()
 	res.LatencyPerSecond = tr.latPS.summary()
