@@ -2,6 +2,9 @@ package bench
 
 import (
 	"bytes"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,20 +46,19 @@ func TestSchedLatencySince(t *testing.T) {
 	t.Parallel()
 	from := readSchedLatency()
 	require.NotNil(t, from)
-	done := make(chan struct{})
+	// Busy goroutines, more than the cores, make others wait.
+	var stop atomic.Bool
+	var wg sync.WaitGroup
 	for range 8 {
-		go func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
+		wg.Go(func() {
+			for !stop.Load() {
+				runtime.Gosched()
 			}
-		}()
+		})
 	}
 	time.Sleep(50 * time.Millisecond)
-	close(done)
+	stop.Store(true)
+	wg.Wait()
 	s := schedLatencySince(from)
 	require.NotNil(t, s)
 	require.Positive(t, s.Count)
