@@ -378,9 +378,10 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 
 // ready answers 200 when the instance can do its share of the work, 503
 // with the reason otherwise. The rule: the store answers, every component
-// has started, the control topic exists, the control consumer is in the
-// group with an assignment from it, and it is consuming (a fetch answered
-// since its last failed broker connection; see ingest.Consuming). The assignment may be empty: with
+// has started, the control topic (and every lane's) exists, each lane's
+// control consumer is in its group with an assignment from it, and it is
+// consuming (a fetch answered since its last failed broker connection;
+// see ingest.Consuming). The assignment may be empty: with
 // more instances than control-topic partitions some instance owns none and
 // is still ready (it takes over when another leaves), so "owns at least one
 // partition" would keep healthy spares out of service forever.
