@@ -56,6 +56,8 @@ func parsePages() (map[string]*template.Template, error) {
 		"deref":      func(s *string) string { return *s },
 		"join":       strings.Join,
 		"traceID":    uiTraceID,
+		// partition names a control lane's store partition (20007: lane 2).
+		"partition": store.FormatPartition,
 		// colTitle lets "COMMITTED/PENDING" break after the slash.
 		"colTitle": func(c string) template.HTML {
 			return template.HTML(strings.ReplaceAll(template.HTMLEscapeString(c), "/", "/<wbr>"))

@@ -457,6 +457,27 @@ func TestUIMessageShowsTraceID(t *testing.T) {
 	require.NotContains(t, p.body, `id="trace-id"`, "no traceparent, no trace id")
 }
 
+// The message page names a control lane's store partition.
+func TestUIMessageShowsLanePartition(t *testing.T) {
+	t.Parallel()
+	env := admintest.New(t, nil)
+	for key, part := range map[string]int32{"on-lane": 20007, "default": 3} {
+		_, err := env.Store.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{{
+			BizID: admintest.Biz, Key: key, Partition: part, Event: state.Event{Kind: state.KindPrepare, At: env.Clock.Now(), Body: &state.Body{
+				Topic: "orders-events", CheckAfter: time.Minute,
+			}},
+		}}})
+		require.NoError(t, err)
+	}
+	b := newBrowser(t, env)
+	b.login(admintest.AdminToken)
+	p := b.get(detailPath(admintest.Biz, "on-lane"))
+	require.Equal(t, http.StatusOK, p.code, p.body)
+	require.Contains(t, p.body, `<dt>partition</dt><dd>20007 (lane 2, partition 7)</dd>`)
+	p = b.get(detailPath(admintest.Biz, "default"))
+	require.Contains(t, p.body, `<dt>partition</dt><dd>3</dd>`)
+}
+
 // The console's overview and /api/v1/counts show the duplicate PREPAREs
 // with a different body the ingester ignored, per bizID.
 func TestDifferingPreparesShown(t *testing.T) {

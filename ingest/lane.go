@@ -1,6 +1,6 @@
 package ingest
 
-import "fmt"
+import "github.com/eventcenter/eventcenter/store"
 
 // Control lanes. A lane is a control topic with its own consumer (an
 // Ingester of its own, in a consumer group of its own), so that one
@@ -18,12 +18,8 @@ import "fmt"
 // lane's topic (ec-dlq-topic).
 
 // LaneStride separates the lanes' store partitions: lane L's Kafka
-// partition p is store partition L*LaneStride + p. It is 10× the most
-// partitions a control topic may have (internal/config
-// MaxControlPartitions, 1000), so a lane's partitions never reach the
-// next lane's even if that limit grows, and a store partition is read at
-// a glance: 20007 is lane 2, partition 7.
-const LaneStride = 10000
+// partition p is store partition L*LaneStride + p (store.LaneStride).
+const LaneStride = store.LaneStride
 
 // MaxLane is the highest lane id: store partitions stay below
 // (MaxLane+1)*LaneStride, far within the integer partition column of
@@ -34,20 +30,8 @@ const MaxLane = 100
 func StorePartition(lane int, p int32) int32 { return int32(lane)*LaneStride + p }
 
 // LanePartition splits a store partition into its lane and Kafka
-// partition.
-func LanePartition(stored int32) (lane int, p int32) {
-	return int(stored / LaneStride), stored % LaneStride
-}
-
-// FormatPartition names a store partition for people: "7" for the
-// default lane's partition 7, "lane 2 partition 7" for 20007.
-func FormatPartition(stored int32) string {
-	lane, p := LanePartition(stored)
-	if lane == 0 {
-		return fmt.Sprint(p)
-	}
-	return fmt.Sprintf("lane %d partition %d", lane, p)
-}
+// partition (store.LanePartition).
+func LanePartition(stored int32) (lane int, p int32) { return store.LanePartition(stored) }
 
 // storePartitions maps Kafka partitions of this ingester's lane to store
 // partitions.

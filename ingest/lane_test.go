@@ -31,8 +31,8 @@ func TestLanePartitionMapping(t *testing.T) {
 		require.Equal(t, c.lane, lane)
 		require.Equal(t, c.p, p)
 	}
-	require.Equal(t, "7", FormatPartition(7))
-	require.Equal(t, "lane 2 partition 7", FormatPartition(20007))
+	require.Equal(t, "7", store.FormatPartition(7))
+	require.Equal(t, "20007 (lane 2, partition 7)", store.FormatPartition(20007))
 	require.Greater(t, LaneStride, 1000, "above config.MaxControlPartitions")
 }
 
