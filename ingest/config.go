@@ -58,6 +58,10 @@ type Config struct {
 	DLQTopic string
 	// Group is the consumer group of all eventcenter instances.
 	Group string
+	// CreateDLQPartitions, when positive, lets the ingester create a
+	// missing dead-letter topic with this many partitions when it starts
+	// (kafka.create_topics); 0 only reports it missing.
+	CreateDLQPartitions int
 	// Lane is the control lane this ingester consumes (lane.go): 0, the
 	// default, for kafka.control_topic; 1 to MaxLane for an extra lane's
 	// topic, whose Kafka partition p is stored, owned and reported as

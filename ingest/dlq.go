@@ -378,11 +378,21 @@ func checkTopic(ctx context.Context, adm *kadm.Client, topic string) error {
 	return nil
 }
 
-// checkDLQAtStart logs whether the dead-letter topic exists.
+// checkDLQAtStart logs whether the dead-letter topic exists, and creates
+// it first when it is missing and Config.CreateDLQPartitions allows.
 func (in *Ingester) checkDLQAtStart(ctx context.Context, cl *kgo.Client) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	err := checkTopic(ctx, kadm.NewClient(cl), in.cfg.DLQTopic)
+	adm := kadm.NewClient(cl)
+	err := checkTopic(ctx, adm, in.cfg.DLQTopic)
+	if errors.Is(err, ErrDLQTopicMissing) && in.cfg.CreateDLQPartitions > 0 {
+		if cerr := createTopic(ctx, adm, in.cfg.DLQTopic, in.cfg.CreateDLQPartitions); cerr != nil {
+			in.log.Error("dead-letter topic missing and creating it failed: create it", "dlq_topic", in.cfg.DLQTopic, "err", cerr)
+			return
+		}
+		in.log.Info("created the dead-letter topic (kafka.create_topics)", "dlq_topic", in.cfg.DLQTopic, "partitions", in.cfg.CreateDLQPartitions)
+		return
+	}
 	switch {
 	case err == nil:
 		in.log.Info("dead-letter topic found", "dlq_topic", in.cfg.DLQTopic)
@@ -391,6 +401,20 @@ func (in *Ingester) checkDLQAtStart(ctx context.Context, cl *kgo.Client) {
 	default:
 		in.log.Warn("could not check the dead-letter topic", "dlq_topic", in.cfg.DLQTopic, "err", err)
 	}
+}
+
+// createTopic creates topic with partitions partitions and the brokers'
+// default replication factor; a topic created meanwhile by someone else
+// counts as created.
+func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {
+	resp, err := adm.CreateTopic(ctx, int32(partitions), -1, nil, topic) //nolint:gosec // bounded by config validation (kafka.control_partitions)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("ingest: create dead-letter topic %q: %w", topic, err)
+	}
+	return nil
 }
 
 // forwardedSize is the size of the record a PREPARE is forwarded as (value,

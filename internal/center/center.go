@@ -233,24 +233,27 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		ingestStore = tracing.Store(fast, opt.TracerProvider)
 	}
 	base := ingest.Config{
-		Brokers:           cfg.Kafka.Brokers,
-		ControlTopic:      cfg.Kafka.ControlTopic,
-		DLQTopic:          cfg.Kafka.DLQ(),
-		Group:             cfg.Kafka.Group,
-		MaxPayload:        cfg.Ingest.MaxPayloadBytes,
-		CheckAfter:        vcfg.FirstDelay,
-		Parallelism:       cfg.Ingest.Parallelism,
-		MinApplyRecords:   cfg.Ingest.MinApplyRecords,
-		FreshFetchWait:    cfg.Ingest.FreshFetchWait,
-		DLQRetryBudget:    cfg.Ingest.DLQRetryBudget,
-		DLQCompression:    cfg.Kafka.Compression,
-		CheckTopic:        targetTopicCheck(cfg.Forward),
-		OrderByForwardKey: cfg.Forward.Order.ByForwardKey,
-		MaxDelay:          cfg.Forward.MaxDelay,
-		Scheduling:        c.Scheduling,
-		ClientOptions:     append(append(ingestOpts, kafkaAuth...), opt.KafkaOptions...),
-		Now:               opt.Now,
-		Logger:            opt.Logger.With("component", "ingest"),
+		Brokers:      cfg.Kafka.Brokers,
+		ControlTopic: cfg.Kafka.ControlTopic,
+		DLQTopic:     cfg.Kafka.DLQ(),
+		Group:        cfg.Kafka.Group,
+		MaxPayload:   cfg.Ingest.MaxPayloadBytes,
+		// kafka.create_topics creates the dead-letter topics too (each
+		// lane's ingester its own), with the control topic's partitions.
+		CreateDLQPartitions: createDLQPartitions(cfg.Kafka),
+		CheckAfter:          vcfg.FirstDelay,
+		Parallelism:         cfg.Ingest.Parallelism,
+		MinApplyRecords:     cfg.Ingest.MinApplyRecords,
+		FreshFetchWait:      cfg.Ingest.FreshFetchWait,
+		DLQRetryBudget:      cfg.Ingest.DLQRetryBudget,
+		DLQCompression:      cfg.Kafka.Compression,
+		CheckTopic:          targetTopicCheck(cfg.Forward),
+		OrderByForwardKey:   cfg.Forward.Order.ByForwardKey,
+		MaxDelay:            cfg.Forward.MaxDelay,
+		Scheduling:          c.Scheduling,
+		ClientOptions:       append(append(ingestOpts, kafkaAuth...), opt.KafkaOptions...),
+		Now:                 opt.Now,
+		Logger:              opt.Logger.With("component", "ingest"),
 	}
 	if c.ingesters, err = newIngesters(base, cfg.Kafka, reg, ingestStore, c.Owned); err != nil {
 		return nil, err
@@ -550,4 +553,13 @@ func (c *Center) closeAll() {
 		c.pool.Close()
 		c.pool = nil
 	}
+}
+
+// createDLQPartitions is ingest.Config.CreateDLQPartitions: the control
+// topic's partition count with kafka.create_topics, else 0 (report only).
+func createDLQPartitions(k config.Kafka) int {
+	if !k.CreateTopics {
+		return 0
+	}
+	return k.ControlPartitions
 }

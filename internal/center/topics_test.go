@@ -168,6 +168,36 @@ func TestCreateTopicsCreatesTheControlTopic(t *testing.T) {
 	require.NotContains(t, log.String(), "level=ERROR")
 }
 
+// TestCreateTopicsCreatesTheDeadLetterTopics: with kafka.create_topics
+// the center creates the missing dead-letter topics too, the default
+// lane's and every extra lane's, with kafka.control_partitions partitions,
+// instead of logging them missing (malformed records would be dropped).
+func TestCreateTopicsCreatesTheDeadLetterTopics(t *testing.T) {
+	t.Parallel()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	require.NoError(t, err)
+	t.Cleanup(cluster.Close) // after the centers stop (cleanups run last first)
+	cfg := topicsConfig(t, cluster.ListenAddrs())
+	cfg.Kafka.CreateTopics = true
+	cfg.Kafka.ControlPartitions = 3
+	cfg.Kafka.Lanes = []config.Lane{{Name: "quiet", ID: 1}}
+	var log logBuffer
+	c := startTopicsCenter(t, cfg, &log)
+
+	eventuallyReadyz(t, c, &log, http.StatusOK, "every one consuming")
+	dlqs := []string{"eventcenter.control.dlq", "eventcenter.control.lane.quiet.dlq"}
+	require.Eventually(t, func() bool {
+		return strings.Count(log.String(), "created the dead-letter topic") == len(dlqs)
+	}, 30*time.Second, 10*time.Millisecond, "log:\n%s", &log)
+	topics, err := adminClient(t, cluster.ListenAddrs()).ListTopics(t.Context(), dlqs...)
+	require.NoError(t, err)
+	for _, dlq := range dlqs {
+		require.True(t, topics.Has(dlq), dlq)
+		require.Len(t, topics[dlq].Partitions, 3, dlq)
+	}
+	require.NotContains(t, log.String(), "level=ERROR")
+}
+
 // TestCreateTopicsFailureIsNotReady: when the brokers refuse to create the
 // topic the center says so and stays not ready.
 func TestCreateTopicsFailureIsNotReady(t *testing.T) {

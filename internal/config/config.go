@@ -69,8 +69,8 @@ type Kafka struct {
 	// to the control topic (zero: franz-go's default, 5m).
 	MetadataMaxAge time.Duration `yaml:"metadata_max_age" env:"EVENTCENTER_KAFKA_METADATA_MAX_AGE"`
 	// CreateTopics lets the center create the control topic when it is
-	// missing (ControlPartitions partitions, the brokers' default
-	// replication factor). Off by default in serve: there a missing
+	// missing, and the dead-letter topics (every lane's too; ControlPartitions
+	// partitions, the brokers' default replication factor). Off by default in serve: there a missing
 	// control topic is logged as an error and /readyz answers 503 until
 	// someone creates it. dev turns it on.
 	CreateTopics bool `yaml:"create_topics" env:"EVENTCENTER_KAFKA_CREATE_TOPICS"`
