@@ -45,6 +45,13 @@ func TestSystemBusyIsThrottled(t *testing.T) {
 func TestForwarderRidesOutSystemBusy(t *testing.T) {
 	t.Parallel()
 	s := startFake(t, rocketmqfake.WithTopic("orders", 2))
+	tg := newTarget(t, s, func(c *rocketmq.Config) { c.Retries = -1 })
+	// Learn the topic's route first: under load the first lookup can fail
+	// ("route info not found"), an error this test's MaxAttempts 1 would
+	// turn into a DEAD message (seen once in a loaded run).
+	require.Eventually(t, func() bool {
+		return tg.Send(t.Context(), []forwarder.Record{rec("orders", "warm-up")})[0].Err == nil
+	}, 20*time.Second, 50*time.Millisecond, "route of orders")
 	var busyLeft atomic.Int64
 	busyLeft.Store(6)
 	s.SetSendHook(func(string, rocketmqfake.Message) (int, string, time.Duration) {
@@ -53,7 +60,6 @@ func TestForwarderRidesOutSystemBusy(t *testing.T) {
 		}
 		return rocketmqfake.ResSuccess, "", 0
 	})
-	tg := newTarget(t, s, func(c *rocketmq.Config) { c.Retries = -1 })
 	st := memstore.New(time.Now)
 	owned := ingest.NewOwnership()
 	owned.Assign(0)
@@ -98,7 +104,7 @@ func TestForwarderRidesOutSystemBusy(t *testing.T) {
 		require.True(t, ok)
 		require.Zero(t, m.SendAttempts, "no attempt spent on a busy broker")
 	}
-	require.Len(t, s.Messages("orders"), n, "each sent once")
+	require.Len(t, s.Messages("orders"), n+1, "each sent once, after the warm-up")
 	require.Positive(t, throttledCount(t, reg, "busy"))
 }
 
