@@ -171,7 +171,7 @@ func newLevelGate(reg instanceRegistry, members groupMembers, self postgres.Inst
 	g := &levelGate{reg: reg, members: members, self: self, ttl: 4 * interval, log: log,
 		state: LevelState{Members: -1, Reason: "not reported yet"}}
 	if reg == nil {
-		g.state.Reason = "this store does not record instances: features that need every instance at a level stay off"
+		g.state.Reason = "this store does not record instances: the gated features are not gated here (roll every instance before producers use them)"
 		// Scheduled delivery is not gated where no level can be known:
 		// SQLite runs one center, and on MySQL or a sharded store the
 		// operator rolls every instance before producers schedule
