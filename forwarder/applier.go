@@ -77,6 +77,10 @@ func (a *Applier) Apply(ctx context.Context, req store.ApplyRequest) (store.Appl
 	req.Ordered = a.ordered != nil && a.ordered()
 	if a.inline != nil {
 		req.Forward = a.inline.inlineSender()
+		// Written ahead, sent after the commit; a replayed batch also
+		// writes back what an earlier try left unconfirmed.
+		req.WriteAhead = req.Ordered && a.inline.cfg.WriteAhead()
+		req.SendAhead = a.inline.inlineSender()
 	}
 	res, err := a.st.Apply(ctx, req)
 	if err != nil {
@@ -84,6 +88,16 @@ func (a *Applier) Apply(ctx context.Context, req store.ApplyRequest) (store.Appl
 	}
 	if len(res.Forwarded) > 0 && a.inline != nil {
 		a.inline.recordInline(res.Forwarded)
+	}
+	if a.inline != nil {
+		if res.Ahead > 0 {
+			a.inline.met.ahead.WithLabelValues("confirmed").Add(float64(res.Ahead))
+		}
+		if res.Unconfirmed > 0 {
+			a.inline.met.ahead.WithLabelValues("written_back").Add(float64(res.Unconfirmed))
+			a.inline.log.Warn("messages written ahead by a batch that did not confirm them were written back to pending and will be sent again",
+				"messages", res.Unconfirmed)
+		}
 	}
 	if len(res.Sendable) > 0 && a.to != nil {
 		a.to.Handoff(res.Sendable)

@@ -210,6 +210,11 @@ type Config struct {
 	// store.ApplyRequest.Ordered). nil means never; messages with an order
 	// key are then forwarded without order, as before.
 	Ordered func() bool
+	// WriteAhead tells whether ordered messages may be written sent before
+	// their send (store.ApplyRequest.WriteAhead; the cluster level gate:
+	// every instance waits on sent watermarks and writes back what a
+	// replay finds unconfirmed). nil means never.
+	WriteAhead func() bool
 	// ReleaseOnDead tells, per bizID, whether a message that goes DEAD
 	// releases its order key ("skip": the later ones go on) instead of
 	// holding it until an operator acts ("hold", the default). nil means
@@ -288,6 +293,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Ordered == nil {
 		c.Ordered = func() bool { return false }
+	}
+	if c.WriteAhead == nil {
+		c.WriteAhead = func() bool { return false }
 	}
 	if c.ReleaseOnDead == nil {
 		c.ReleaseOnDead = func(string) bool { return false }

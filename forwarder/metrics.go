@@ -27,6 +27,7 @@ type metrics struct {
 	dropped      prometheus.Counter
 	released     prometheus.Counter
 	chained      prometheus.Counter
+	ahead        *prometheus.CounterVec
 	dead         *prometheus.CounterVec
 	breakerOpen  *prometheus.GaugeVec
 	throttleMetrics
@@ -71,6 +72,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "eventcenter_forward_order_chained_total",
 			Help: "Messages with an order key leased with their predecessor's sent mark and queued at once, instead of woken for the scan.",
 		}),
+		ahead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_forward_order_ahead_total",
+			Help: "Messages with an order key written sent before their send and confirmed by their control partition's sent watermark (result=confirmed), or written ahead by a batch that did not confirm them and written back to pending by its replay (result=written_back).",
+		}, []string{"result"}),
 		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_forward_dead_total",
 			Help: "Messages given up (DEAD) by target.",
@@ -85,7 +90,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range append([]prometheus.Collector{m.forward, m.inline, m.duration, m.commitToSent, m.lateness, m.dropped, m.released, m.chained, m.dead, m.breakerOpen,
+	for _, c := range append([]prometheus.Collector{m.forward, m.inline, m.duration, m.commitToSent, m.lateness, m.dropped, m.released, m.chained, m.ahead, m.dead, m.breakerOpen,
 		m.fair.sent, m.fair.throttled}, m.throttleMetrics.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register forwarder metrics: %w", err)

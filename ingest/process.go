@@ -144,7 +144,9 @@ func (in *Ingester) processGroup(r *run, g *group, wanted <-chan struct{}) bool 
 					"partition", rec.Partition, "offset", rec.Offset, "err", err)
 				continue
 			}
-			changes = append(changes, in.change(&e, StorePartition(in.cfg.Lane, rec.Partition), now))
+			c := in.change(&e, StorePartition(in.cfg.Lane, rec.Partition), now)
+			c.Offset, c.HasOffset = rec.Offset, true
+			changes = append(changes, c)
 			types = append(types, e.Type)
 			origin = append(origin, rec)
 		}

@@ -148,6 +148,19 @@ type Message struct {
 	// yet, or released (KindReleaseOrder, KindCloseHead, or DEAD under
 	// Event.ReleaseOnDead).
 	OrderSeq int64
+	// SentAhead is set on an ordered message a store wrote SENT before
+	// sending it (store.ApplyRequest.WriteAhead, issue 26): the control
+	// record that made it sendable. Its send is confirmed once the sent
+	// watermark of that control partition reaches the record's offset;
+	// until then its key's later messages wait, and a replay of the record
+	// writes it back to pending. Invalid otherwise.
+	SentAhead ControlPos
+	// OrderPred is the control record that sequenced the message's
+	// predecessor in its order key, when that one was sequenced by a
+	// control record in a batch that could write ahead: the message is not
+	// sent before the sent watermark of that partition reaches it. Invalid
+	// otherwise.
+	OrderPred ControlPos
 
 	// DeliverAt is the earliest time the message is forwarded (its
 	// PREPARE's ec-deliver-at, or its ec-delay added to when it was read);
@@ -165,6 +178,15 @@ type Message struct {
 	UpdatedAt time.Time
 	DecidedAt time.Time
 	SentAt    time.Time
+}
+
+// ControlPos is the place of a control record: its partition, as stored
+// (a control lane's partitions are offset), and its offset. The zero value
+// is no place.
+type ControlPos struct {
+	Partition int32
+	Offset    int64
+	Valid     bool
 }
 
 // MessageID returns "bizID:messageKey".

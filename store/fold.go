@@ -47,6 +47,14 @@ type Folded struct {
 	Forwarded []*state.Message
 	// Audits are the operator actions to record.
 	Audits []AuditEntry
+	// Positions has, for each sendable row made sendable by a change from
+	// a control record (Change.HasOffset), that record's place (the last
+	// such change of the row in the batch).
+	Positions map[MessageRef]state.ControlPos
+	// Ahead are the rows (pointers into Inserts/Updates) written sent
+	// before their send (ApplyRequest.WriteAhead), to send after the
+	// commit.
+	Ahead []*state.Message
 }
 
 // Fold applies changes in order to the loaded rows (keyed by MessageRef;
@@ -96,6 +104,12 @@ func Fold(loaded map[MessageRef]*state.Message, changes []Change) Folded {
 		changed[r] = true
 		if out.Sendable {
 			sendable[r] = true
+			if c.HasOffset {
+				if f.Positions == nil {
+					f.Positions = map[MessageRef]state.ControlPos{}
+				}
+				f.Positions[r] = state.ControlPos{Partition: c.Partition, Offset: c.Offset, Valid: true}
+			}
 		}
 		if c.Audit != nil {
 			f.Audits = append(f.Audits, AuditEntry{

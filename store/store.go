@@ -101,6 +101,12 @@ type Change struct {
 	Key   string
 	// Partition is the control partition; recorded when the row is created.
 	Partition int32
+	// Offset is the control record's offset, when HasOffset (ingest sets
+	// both; the verifier's and the operators' changes have none). With
+	// ApplyRequest.WriteAhead, an ordered message the change makes
+	// sendable may be written sent before its send (state.Message.SentAhead).
+	Offset    int64
+	HasOffset bool
 	Event     state.Event
 	// LeaseToken, when non-zero, makes the change apply only if the row
 	// still carries this lease (a check-back or send result of a claim that
@@ -144,6 +150,20 @@ type ApplyRequest struct {
 	// and woken when the key is freed (see ApplyResult.Woken). Messages
 	// with an order key are sequenced whether or not it is set.
 	Ordered bool
+	// WriteAhead (with Ordered and SendAhead; stores that keep sent
+	// watermarks: PostgreSQL) writes the ordered messages the batch makes
+	// sendable through a control record (Change.HasOffset, on the row's own
+	// partition) SENT in the transaction that sequences them, before they
+	// are sent (state.Message.SentAhead), instead of pending and then
+	// marked: one durable write per message instead of two (issue 26).
+	// After the commit they are sent with SendAhead, each order key's
+	// messages one after the other, and each partition's sent watermark
+	// is advanced past the batch, which confirms them; those not sent are
+	// written back to pending, leased, and returned in Sendable.
+	WriteAhead bool
+	// SendAhead sends the messages written ahead, after the commit (see
+	// WriteAhead); it may be called several times for one batch.
+	SendAhead ForwardFunc
 }
 
 // ForwardFunc sends messages and returns one result per message, in order
@@ -168,9 +188,14 @@ type ApplyResult struct {
 	Outcomes []ChangeOutcome
 	// Sendable are the messages that became due for sending, leased.
 	Sendable []state.Message
-	// Forwarded are the messages ApplyRequest.Forward sent, as written
-	// (sent).
+	// Forwarded are the messages ApplyRequest.Forward or SendAhead sent,
+	// as written (sent).
 	Forwarded []state.Message
+	// Ahead counts the Forwarded that were written ahead and confirmed by
+	// the batch's sent watermarks (ApplyRequest.WriteAhead); Unconfirmed
+	// counts the messages written ahead by an earlier try of the batch
+	// whose send was never confirmed, which it wrote back to pending.
+	Ahead, Unconfirmed int
 	// Woken counts the parked messages of the order keys the batch freed
 	// that the store made due at once after its commit (the wake): the
 	// caller's forwarder should claim now rather than at its next scan.

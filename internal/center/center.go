@@ -179,6 +179,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		Backoff:       forwarder.Backoff{Base: cfg.Forward.BackoffBase, Cap: cfg.Forward.BackoffCap},
 		MaxAttempts:   cfg.Forward.MaxAttempts,
 		Ordered:       c.Ordering,
+		WriteAhead:    c.WritingAhead,
 		ReleaseOnDead: cfg.Forward.Order.ReleaseOnDead,
 		Biz:           cfg.Forward.BizLimits(),
 		MetricBizIDs:  cfg.MetricBizIDs(),
@@ -423,6 +424,9 @@ func (c *Center) ready(w http.ResponseWriter, r *http.Request) {
 	lv := c.level.State()
 	_, _ = fmt.Fprintf(w, "cluster level %d, this instance %d: %s\n", lv.Level, FeatureLevel, lv.Reason)
 	_, _ = fmt.Fprintln(w, orderingState(lv, c.Ordering(), c.level.orderOff))
+	if c.level.reg != nil {
+		_, _ = fmt.Fprintln(w, aheadState(lv, c.WritingAhead()))
+	}
 	on, _ := c.Scheduling()
 	_, _ = fmt.Fprintln(w, schedulingState(on, lv))
 }

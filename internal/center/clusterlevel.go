@@ -26,7 +26,7 @@ import (
 // when the cluster level (the lowest level any live instance reports) is
 // at least L. Raise it in the release that adds such a feature; releases
 // before this one report nothing and count as level 0.
-const FeatureLevel = 3
+const FeatureLevel = 4
 
 // OrderLevel is the cluster level at which per-key order switches on
 // (level 2: every instance claims and applies in key order; an instance
@@ -42,6 +42,17 @@ const OrderLevel = 2
 // ScheduleLevel is live, this release dead-letters scheduled PREPAREs
 // with the reason (replay them once the upgrade is done).
 const ScheduleLevel = 3
+
+// AheadLevel is the cluster level at which ordered messages are written
+// ahead on PostgreSQL (level 4, migration 0009: every instance waits on
+// the sent watermarks and writes back what a replay finds unconfirmed).
+// An instance of an earlier level reads a message written ahead as sent:
+// taking over its partition, it would never send it again if its sender
+// died before the confirmation, and it would send the key's next message
+// without waiting for that confirmation. So writing ahead is on only
+// while every live instance reports this level; below it, ordered
+// messages take the path of level 2 (pending, then marked sent).
+const AheadLevel = 4
 
 // LevelState is what an instance knows of the cluster's level.
 type LevelState struct {
@@ -156,6 +167,10 @@ type levelGate struct {
 	// orderOff, when set, is why per-key order stays off whatever the
 	// level (see orderWithoutRegistry).
 	orderOff string
+	// ahead is on while the cluster level is at least AheadLevel, and off
+	// as soon as it is not (an instance of an older release, or one that
+	// has not reported yet, joined): writing behind is always safe.
+	ahead atomic.Bool
 }
 
 func newInstanceID() string {
@@ -210,6 +225,14 @@ func (g *levelGate) tick(ctx context.Context) {
 	g.mu.Unlock()
 	if s.AtLeast(OrderLevel) && !g.ordered.Swap(true) {
 		g.log.Info("per-key order on: every live instance keeps it", "level", s.Level)
+	}
+	if on := s.AtLeast(AheadLevel); g.ahead.Swap(on) != on {
+		if on {
+			g.log.Info("ordered messages written ahead: every live instance waits on sent watermarks", "level", s.Level)
+		} else {
+			g.log.Warn("ordered messages no longer written ahead: a live instance may not wait on sent watermarks",
+				"level", s.Level, "reason", s.Reason)
+		}
 	}
 	switch {
 	case s.AtLeast(ScheduleLevel):
@@ -288,6 +311,19 @@ func (g *levelGate) orderWithoutRegistry(st config.Store) {
 // works the level out once before the forwarder starts, so a restarted
 // center does not forward in its first seconds without order.
 func (c *Center) Ordering() bool { return c.level != nil && c.level.ordered.Load() }
+
+// WritingAhead tells whether ordered messages are written ahead
+// (AheadLevel): the gate of forwarder.Config.WriteAhead.
+func (c *Center) WritingAhead() bool { return c.level != nil && c.level.ahead.Load() }
+
+// aheadState says, for /readyz, whether ordered messages are written
+// ahead (PostgreSQL).
+func aheadState(lv LevelState, on bool) string {
+	if on {
+		return "ordered messages written ahead: on (one write per message, confirmed by sent watermarks)"
+	}
+	return fmt.Sprintf("ordered messages written ahead: off until the cluster level reaches %d (written pending, then marked sent); level now %d", AheadLevel, lv.Level)
+}
 
 // orderingState says, for /readyz and the logs, whether per-key order is
 // on and why.

@@ -230,3 +230,39 @@ func (r *memRegistry) Live(context.Context, time.Duration) ([]postgres.Instance,
 }
 
 func (r *memRegistry) Forget(context.Context, string) error { return nil }
+
+// Writing ahead switches on at AheadLevel, and off as soon as the level
+// drops below it: when an instance of the release before (level 3)
+// reports, and when a member has not reported yet (unlike per-key order,
+// which stays on); /readyz and the logs say so.
+func TestWritingAheadFollowsTheClusterLevel(t *testing.T) {
+	t.Parallel()
+	require.GreaterOrEqual(t, FeatureLevel, AheadLevel, "this release waits on sent watermarks")
+	require.False(t, (&Center{}).WritingAhead(), "no gate: off")
+
+	reg := &memRegistry{}
+	members := 1
+	var logs logbuf.Buffer
+	g := newLevelGate(reg, func(context.Context) int { return members }, postgres.Instance{ID: "a", Level: FeatureLevel, Version: "v4"},
+		time.Second, slog.New(slog.NewTextHandler(&logs, nil)))
+	c := &Center{level: g}
+	require.False(t, c.WritingAhead(), "before the first report: off")
+	g.tick(t.Context())
+	require.True(t, c.WritingAhead())
+	require.Contains(t, aheadState(g.State(), true), "written ahead: on")
+
+	members = 2 // a member that has not reported: it may be an older release
+	g.tick(t.Context())
+	require.False(t, c.WritingAhead())
+	require.True(t, c.Ordering(), "per-key order stays on")
+	members = 1
+	g.tick(t.Context())
+	require.True(t, c.WritingAhead())
+
+	require.NoError(t, reg.Report(t.Context(), postgres.Instance{ID: "old", Level: AheadLevel - 1, Version: "v3"}))
+	members = 2
+	g.tick(t.Context())
+	require.False(t, c.WritingAhead())
+	require.Contains(t, logs.String(), "no longer written ahead")
+	require.Contains(t, aheadState(g.State(), false), "off until the cluster level reaches 4")
+}

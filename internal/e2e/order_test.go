@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -70,11 +71,31 @@ func TestOrderKeyHoldsAcrossSendFailures(t *testing.T) {
 			for i := before; i < before+after; i++ {
 				send(i)
 			}
-			for orderKey, ids := range want {
-				require.Eventually(t, func() bool { return len(got.firsts(orderKey)) == len(ids) }, time.Minute, 20*time.Millisecond,
-					"every message of %s delivered", orderKey)
-				require.Equal(t, ids, got.firsts(orderKey), "first deliveries of %s in commit order", orderKey)
+			delivered := func() {
+				t.Helper()
+				for orderKey, ids := range want {
+					require.Eventually(t, func() bool { return len(got.firsts(orderKey)) == len(ids) }, time.Minute, 20*time.Millisecond,
+						"every message of %s delivered", orderKey)
+					require.Equal(t, ids, got.firsts(orderKey), "first deliveries of %s in commit order", orderKey)
+				}
 			}
+			delivered()
+			if driver != "postgres" {
+				return
+			}
+			// On PostgreSQL, once the keys are free, their next messages
+			// are written ahead: sent after the commit that sequenced
+			// them, one write each, confirmed by the sent watermark.
+			require.Eventually(t, c.WritingAhead, 30*time.Second, 20*time.Millisecond)
+			send(before + after)
+			delivered()
+			pool, err := pgxpool.New(t.Context(), e.cfg.Store.DSN)
+			require.NoError(t, err)
+			defer pool.Close()
+			var ahead int
+			require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM eventcenter_messages
+				WHERE sent_ahead_offset IS NOT NULL AND send_status = 1 AND message_key LIKE '%-ev-8'`).Scan(&ahead))
+			require.Equal(t, keys, ahead, "the last round written ahead")
 		})
 	}
 }

@@ -23,6 +23,9 @@ type col struct {
 	arr       any // the typed slice
 	one       any // the single value, when same
 	same      bool
+	// minusOneIsNull: -1 stands for NULL (nullable integers sent as plain
+	// arrays, which encode faster than arrays of pgtype values).
+	minusOneIsNull bool
 }
 
 func mkcol[T any](name, typ string, vals []T, eq func(a, b T) bool) col {
@@ -67,12 +70,15 @@ func (r *rowSource) add(c col, forceArray bool) {
 	if c.same && !forceArray {
 		r.args = append(r.args, c.one)
 		r.expr[c.name] = fmt.Sprintf("$%d::%s", n, c.typ)
-		return
+	} else {
+		r.args = append(r.args, c.arr)
+		r.unnest = append(r.unnest, fmt.Sprintf("$%d::%s[]", n, c.typ))
+		r.names = append(r.names, c.name)
+		r.expr[c.name] = "u." + c.name
 	}
-	r.args = append(r.args, c.arr)
-	r.unnest = append(r.unnest, fmt.Sprintf("$%d::%s[]", n, c.typ))
-	r.names = append(r.names, c.name)
-	r.expr[c.name] = "u." + c.name
+	if c.minusOneIsNull {
+		r.expr[c.name] = "nullif(" + r.expr[c.name] + ", -1)"
+	}
 }
 
 func (r *rowSource) from() string {
@@ -130,6 +136,7 @@ func insertStmt(ms []*state.Message) (string, []any) {
 		column(ms, "order_seq", "bigint", func(m *state.Message) int64 { return m.OrderSeq }, eqv),
 		tsColumn(ms, "deliver_at", func(m *state.Message) pgtype.Timestamptz { return ts(m.DeliverAt) }),
 	}
+	cols = append(cols, aheadColumns(ms)...)
 	r := newRowSource()
 	names := make([]string, len(cols))
 	exprs := make([]string, len(cols))
@@ -171,6 +178,7 @@ func updateStmt(ms []*state.Message, loaded map[store.MessageRef]*state.Message)
 		tsColumn(ms, "sent_at", func(m *state.Message) pgtype.Timestamptz { return ts(m.SentAt) }),
 		column(ms, "order_seq", "bigint", func(m *state.Message) int64 { return m.OrderSeq }, eqv),
 	}
+	cols = append(cols, aheadColumns(ms)...)
 	var bodyCols []col
 	if withBody {
 		body := func(name, typ string, get func(m *state.Message) string) col {

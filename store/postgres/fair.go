@@ -61,12 +61,12 @@ func fairClaimSQL(free string) string {
 		WHERE id = ANY(ARRAY(SELECT id FROM cand ORDER BY rk::float8 / weight, send_next_at, id LIMIT $5))
 		AND ` + pendingSendByID + ` AND send_next_at <= $4` + free + `
 		FOR UPDATE SKIP LOCKED))
-	RETURNING ` + codec.Columns
+	RETURNING ` + columns
 }
 
 var (
 	fairClaimSendsSQL        = fairClaimSQL("")
-	fairClaimOrderedSendsSQL = fairClaimSQL(" AND " + sqlcore.OrderFree("eventcenter_messages"))
+	fairClaimOrderedSendsSQL = fairClaimSQL(" AND " + orderFree("eventcenter_messages"))
 )
 
 // claimFair runs a fair send claim.

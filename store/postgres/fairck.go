@@ -38,7 +38,7 @@ var ckLeaseSQL = `UPDATE eventcenter_messages
 	WHERE id = ANY(ARRAY(SELECT id FROM eventcenter_messages
 		WHERE id = ANY($3::bigint[]) AND (` + sqlcore.IsPrepared() + `) IS TRUE AND verify_next_at <= $4
 		FOR UPDATE SKIP LOCKED))
-	RETURNING ` + codec.Columns
+	RETURNING ` + columns
 
 type ckCandidate struct {
 	bizID string

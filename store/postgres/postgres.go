@@ -98,7 +98,8 @@ func fromTS(t pgtype.Timestamptz) time.Time {
 // dialect is what the shared read side needs of PostgreSQL.
 var dialect = &sqlcore.Dialect[pgtype.Timestamptz]{
 	Param:             func(n int) string { return "$" + strconv.Itoa(n) },
-	Columns:           codec.Columns,
+	Columns:           columns,
+	Extra:             scanAhead,
 	PayloadSize:       "coalesce(octet_length(payload), 0)",
 	HasBody:           "has_body",
 	ListOrphan:        sqlcore.IsOrphan("NOT has_body"),
@@ -184,7 +185,7 @@ type pgTx struct {
 	begun, committed bool
 }
 
-const loadSQL = `SELECT ` + codec.Columns + ` FROM eventcenter_messages m
+var loadSQL = `SELECT ` + columns + ` FROM eventcenter_messages m
 	JOIN unnest($1::text[], $2::text[]) AS r(rb, rk) ON m.biz_id = r.rb AND m.message_key = r.rk
 	ORDER BY m.id FOR UPDATE OF m`
 
@@ -239,7 +240,8 @@ func (t *pgTx) LoadRetryNow(ctx context.Context, bizID string, after int64, limi
 const assignSeqsSQL = `INSERT INTO eventcenter_order_keys (biz_id, order_key, target, topic, last_seq)
 		SELECT b, k, t, p, n FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) WITH ORDINALITY AS u(b, k, t, p, n, o)
 		ORDER BY o
-		` + sqlcore.PostgresUpsert + `
+		` + sqlcore.PostgresUpsert + `, prev_partition = eventcenter_order_keys.last_partition,
+			prev_offset = eventcenter_order_keys.last_offset, last_partition = NULL, last_offset = NULL
 		RETURNING biz_id, order_key, target, topic, last_seq`
 
 // holdersSQL is Holders' statement: the queues unnested and joined with
@@ -514,7 +516,7 @@ func claimSQL(set, due, recheck, col string) string {
 			ORDER BY c.` + col + ` LIMIT $5))
 		AND ` + recheck + `
 		FOR UPDATE SKIP LOCKED))
-	RETURNING ` + codec.Columns
+	RETURNING ` + columns
 }
 
 // pendingSendByID is "a committed message with a body, not sent yet" for
@@ -536,8 +538,8 @@ var claimSendsSQL = claimSQL("send_next_at = $1, lease_token = $2",
 // queue behind a blocked key does not fill the candidates, and again under
 // the lock.
 var claimOrderedSendsSQL = claimSQL("send_next_at = $1, lease_token = $2",
-	sqlcore.PendingSend("has_body")+" AND send_next_at <= $4 AND "+sqlcore.OrderFree("eventcenter_messages"),
-	pendingSendByID+" AND send_next_at <= $4 AND "+sqlcore.OrderFree("eventcenter_messages"),
+	sqlcore.PendingSend("has_body")+" AND send_next_at <= $4 AND "+orderFree("eventcenter_messages"),
+	pendingSendByID+" AND send_next_at <= $4 AND "+orderFree("eventcenter_messages"),
 	"send_next_at")
 
 // claimCheckbacksSQL counts the attempt each claim is for (state.ClaimCheckback):
@@ -632,10 +634,10 @@ var claimNextSQL = `UPDATE eventcenter_messages SET
 		lease_token = CASE WHEN partition = ANY($4::int[]) THEN $2 ELSE lease_token END
 	WHERE id = ANY(ARRAY(SELECT DISTINCT ` + sqlcore.HeadOf("s") + ` FROM eventcenter_messages s
 		WHERE s.id = ANY($3::bigint[]) AND s.order_key <> ''))
-	AND ` + pendingSendByID + ` AND send_attempts = 0
+	AND ` + pendingSendByID + ` AND send_attempts = 0 AND ` + predConfirmed("eventcenter_messages") + `
 	AND CASE WHEN partition = ANY($4::int[]) THEN lease_token = 0 OR send_next_at <= $5
 		ELSE lease_token = 0 AND send_next_at > $5 END
-	RETURNING ` + codec.Columns
+	RETURNING ` + columns
 
 // MarkSentClaimNext implements store.NextClaimer in one round trip: the
 // sent marks in a transaction of their own, then the leases of the next

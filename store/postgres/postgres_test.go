@@ -183,3 +183,9 @@ func TestErrorsAreWrapped(t *testing.T) {
 	_, err = s.List(t.Context(), store.Filter{Cursor: "bad"})
 	require.ErrorContains(t, err, "cursor")
 }
+
+// Ordered messages written ahead, confirmed by sent watermarks (issue 26).
+func TestWriteAhead(t *testing.T) {
+	t.Parallel()
+	storetest.ExerciseAhead(t, newStore)
+}

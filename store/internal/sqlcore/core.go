@@ -135,29 +135,63 @@ func (c *Core) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyRe
 	if req.SendLease > 0 {
 		park = c.now().Add(req.SendLease)
 	}
+	drv, canAhead := c.driver.(AheadDriver)
 	for attempt := 1; ; attempt++ {
 		var res store.ApplyResult
 		var wake []int64
+		var sendAhead []state.Message
+		var parkedQueues map[store.OrderRef]bool
+		confirm := false
 		err := c.driver.InTx(ctx, func(tx Tx) error {
-			loaded, err := tx.Load(ctx, refs)
+			var loaded map[store.MessageRef]*state.Message
+			var ah *ahead
+			var err error
+			if at, ok := tx.(AheadTx); ok && canAhead {
+				ah = &ahead{tx: at, write: req.WriteAhead && req.Ordered && req.SendAhead != nil}
+				loaded, ah.wm, err = at.LoadAhead(ctx, refs)
+			} else {
+				loaded, err = tx.Load(ctx, refs)
+			}
 			if err != nil {
 				return fmt.Errorf("load messages: %w", err)
 			}
 			f := store.Fold(loaded, req.Changes)
-			parked, err := order(ctx, tx, &f, req.Ordered, park)
+			now := codec.Time(c.now())
+			if ah != nil && hasOffsets(req.Changes) {
+				ah.recover(loaded, &f, now)
+			}
+			parked, err := order(ctx, tx, &f, req.Ordered, park, ah)
 			if err != nil {
 				return err
 			}
-			codec.Prepare(ctx, &f, c.now(), req)
+			codec.Prepare(ctx, &f, now, req)
+			if ah != nil {
+				ah.writeAhead(&f, now)
+			}
 			if err := tx.Write(ctx, loaded, &f); err != nil {
 				return err
 			}
 			wake = freed(loaded, &f, parked)
+			parkedQueues = parked
 			res = codec.Result(&f)
+			res.Unconfirmed = 0
+			sendAhead, confirm = nil, false
+			if ah != nil {
+				res.Unconfirmed = len(ah.recovered)
+				confirm = ah.confirms(&f) && hasOffsets(req.Changes)
+				for _, m := range f.Ahead {
+					sendAhead = append(sendAhead, *m)
+				}
+			}
 			return nil
 		})
 		if err == nil {
-			res.Woken = c.wake(ctx, wake)
+			if confirm {
+				if err := c.sendAhead(ctx, drv, req, sendAhead, parkedQueues, &res); err != nil {
+					return store.ApplyResult{}, err
+				}
+			}
+			res.Woken += c.wake(ctx, wake)
 			return res, nil
 		}
 		if c.retryable == nil {
@@ -168,6 +202,17 @@ func (c *Core) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyRe
 		}
 		c.log.Debug("retrying store apply", "try", attempt, "err", err)
 	}
+}
+
+// hasOffsets tells whether a change of the batch comes from a control
+// record.
+func hasOffsets(changes []store.Change) bool {
+	for _, c := range changes {
+		if c.HasOffset {
+			return true
+		}
+	}
+	return false
 }
 
 // wake makes the next messages of the queues the batch freed due now and
@@ -214,7 +259,7 @@ func (c *Core) RetryNowBizID(ctx context.Context, bizID string, who store.Actor)
 			now := codec.Time(c.now())
 			loaded, changes := retryNowChanges(ms, now, who)
 			f := store.Fold(loaded, changes)
-			if _, err := order(ctx, tx, &f, false, time.Time{}); err != nil {
+			if _, err := order(ctx, tx, &f, false, time.Time{}, nil); err != nil {
 				return err
 			}
 			codec.Prepare(ctx, &f, now, store.ApplyRequest{})

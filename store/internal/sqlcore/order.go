@@ -57,12 +57,15 @@ const orderChunk = 200
 // when the key is freed (WakeSQL); a claim takes them once it is free.
 //
 // It returns the queues whose messages it parked.
-func order(ctx context.Context, tx Tx, f *store.Folded, ordered bool, park time.Time) (map[store.OrderRef]bool, error) {
+func order(ctx context.Context, tx Tx, f *store.Folded, ordered bool, park time.Time, ah *ahead) (map[store.OrderRef]bool, error) {
 	var need []*state.Message
 	for _, m := range f.Sendable {
 		if m.NeedsOrderSeq() {
 			need = append(need, m)
 		}
+	}
+	if ah != nil && ordered {
+		return orderAhead(ctx, f, need, park, ah)
 	}
 	if st, ok := tx.(SeqHoldersTx); ok && ordered && len(need) > 0 {
 		// The candidates are known before the numbering: every message
@@ -100,6 +103,31 @@ func order(ctx context.Context, tx Tx, f *store.Folded, ordered bool, park time.
 	if err != nil {
 		return nil, fmt.Errorf("read order holders: %w", err)
 	}
+	return f.DropHeld(low, park), nil
+}
+
+// orderAhead is order's ordering step of an AheadTx: the numbering
+// records where each queue's messages were sequenced, and a message whose
+// predecessor was written ahead and is not confirmed yet is parked too.
+func orderAhead(ctx context.Context, f *store.Folded, need []*state.Message, park time.Time, ah *ahead) (map[store.OrderRef]bool, error) {
+	var cands []*state.Message
+	for _, m := range f.Sendable {
+		if m.OrderSeq > 0 || m.NeedsOrderSeq() {
+			cands = append(cands, m)
+		}
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	low, prev, err := ah.tx.AssignSeqsAhead(ctx, need, ah.lastPositions(f, need), Queues(cands), updatedIDs(f))
+	if err != nil {
+		return nil, fmt.Errorf("sequence order keys and read their holders: %w", err)
+	}
+	numbered := make(map[*state.Message]bool, len(need))
+	for _, m := range need {
+		numbered[m] = true
+	}
+	ah.predecessors(f, numbered, prev, low)
 	return f.DropHeld(low, park), nil
 }
 

@@ -67,6 +67,10 @@ type Dialect[T any] struct {
 	// Translate turns a driver error into one the callers may see; nil
 	// keeps it.
 	Translate func(error) error
+	// Extra, when set, reads columns of the driver's own that follow the
+	// shared ones in Columns (PostgreSQL's sent-ahead state): it returns
+	// where the scan puts them, and a func that sets them on m after it.
+	Extra func(m *state.Message) (dest []any, done func())
 }
 
 func (d *Dialect[T]) translate(err error) error {
@@ -108,8 +112,17 @@ func (d *Dialect[T]) scan(r Row, full bool) (store.Summary, error) {
 	dest = append(dest, &m.Target, &m.Topic, &m.ForwardKey, &m.Tag, &m.Verify, &va, &vna,
 		&sst, &sa, &sna, &m.SendRef, &m.LeaseToken, &lastErr, &conf,
 		&ca, &ua, &da, &sat, &m.OrderKey, &m.OrderSeq, &dla)
+	var done func()
+	if d.Extra != nil {
+		var extra []any
+		extra, done = d.Extra(m)
+		dest = append(dest, extra...)
+	}
 	if err := r.Scan(dest...); err != nil {
 		return s, err
+	}
+	if done != nil {
+		done()
 	}
 	m.LastError = string(lastErr)
 	m.Status, m.SendStatus = state.Status(st), state.SendStatus(sst)
