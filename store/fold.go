@@ -47,10 +47,10 @@ type Folded struct {
 	Forwarded []*state.Message
 	// Audits are the operator actions to record.
 	Audits []AuditEntry
-	// Positions has, for each sendable row made sendable by a change from
-	// a control record (Change.HasOffset), that record's place (the last
-	// such change of the row in the batch).
-	Positions map[MessageRef]state.ControlPos
+	// Positions has, for each row (a pointer into Inserts/Updates) made
+	// sendable by a change from a control record (Change.HasOffset), that
+	// record's place (the last such change of the row in the batch).
+	Positions map[*state.Message]state.ControlPos
 	// Ahead are the rows (pointers into Inserts/Updates) written sent
 	// before their send (ApplyRequest.WriteAhead), to send after the
 	// commit.
@@ -106,9 +106,9 @@ func Fold(loaded map[MessageRef]*state.Message, changes []Change) Folded {
 			sendable[r] = true
 			if c.HasOffset {
 				if f.Positions == nil {
-					f.Positions = map[MessageRef]state.ControlPos{}
+					f.Positions = map[*state.Message]state.ControlPos{}
 				}
-				f.Positions[r] = state.ControlPos{Partition: c.Partition, Offset: c.Offset, Valid: true}
+				f.Positions[cur] = state.ControlPos{Partition: c.Partition, Offset: c.Offset, Valid: true}
 			}
 		}
 		if c.Audit != nil {

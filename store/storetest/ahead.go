@@ -104,17 +104,15 @@ func testAheadWritesOnce(t *testing.T, newStore NewStore) {
 	require.Equal(t, state.ControlPos{Partition: 0, Offset: 15, Valid: true}, b.get(t, biz, "c").OrderPred)
 	require.Equal(t, [][]string{{"a"}, {"b"}, {"c"}}, s.calls)
 
-	// Two messages of a key in one batch: the first goes ahead, the
-	// second is parked behind it and woken by the confirmation, due at
-	// once for the claims (its predecessor is confirmed).
+	// Two messages of a key in one batch go ahead in turn: the second is
+	// offered once the first was sent.
 	res, err = b.applyAhead(t.Context(), s,
 		fromRecord(PrepareOrdered(biz, "d", "o-2", 0, b.now()), 20), fromRecord(Commit(biz, "d", 0, b.now()), 21),
 		fromRecord(PrepareOrdered(biz, "e", "o-2", 0, b.now()), 22), fromRecord(Commit(biz, "e", 0, b.now()), 23))
 	require.NoError(t, err)
-	require.Equal(t, 1, res.Ahead)
-	require.Equal(t, []string{"d"}, s.calls[len(s.calls)-1])
-	require.Equal(t, 1, res.Woken)
-	require.Equal(t, []string{"e"}, b.claimOrdered(t), "woken, due now")
+	require.Equal(t, 2, res.Ahead)
+	require.Equal(t, [][]string{{"d"}, {"e"}}, s.calls[len(s.calls)-2:])
+	require.Equal(t, state.ControlPos{Partition: 0, Offset: 21, Valid: true}, b.get(t, biz, "e").OrderPred)
 }
 
 // A message written ahead whose send fails is written back to pending,
@@ -145,6 +143,29 @@ func testAheadSendFails(t *testing.T, newStore NewStore) {
 	b.markSent(t, "a")
 	b.clock.Advance(lease + time.Second)
 	require.Equal(t, []string{"b"}, b.claimOrdered(t))
+
+	// In one batch, the second of three fails: the first is sent, the
+	// second written back and leased, the third never offered and parked
+	// behind it until its sent mark.
+	s2 := &sender{fail: map[string]bool{"g": true}}
+	var changes []store.Change
+	for i, k := range []string{"f", "g", "h"} {
+		changes = append(changes, fromRecord(PrepareOrdered(biz, k, "o-3", 1, b.now()), int64(2*i)),
+			fromRecord(Commit(biz, k, 1, b.now()), int64(2*i+1)))
+	}
+	res, err = b.applyAhead(t.Context(), s2, changes...)
+	require.NoError(t, err)
+	require.Equal(t, [][]string{{"f"}, {"g"}}, s2.calls)
+	require.Equal(t, 1, res.Ahead)
+	require.Equal(t, []string{"g"}, sortedKeys(res.Sendable))
+	require.Equal(t, state.SendSent, b.get(t, biz, "f").SendStatus)
+	h := b.get(t, biz, "h")
+	require.Equal(t, state.SendPending, h.SendStatus)
+	require.False(t, h.SentAhead.Valid)
+	require.Zero(t, h.LeaseToken, "parked, not leased")
+	require.Empty(t, b.claimOrdered(t), "g is leased, h held behind it")
+	b.markSent(t, "g")
+	require.Equal(t, []string{"h"}, b.claimOrdered(t), "woken by g's sent mark")
 }
 
 // A message written ahead whose confirmation never came (the center died

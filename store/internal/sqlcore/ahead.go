@@ -1,8 +1,10 @@
 package sqlcore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/eventcenter/eventcenter/state"
@@ -150,7 +152,7 @@ func (a *ahead) position(f *store.Folded, m *state.Message) state.ControlPos {
 	if !a.write {
 		return state.ControlPos{}
 	}
-	return f.Positions[store.MessageRef{BizID: m.BizID, Key: m.Key}]
+	return f.Positions[m]
 }
 
 // lastPositions returns the control record of each queue's last message
@@ -168,20 +170,29 @@ func (a *ahead) lastPositions(f *store.Folded, need []*state.Message) map[store.
 	return last
 }
 
-// writeAhead moves from f.Sendable to f.Ahead the sequenced messages made
-// sendable by a control record on their own partition (the others, and
-// those written back by recover, stay on the regular path), written sent
-// at now: their sequence and their sent state are one write, committed
-// before the send.
+// eligible tells whether m, sendable, would be written ahead: the batch
+// writes ahead, and m is sequenced and made sendable by a control record
+// on its own partition (the others, and those written back by recover,
+// stay on the regular path).
+func (a *ahead) eligible(f *store.Folded, m *state.Message) bool {
+	if !a.write || m.OrderSeq == 0 {
+		return false
+	}
+	p := f.Positions[m]
+	return p.Valid && p.Partition == m.Partition && !a.recovered[store.MessageRef{BizID: m.BizID, Key: m.Key}]
+}
+
+// writeAhead moves from f.Sendable to f.Ahead the messages eligible to be
+// written ahead, written sent at now: their sequence and their sent state
+// are one write, committed before the send.
 func (a *ahead) writeAhead(f *store.Folded, now time.Time) {
 	if !a.write {
 		return
 	}
 	keep := f.Sendable[:0]
 	for _, m := range f.Sendable {
-		r := store.MessageRef{BizID: m.BizID, Key: m.Key}
-		p := f.Positions[r]
-		if m.OrderSeq == 0 || !p.Valid || p.Partition != m.Partition || a.recovered[r] {
+		p := f.Positions[m]
+		if !a.eligible(f, m) {
 			keep = append(keep, m)
 			continue
 		}
@@ -215,9 +226,13 @@ func marks(changes []store.Change) map[int32]int64 {
 }
 
 // sendAhead sends the messages written ahead, after the commit, and
-// confirms the batch (AheadDriver.Confirm): those not sent are written
-// back to pending, leased for lease (or due now when the sender held
-// them back) and returned in res.Sendable; the others are added to
+// confirms the batch (AheadDriver.Confirm). A queue's messages go in
+// turn: its first ones in one call with every other queue's first, its
+// second ones in the next call, and so on, each only if the one before it
+// was sent. One not sent is written back to pending: leased for lease and
+// returned in res.Sendable (or due now when the sender held it back), and
+// the later ones of its queue, never offered, are parked behind it until
+// the lease (its sent mark wakes them). The sent ones are added to
 // res.Forwarded. The batch's partitions' watermarks are raised past it
 // either way. The next messages of the queues the batch parked behind a
 // message it sent (parked) are woken; a queue without one has no next
@@ -229,31 +244,77 @@ func marks(changes []store.Change) map[int32]int64 {
 func (c *Core) sendAhead(ctx context.Context, drv AheadDriver, req store.ApplyRequest, ahead []state.Message,
 	parked map[store.OrderRef]bool, res *store.ApplyResult) error {
 	now := codec.Time(c.now())
-	var back []*state.Message
-	var sent []int64
-	if len(ahead) > 0 {
-		results := req.SendAhead(ctx, ahead)
-		token := codec.LeaseToken()
-		for i := range ahead {
-			m := &ahead[i]
-			if i < len(results) && results[i].Sent {
-				m.SendRef = results[i].Ref
-				res.Forwarded = append(res.Forwarded, *m)
-				res.Ahead++
-				if parked[store.OrderOf(m)] {
-					sent = append(sent, m.ID)
-				}
-				continue
+	queues := map[store.OrderRef][]int{}
+	var order []store.OrderRef
+	for i := range ahead {
+		r := store.OrderOf(&ahead[i])
+		if _, ok := queues[r]; !ok {
+			order = append(order, r)
+		}
+		queues[r] = append(queues[r], i)
+	}
+	for _, r := range order {
+		q := queues[r]
+		slices.SortFunc(q, func(a, b int) int { return cmp.Compare(ahead[a].OrderSeq, ahead[b].OrderSeq) })
+	}
+	const (
+		untried = iota
+		sent
+		failed
+		held
+	)
+	outcome := make([]int, len(ahead))
+	for round := 0; ; round++ {
+		var idx []int
+		for _, r := range order {
+			if q := queues[r]; round < len(q) && (round == 0 || outcome[q[round-1]] == sent) {
+				idx = append(idx, q[round])
 			}
-			m.SendStatus, m.SentAt, m.SendRef, m.SentAhead = state.SendPending, time.Time{}, "", state.ControlPos{}
-			m.SendNextAt, m.LeaseToken = now, 0
-			if (i >= len(results) || !results[i].Held) && req.SendLease > 0 {
-				m.SendNextAt, m.LeaseToken = now.Add(req.SendLease), token
+		}
+		if len(idx) == 0 {
+			break
+		}
+		msgs := make([]state.Message, len(idx))
+		for j, i := range idx {
+			msgs[j] = ahead[i]
+		}
+		results := req.SendAhead(ctx, msgs)
+		for j, i := range idx {
+			switch {
+			case j < len(results) && results[j].Sent:
+				outcome[i] = sent
+				ahead[i].SendRef = results[j].Ref
+			case j < len(results) && results[j].Held:
+				outcome[i] = held
+			default:
+				outcome[i] = failed
 			}
-			back = append(back, m)
 		}
 	}
-	woken, err := drv.Confirm(ctx, back, marks(req.Changes), sent, now)
+	var back []*state.Message
+	var wake []int64
+	token := codec.LeaseToken()
+	for i := range ahead {
+		m := &ahead[i]
+		if outcome[i] == sent {
+			res.Forwarded = append(res.Forwarded, *m)
+			res.Ahead++
+			if parked[store.OrderOf(m)] {
+				wake = append(wake, m.ID)
+			}
+			continue
+		}
+		m.SendStatus, m.SentAt, m.SendRef, m.SentAhead = state.SendPending, time.Time{}, "", state.ControlPos{}
+		m.SendNextAt, m.LeaseToken = now, 0
+		switch {
+		case outcome[i] == failed && req.SendLease > 0:
+			m.SendNextAt, m.LeaseToken = now.Add(req.SendLease), token
+		case outcome[i] == untried && req.SendLease > 0:
+			m.SendNextAt = now.Add(req.SendLease) // parked behind the one that failed
+		}
+		back = append(back, m)
+	}
+	woken, err := drv.Confirm(ctx, back, marks(req.Changes), wake, now)
 	if err != nil {
 		return fmt.Errorf("confirm the messages written ahead: %w", c.translateErr(err))
 	}

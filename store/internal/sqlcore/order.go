@@ -128,7 +128,7 @@ func orderAhead(ctx context.Context, f *store.Folded, need []*state.Message, par
 		numbered[m] = true
 	}
 	ah.predecessors(f, numbered, prev, low)
-	return f.DropHeld(low, park), nil
+	return f.DropHeldAhead(low, park, func(m *state.Message) bool { return ah.eligible(f, m) }), nil
 }
 
 // updatedIDs returns the ids of f's updated rows: their new state counts
