@@ -90,6 +90,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
+	// Both results are exported from the start (at 0), so that an alert
+	// or a dashboard finds the series before the first one happens.
+	m.ahead.WithLabelValues("confirmed")
+	m.ahead.WithLabelValues("written_back")
 	for _, c := range append([]prometheus.Collector{m.forward, m.inline, m.duration, m.commitToSent, m.lateness, m.dropped, m.released, m.chained, m.ahead, m.dead, m.breakerOpen,
 		m.fair.sent, m.fair.throttled}, m.throttleMetrics.collectors()...) {
 		if err := reg.Register(c); err != nil {
