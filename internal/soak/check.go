@@ -112,6 +112,8 @@ type row struct {
 	created  time.Time
 	orderKey string
 	orderSeq int64
+	// ahead: written ahead and confirmed (sent_ahead_offset set).
+	ahead bool
 }
 
 func readStore(ctx context.Context, dsn string) (map[string]row, error) {
@@ -120,8 +122,8 @@ func readStore(ctx context.Context, dsn string) (map[string]row, error) {
 		return nil, fmt.Errorf("read store: %w", err)
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT message_key, status, send_status, has_body, verify_attempts, created_at, order_key, order_seq
-		FROM eventcenter_messages WHERE biz_id = $1`, bizID)
+	rows, err := conn.Query(ctx, `SELECT message_key, status, send_status, has_body, verify_attempts, created_at, order_key, order_seq,
+		sent_ahead_offset IS NOT NULL FROM eventcenter_messages WHERE biz_id = $1`, bizID)
 	if err != nil {
 		return nil, fmt.Errorf("read store: %w", err)
 	}
@@ -129,7 +131,7 @@ func readStore(ctx context.Context, dsn string) (map[string]row, error) {
 	for rows.Next() {
 		var k string
 		var r row
-		if err := rows.Scan(&k, &r.status, &r.sendStat, &r.hasBody, &r.attempts, &r.created, &r.orderKey, &r.orderSeq); err != nil {
+		if err := rows.Scan(&k, &r.status, &r.sendStat, &r.hasBody, &r.attempts, &r.created, &r.orderKey, &r.orderSeq, &r.ahead); err != nil {
 			return nil, fmt.Errorf("read store: %w", err)
 		}
 		out[k] = r
@@ -261,6 +263,11 @@ func check(now time.Time, msgs map[string]message, calls map[string]int, col *co
 		rep.OrderedRecords += len(ks)
 	}
 	col.mu.Unlock()
+	for _, r := range rows {
+		if r.ahead {
+			rep.OrderedAhead++
+		}
+	}
 	faults := &Invariant{Name: "every fault injected and undone as planned"}
 	for _, e := range rep.FaultErrors {
 		faults.fail("%s", e)

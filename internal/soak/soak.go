@@ -46,6 +46,9 @@ type Report struct {
 	// OrderedRecords are the forwarded records of messages with an order
 	// key, over OrderKeys keys (what the per-key order invariant read).
 	OrderedRecords, OrderKeys int
+	// OrderedAhead are the messages written ahead and confirmed (store
+	// rows with sent_ahead_offset set).
+	OrderedAhead int
 	// ForwardPerSec is distinct forwarded messages per second from the
 	// start of production until the last one was read back.
 	ForwardPerSec float64
@@ -101,7 +104,8 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "producer: %.0f msg/s, %d sends failed (settled by check-back)\n", r.ProducedPerSec, r.ProduceErrors)
 	fmt.Fprintf(&b, "forwarded: %d messages in %d records (duplicate rate %.4f); %.0f msg/s while producing, %.0f msg/s until the last\n",
 		r.ForwardedIDs, r.ForwardedRecords, r.DuplicateRate(), r.ForwardWhileProducing, r.ForwardPerSec)
-	fmt.Fprintf(&b, "ordered: %d records of %d order keys checked for commit order\n", r.OrderedRecords, r.OrderKeys)
+	fmt.Fprintf(&b, "ordered: %d records of %d order keys checked for commit order; %d messages written ahead\n",
+		r.OrderedRecords, r.OrderKeys, r.OrderedAhead)
 	for i, n := range r.PerCenter {
 		fmt.Fprintf(&b, "  center %d: %.0f sent (%d starts)\n", i, n, r.Restarts[i])
 	}

@@ -54,6 +54,7 @@ func TestSoakShort(t *testing.T) {
 	require.True(t, rep.OK())
 	require.NotZero(t, rep.ForwardedIDs)
 	require.NotZero(t, rep.OrderedRecords, "no message with an order key was forwarded: the ordering invariant checked nothing")
+	require.NotZero(t, rep.OrderedAhead, "no ordered message was written ahead: the invariant never checked that path")
 	require.Equal(t, 1, rep.Faults[faultPartitions], "the partition increase did not happen")
 }
 
