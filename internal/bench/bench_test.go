@@ -190,6 +190,13 @@ func TestRunPostgresOrderKeys(t *testing.T) {
 	require.Zero(t, rep.Center.Errors, rep.Center.FirstError)
 	require.EqualValues(t, 300, rep.Center.Forwarded)
 	require.Equal(t, 7, rep.Config.OrderKeys)
+	ahead := 0.0
+	for _, m := range rep.Metrics {
+		if m.Name == "eventcenter_forward_order_ahead_total{result=confirmed}" {
+			ahead = m.Value
+		}
+	}
+	require.Positive(t, ahead, "the run starts once ordered messages are written ahead; none was")
 	var table strings.Builder
 	require.NoError(t, rep.WriteTable(&table))
 	require.Contains(t, table.String(), "7 distinct")
