@@ -27,8 +27,11 @@ import (
 // back to pending and sends it; the key's later messages, one of them
 // committed while no center ran, come after it. Nothing is lost, and the
 // key's first deliveries follow its commit order.
+//
+// Not parallel: it runs before the package's parallel tests, so that its
+// two centers' migrations and its minute-long hung send add nothing to
+// the load the timing bounds of the scheduled-delivery tests meet.
 func TestWrittenAheadSurvivesKill9(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, "postgres", func(c *config.Config) {
 		c.Kafka.SessionTimeout = 6 * time.Second
 		// The hung send outlives the kill: a minute, within the lease.
