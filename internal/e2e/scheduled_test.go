@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -160,8 +161,16 @@ func TestScheduledDeliveryBinaryPostgres(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "postgres")
 	scan := e.cfg.Forward.ScanInterval
+	e.cfg.HTTP.Listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	proc := startBinary(t, "serve", "--config", writeConfig(t, e.cfg))
 	col := e.collect(businessTopic)
+	// Produce once the center runs with scheduling on: its migrations can
+	// wait many seconds on the concurrent index builds of the package's
+	// other tests (CI once saw 23 s), and a deliver-at that passes while
+	// the center is still migrating measures the migration, not the
+	// scheduler.
+	require.Eventually(t, func() bool { return strings.Contains(get(e.cfg.HTTP.Listen, "/readyz"), "scheduled delivery: on") },
+		2*time.Minute, 50*time.Millisecond, "the center never became ready with scheduling on:\n%s", proc.output.String())
 
 	const n, producers = 1000, 4
 	var (
