@@ -1,6 +1,13 @@
 package ingest
 
-import "github.com/eventcenter/eventcenter/store"
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/store"
+)
 
 // Control lanes. A lane is a control topic with its own consumer (an
 // Ingester of its own, in a consumer group of its own), so that one
@@ -41,4 +48,16 @@ func (in *Ingester) storePartitions(parts []int32) []int32 {
 		out[i] = StorePartition(in.cfg.Lane, p)
 	}
 	return out
+}
+
+// beyondStride is the error of a record on a Kafka partition a lane
+// cannot have: its store partition would be the next lane's (lane 0's
+// partition 10000 is lane 1's 0), sharing that partition's sent
+// watermark and claims. The record goes to the dead-letter topic, named
+// with this reason, rather than being applied.
+func beyondStride(rec *kgo.Record) error {
+	return &envelope.DecodeError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Field: "partition",
+		Reason: fmt.Sprintf("a control topic may have at most %d partitions (a lane's store partitions are lane*%d + partition), so partition %d would be stored as the next lane's; produce to a topic of at most %d partitions (Kafka cannot remove partitions: a new topic)",
+			LaneStride, LaneStride, rec.Partition, LaneStride),
+		Err: envelope.ErrInvalid}
 }

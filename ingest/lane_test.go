@@ -196,3 +196,33 @@ func TestLaneDeadLetterCarriesKafkaPartition(t *testing.T) {
 	require.Equal(t, "1", hs[envelope.HeaderDLQPartition], "the Kafka partition, not store partition %d", StorePartition(2, 1))
 	require.Equal(t, "0", hs[envelope.HeaderDLQOffset])
 }
+
+// A record on a Kafka partition at or past LaneStride would be stored as
+// the next lane's partition (sharing its watermark and claims): it goes to
+// the dead-letter topic with the reason, and nothing is applied from it;
+// the same envelope on partition 0 is applied.
+func TestRecordBeyondTheLaneStrideIsDeadLettered(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, LaneStride+1)
+	st := newMemStore()
+	in := e.start(e.config(), st, nil, NewOwnership())
+
+	manual, err := kgo.NewClient(kgo.SeedBrokers(e.addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	require.NoError(t, err)
+	defer manual.Close()
+	beyond := prepareRec("shop", "beyond", []byte("x"))
+	beyond.Topic, beyond.Partition = e.topic, LaneStride
+	within := prepareRec("shop", "within", []byte("x"))
+	within.Topic, within.Partition = e.topic, 0
+	require.NoError(t, manual.ProduceSync(t.Context(), beyond, within).FirstErr())
+
+	require.Eventually(t, func() bool { _, ok := st.get("shop", "within"); return ok }, waitFor, tick)
+	dead := e.readDLQ(1)
+	require.Equal(t, beyond.Key, dead[0].Key)
+	reason := headerMap(dead[0])[envelope.HeaderDLQReason]
+	require.Contains(t, reason, "at most 10000 partitions")
+	require.Contains(t, reason, "partition 10000 would be stored as the next lane's")
+	_, ok := st.get("shop", "beyond")
+	require.False(t, ok, "a record beyond the stride was applied")
+	require.InDelta(t, 1, testutil.ToFloat64(in.met.dlq.WithLabelValues("partition")), 0)
+}

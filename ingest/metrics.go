@@ -162,7 +162,7 @@ func effectResult(e state.Effect) string {
 // any other field (a forwarded header name, a compatibility-format JSON
 // field) is folded into a fixed category so the label stays bounded.
 var boundedFields = map[string]bool{
-	"key": true, "value": true,
+	"key": true, "value": true, "partition": true,
 	envelope.HeaderType: true, envelope.HeaderBiz: true, envelope.HeaderKey: true,
 	envelope.HeaderTopic: true, envelope.HeaderForwardKey: true, envelope.HeaderTarget: true,
 	envelope.HeaderTag: true, envelope.HeaderVerify: true, envelope.HeaderCheckAfter: true,

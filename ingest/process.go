@@ -125,6 +125,9 @@ func (in *Ingester) processGroup(r *run, g *group, wanted <-chan struct{}) bool 
 	for _, b := range g.batches {
 		for _, rec := range b.records {
 			e, err := in.decode(rec)
+			if rec.Partition >= LaneStride {
+				err = beyondStride(rec)
+			}
 			if err == nil && e.Type == envelope.Prepare {
 				if n := forwardedSize(&e); n > in.cfg.maxRecord() {
 					err = fmt.Errorf("forwarded record of %d bytes (payload %d, forward key, headers and id) exceeds the limit of %d (max payload %d + %d): %w",
