@@ -582,48 +582,94 @@ func (h *handler) apiBizRetry(w http.ResponseWriter, r *http.Request, p principa
 
 var errNoDLQ = &apiError{http.StatusNotImplemented, "no dead-letter topic is configured"}
 
-func (h *handler) dlqList(r *http.Request, limitS, cursor string) (adminapi.DLQList, error) {
-	if h.dlq == nil {
-		return adminapi.DLQList{}, errNoDLQ
+// laneNames are the extra lanes with a dead-letter topic, as configured.
+func (h *handler) laneNames() []string {
+	if len(h.cfg.LaneDLQs) == 0 {
+		return nil
+	}
+	out := make([]string, len(h.cfg.LaneDLQs))
+	for i, l := range h.cfg.LaneDLQs {
+		out[i] = l.Lane
+	}
+	return out
+}
+
+// laneDLQ returns the dead-letter topic of a lane ("": the default lane).
+func (h *handler) laneDLQ(lane string) (DLQ, error) {
+	if lane == "" {
+		if h.dlq == nil {
+			return nil, errNoDLQ
+		}
+		return h.dlq, nil
+	}
+	for _, l := range h.cfg.LaneDLQs {
+		if l.Lane == lane {
+			return l.DLQ, nil
+		}
+	}
+	if len(h.cfg.LaneDLQs) == 0 {
+		return nil, badRequest("lane %q: no such lane, no extra lanes are configured (kafka.lanes); leave lane out for the default lane", lane)
+	}
+	return nil, badRequest("lane %q: no such lane; configured lanes: %s (leave lane out for the default lane)", lane, strings.Join(h.laneNames(), ", "))
+}
+
+// ofLane is " of lane NAME" for an extra lane, "" for the default one.
+func ofLane(lane string) string {
+	if lane == "" {
+		return ""
+	}
+	return " of lane " + lane
+}
+
+func (h *handler) dlqList(r *http.Request, lane, limitS, cursor string) (adminapi.DLQList, error) {
+	dlq, err := h.laneDLQ(lane)
+	if err != nil {
+		return adminapi.DLQList{}, err
 	}
 	limit, err := h.limit(limitS)
 	if err != nil {
 		return adminapi.DLQList{}, err
 	}
-	recs, next, err := h.dlq.List(r.Context(), DLQQuery{Limit: limit, After: cursor, MaxBytes: h.cfg.DLQPageBytes, Preview: h.cfg.DLQPreviewBytes})
+	recs, next, err := dlq.List(r.Context(), DLQQuery{Limit: limit, After: cursor, MaxBytes: h.cfg.DLQPageBytes, Preview: h.cfg.DLQPreviewBytes})
 	if err != nil {
-		return adminapi.DLQList{}, fmt.Errorf("list dead-letter records: %w", err)
+		return adminapi.DLQList{}, fmt.Errorf("list dead-letter records%s: %w", ofLane(lane), err)
 	}
-	out := adminapi.DLQList{Records: make([]adminapi.DLQRecord, 0, len(recs)), Next: next,
+	out := adminapi.DLQList{Lane: lane, Lanes: h.laneNames(), Records: make([]adminapi.DLQRecord, 0, len(recs)), Next: next,
 		PreviewBytes: h.cfg.DLQPreviewBytes, MaxBytes: h.cfg.DLQPageBytes}
 	for _, rec := range recs {
 		// Cut here too, whatever the DLQ kept.
-		out.Records = append(out.Records, rec.toAPI(h.cfg.DLQPreviewBytes))
+		a := rec.toAPI(h.cfg.DLQPreviewBytes)
+		a.Lane = lane
+		out.Records = append(out.Records, a)
 	}
 	return out, nil
 }
 
-// dlqRecord reads one whole dead-letter record.
-func (h *handler) dlqRecord(r *http.Request, ps, os string) (adminapi.DLQRecord, error) {
-	if h.dlq == nil {
-		return adminapi.DLQRecord{}, errNoDLQ
+// dlqRecord reads one whole dead-letter record of a lane.
+func (h *handler) dlqRecord(r *http.Request, lane, ps, os string) (adminapi.DLQRecord, error) {
+	dlq, err := h.laneDLQ(lane)
+	if err != nil {
+		return adminapi.DLQRecord{}, err
 	}
 	partition, offset, err := parsePosition(ps, os)
 	if err != nil {
 		return adminapi.DLQRecord{}, err
 	}
-	rec, err := h.dlq.Get(r.Context(), partition, offset)
+	rec, err := dlq.Get(r.Context(), partition, offset)
 	if err != nil {
-		return adminapi.DLQRecord{}, fmt.Errorf("read dead-letter record %d/%d: %w", partition, offset, err)
+		return adminapi.DLQRecord{}, fmt.Errorf("read dead-letter record %d/%d%s: %w", partition, offset, ofLane(lane), err)
 	}
-	return rec.toAPI(0), nil
+	a := rec.toAPI(0)
+	a.Lane = lane
+	return a, nil
 }
 
 func (h *handler) apiDLQGet(w http.ResponseWriter, r *http.Request, _ principal) error {
-	if err := checkQuery(r.URL.Query()); err != nil {
+	q := r.URL.Query()
+	if err := checkQuery(q, "lane"); err != nil {
 		return err
 	}
-	rec, err := h.dlqRecord(r, r.PathValue("partition"), r.PathValue("offset"))
+	rec, err := h.dlqRecord(r, q.Get("lane"), r.PathValue("partition"), r.PathValue("offset"))
 	if err != nil {
 		return err
 	}
@@ -633,10 +679,10 @@ func (h *handler) apiDLQGet(w http.ResponseWriter, r *http.Request, _ principal)
 
 func (h *handler) apiDLQList(w http.ResponseWriter, r *http.Request, _ principal) error {
 	q := r.URL.Query()
-	if err := checkQuery(q, "limit", "cursor"); err != nil {
+	if err := checkQuery(q, "limit", "cursor", "lane"); err != nil {
 		return err
 	}
-	out, err := h.dlqList(r, q.Get("limit"), q.Get("cursor"))
+	out, err := h.dlqList(r, q.Get("lane"), q.Get("limit"), q.Get("cursor"))
 	if err != nil {
 		return err
 	}
@@ -680,34 +726,42 @@ func checkReplay(req adminapi.DLQReplayRequest) (string, ReplayFix, error) {
 
 // dlqReplay replays a dead-letter record (fixed as asked) and, when it names
 // a message that exists, writes the replay to that message's audit log.
-func (h *handler) dlqReplay(r *http.Request, p principal, partition int32, offset int64, reason string, fix ReplayFix) (adminapi.DLQReplayResult, error) {
-	res := adminapi.DLQReplayResult{Partition: partition, Offset: offset}
-	if h.dlq == nil {
-		return res, errNoDLQ
+func (h *handler) dlqReplay(r *http.Request, p principal, lane string, partition int32, offset int64, reason string, fix ReplayFix) (adminapi.DLQReplayResult, error) {
+	res := adminapi.DLQReplayResult{Lane: lane, Partition: partition, Offset: offset}
+	dlq, err := h.laneDLQ(lane)
+	if err != nil {
+		return res, err
 	}
-	rec, err := h.dlq.Replay(r.Context(), partition, offset, fix)
+	rec, err := dlq.Replay(r.Context(), partition, offset, fix)
 	if err != nil {
 		result := "error"
 		if code, _ := classify(err); code < 500 {
 			result = "rejected"
 		}
 		h.actions.WithLabelValues("dlq_replay", result).Inc()
-		return res, fmt.Errorf("replay dead-letter record %d/%d: %w", partition, offset, err)
+		return res, fmt.Errorf("replay dead-letter record %d/%d%s: %w", partition, offset, ofLane(lane), err)
 	}
 	h.actions.WithLabelValues("dlq_replay", "applied").Inc()
 	res.Replayed, res.Key = true, string(rec.Key)
-	h.log.Info("operator action", "action", "dlq_replay", "partition", partition, "offset", offset, "who", p.Name,
-		"reason", reason, "fixed_topic", fix.Topic != "")
+	attrs := []any{"action", "dlq_replay", "partition", partition, "offset", offset, "who", p.Name, "reason", reason, "fixed_topic", fix.Topic != ""}
+	if lane != "" {
+		attrs = append(attrs, "lane", lane)
+	}
+	h.log.Info("operator action", attrs...)
 	bizID, key, ok := envelope.SplitKey(string(rec.Key))
 	if e, err := (envelope.Decoder{MaxPayload: -1}).Decode(rec.envelopeRecord()); err == nil {
 		// A MiddlewareMessage JSON names its message in the value.
 		bizID, key, ok = e.BizID, e.MessageKey, true
 	}
 	if !ok {
-		// A record that names no message is audited by its position.
+		// A record that names no message is audited by its position
+		// (and lane: each lane's dead-letter topic has its own).
 		bizID, key = "", fmt.Sprintf("dlq:%d/%d", partition, offset)
+		if lane != "" {
+			key = fmt.Sprintf("dlq:%s:%d/%d", lane, partition, offset)
+		}
 	}
-	res.Audited, res.Known = h.auditReplay(r, p, bizID, key, partition, offset, reason, fix)
+	res.Audited, res.Known = h.auditReplay(r, p, bizID, key, lane, partition, offset, reason, fix)
 	return res, nil
 }
 
@@ -716,7 +770,7 @@ func (h *handler) dlqReplay(r *http.Request, p principal, partition int32, offse
 // own retention, so one of a message that never comes is purged in time).
 // A failure is logged and counted: the record is already replayed. known
 // tells whether the message exists.
-func (h *handler) auditReplay(r *http.Request, p principal, bizID, key string, partition int32, offset int64, reason string, fix ReplayFix) (audited, known bool) {
+func (h *handler) auditReplay(r *http.Request, p principal, bizID, key, lane string, partition int32, offset int64, reason string, fix ReplayFix) (audited, known bool) {
 	st := "NONE"
 	m, err := h.st.Get(r.Context(), bizID, key)
 	switch {
@@ -730,7 +784,7 @@ func (h *handler) auditReplay(r *http.Request, p principal, bizID, key string, p
 		h.log.Warn("dead-letter replay: reading the message for the audit record failed", "id", envelopeKey(bizID, key), "err", err)
 		st = "UNKNOWN"
 	}
-	what := fmt.Sprintf(" (dead letter %d/%d replayed", partition, offset)
+	what := fmt.Sprintf(" (dead letter %d/%d%s replayed", partition, offset, ofLane(lane))
 	if fix.Topic != "" {
 		what += " with forward topic " + fix.Topic
 	}
@@ -745,6 +799,11 @@ func (h *handler) auditReplay(r *http.Request, p principal, bizID, key string, p
 }
 
 func (h *handler) apiDLQReplay(w http.ResponseWriter, r *http.Request, p principal) error {
+	// A mistyped ?lane= must not replay on the default lane.
+	q := r.URL.Query()
+	if err := checkQuery(q, "lane"); err != nil {
+		return err
+	}
 	partition, offset, err := parsePosition(r.PathValue("partition"), r.PathValue("offset"))
 	if err != nil {
 		return err
@@ -753,7 +812,7 @@ func (h *handler) apiDLQReplay(w http.ResponseWriter, r *http.Request, p princip
 	if err != nil {
 		return err
 	}
-	res, err := h.dlqReplay(r, p, partition, offset, reason, fix)
+	res, err := h.dlqReplay(r, p, q.Get("lane"), partition, offset, reason, fix)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,15 @@ type Token struct {
 	Scope string `yaml:"scope" json:"scope"`
 }
 
+// LaneDLQ is the dead-letter topic of one extra lane.
+type LaneDLQ struct {
+	// Lane is the lane's name (config kafka.lanes[].name).
+	Lane string
+	// DLQ reads the lane's dead-letter topic and replays to the lane's
+	// control topic.
+	DLQ DLQ
+}
+
 // Config configures the admin handler.
 type Config struct {
 	// Tokens are the accepted bearer tokens. With none, every request is
@@ -80,6 +89,12 @@ type Config struct {
 	// Targets, when set, gives this center's forward targets and their
 	// broker throttles, for the same page.
 	Targets func() []adminapi.TargetThrottle
+
+	// LaneDLQs are the dead-letter topics of the center's extra lanes
+	// (kafka.lanes), one per lane; the DLQ given to NewHandler is the
+	// default lane's. The dead-letter endpoints and pages choose one with
+	// ?lane=NAME (absent or empty: the default lane).
+	LaneDLQs []LaneDLQ
 
 	// Trends, when set, gives the overview its charts of the last hour
 	// (internal/trends.Sampler).
@@ -156,6 +171,19 @@ func (c *Config) Validate() error {
 	}
 	if c.DLQPreviewBytes < 0 || c.DLQPageBytes < 0 {
 		errs = append(errs, fmt.Errorf("DLQPreviewBytes/DLQPageBytes: %d/%d, negative", c.DLQPreviewBytes, c.DLQPageBytes))
+	}
+	lanes := map[string]bool{}
+	for i, l := range c.LaneDLQs {
+		switch {
+		case strings.TrimSpace(l.Lane) == "" || l.Lane != strings.TrimSpace(l.Lane) || badText(l.Lane):
+			errs = append(errs, fmt.Errorf("LaneDLQs[%d].Lane: %q, want a lane name", i, l.Lane))
+		case lanes[l.Lane]:
+			errs = append(errs, fmt.Errorf("LaneDLQs[%d].Lane: %q used twice", i, l.Lane))
+		}
+		lanes[l.Lane] = true
+		if l.DLQ == nil {
+			errs = append(errs, fmt.Errorf("LaneDLQs[%d].DLQ (%s): nil", i, l.Lane))
+		}
 	}
 	if c.DefaultLimit < 0 || c.MaxLimit < 0 || (c.MaxLimit > 0 && c.DefaultLimit > c.MaxLimit) {
 		errs = append(errs, fmt.Errorf("DefaultLimit/MaxLimit: %d/%d, want 0 < DefaultLimit <= MaxLimit", c.DefaultLimit, c.MaxLimit))

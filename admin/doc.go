@@ -24,7 +24,8 @@
 //	mux.Handle("/ui", h)
 //
 // The dead-letter endpoints use a DLQ; NewKafkaDLQ reads the dead-letter
-// topic directly and replays a record to the control topic.
+// topic directly and replays a record to the control topic. Each extra
+// control lane has a DLQ of its own (Config.LaneDLQs), chosen with ?lane=.
 //
 // Sub-packages: adminapi (the JSON shapes), client (a Go client) and cli
 // (the "eventcenter admin" commands).

@@ -53,22 +53,46 @@ type trendNow struct {
 type dlqView struct {
 	Known bool
 	N     int64
-	Err   string
+	// Topics is how many dead-letter topics N sums (one per lane).
+	Topics int
+	Err    string
 }
 
+// dlqCount counts the records of every lane's dead-letter topic that can
+// count them, for the overview; nil when none can.
 func (h *handler) dlqCount(r *http.Request) *dlqView {
-	c, ok := h.dlq.(dlqCounter)
-	if h.dlq == nil || !ok {
+	type counted struct {
+		lane string
+		c    dlqCounter
+	}
+	var cs []counted
+	if c, ok := h.dlq.(dlqCounter); ok {
+		cs = append(cs, counted{"", c})
+	}
+	for _, l := range h.cfg.LaneDLQs {
+		if c, ok := l.DLQ.(dlqCounter); ok {
+			cs = append(cs, counted{l.Lane, c})
+		}
+	}
+	if len(cs) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
-	n, err := c.Count(ctx)
-	if err != nil {
-		h.log.Warn("count dead letters for the overview", "err", err)
-		return &dlqView{Err: "could not count: " + err.Error()}
+	v := &dlqView{Known: true, Topics: len(cs)}
+	for _, c := range cs {
+		n, err := c.c.Count(ctx)
+		if err != nil {
+			h.log.Warn("count dead letters for the overview", "lane", c.lane, "err", err)
+			what := "could not count"
+			if c.lane != "" {
+				what += " the dead letters of lane " + c.lane
+			}
+			return &dlqView{Err: what + ": " + err.Error()}
+		}
+		v.N += n
 	}
-	return &dlqView{Known: true, N: n}
+	return v
 }
 
 // ageLabel formats seconds as a short age.

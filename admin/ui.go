@@ -540,20 +540,29 @@ func (h *handler) uiBizRetry(w http.ResponseWriter, r *http.Request, p principal
 	return "/ui/messages?biz_id=" + url.QueryEscape(bizID), nil
 }
 
+// uiDLQ lists a lane's dead letters (?lane=NAME; absent or empty: the
+// default lane's), with links to the other lanes.
 func (h *handler) uiDLQ(w http.ResponseWriter, r *http.Request, p principal) (*page, error) {
 	q := r.URL.Query()
-	if h.dlq == nil {
-		return &page{tmpl: "dlq", Title: "Dead letters", Data: map[string]any{"Unavailable": errNoDLQ.msg}}, nil
+	lane := q.Get("lane")
+	title := "Dead letters" + ofLane(lane)
+	data := map[string]any{"Lane": lane, "Lanes": h.laneNames()}
+	if lane == "" && h.dlq == nil {
+		data["Unavailable"] = errNoDLQ.msg
+		return &page{tmpl: "dlq", Title: title, Data: data}, nil
 	}
-	l, err := h.dlqList(r, q.Get("limit"), q.Get("cursor"))
+	l, err := h.dlqList(r, lane, q.Get("limit"), q.Get("cursor"))
 	if err != nil {
 		return nil, err
 	}
 	limit, _ := h.limit(q.Get("limit"))
-	pg := &page{tmpl: "dlq", Title: "Dead letters", Data: map[string]any{"Records": l.Records, "Next": l.Next,
-		"Preview": l.PreviewBytes, "MaxBytes": l.MaxBytes, "Limit": limit}}
-	if rp := q.Get("replayed"); rp != "" && p.checkFlash(q.Get("flash"), rp, q.Get("key")) {
+	data["Records"], data["Next"], data["Preview"], data["MaxBytes"], data["Limit"] = l.Records, l.Next, l.PreviewBytes, l.MaxBytes, limit
+	pg := &page{tmpl: "dlq", Title: title, Data: data}
+	if rp := q.Get("replayed"); rp != "" && p.checkFlash(q.Get("flash"), rp, q.Get("key"), lane) {
 		pg.Flash = "Replayed " + rp + " to the control topic."
+		if lane != "" {
+			pg.Flash = "Replayed " + rp + " to the control topic of lane " + lane + "."
+		}
 		if q.Get("key") != "" {
 			pg.Flash += " Written to the audit log of " + q.Get("key") + "."
 		}
@@ -572,11 +581,12 @@ func (h *handler) uiBlocked(w http.ResponseWriter, r *http.Request, _ principal)
 
 // uiDLQRecord shows one whole dead-letter record.
 func (h *handler) uiDLQRecord(w http.ResponseWriter, r *http.Request, p principal) (*page, error) {
-	rec, err := h.dlqRecord(r, r.PathValue("partition"), r.PathValue("offset"))
+	lane := r.URL.Query().Get("lane")
+	rec, err := h.dlqRecord(r, lane, r.PathValue("partition"), r.PathValue("offset"))
 	if err != nil {
 		return nil, err
 	}
-	return &page{tmpl: "dlqrecord", Title: fmt.Sprintf("Dead letter %d/%d", rec.Partition, rec.Offset), Data: map[string]any{"R": rec}}, nil
+	return &page{tmpl: "dlqrecord", Title: fmt.Sprintf("Dead letter %d/%d%s", rec.Partition, rec.Offset, ofLane(lane)), Data: map[string]any{"R": rec}}, nil
 }
 
 func (h *handler) uiDLQReplay(w http.ResponseWriter, r *http.Request, p principal) (string, error) {
@@ -588,7 +598,9 @@ func (h *handler) uiDLQReplay(w http.ResponseWriter, r *http.Request, p principa
 	if err != nil {
 		return "", err
 	}
-	res, err := h.dlqReplay(r, p, partition, offset, reason, fix)
+	// The lane is in the form's action (?lane=), as on the page.
+	lane := r.URL.Query().Get("lane")
+	res, err := h.dlqReplay(r, p, lane, partition, offset, reason, fix)
 	if err != nil {
 		return "", err
 	}
@@ -596,9 +608,12 @@ func (h *handler) uiDLQReplay(w http.ResponseWriter, r *http.Request, p principa
 	if res.Known {
 		q.Set("key", res.Key)
 	}
+	if lane != "" {
+		q.Set("lane", lane)
+	}
 	// The banner's text is signed for this session: a link made elsewhere
 	// cannot put words in it.
-	q.Set("flash", p.flash(q.Get("replayed"), q.Get("key")))
+	q.Set("flash", p.flash(q.Get("replayed"), q.Get("key"), lane))
 	return "/ui/dlq?" + q.Encode(), nil
 }
 

@@ -162,6 +162,9 @@ type BulkRetryResult struct {
 
 // DLQRecord is one record of the dead-letter topic.
 type DLQRecord struct {
+	// Lane is the lane whose dead-letter topic holds the record ("" for
+	// the default lane, kafka.control_topic's).
+	Lane      string    `json:"lane,omitempty"`
 	Partition int32     `json:"partition"`
 	Offset    int64     `json:"offset"`
 	Timestamp time.Time `json:"timestamp"`
@@ -194,7 +197,15 @@ const (
 // DLQList is GET /api/v1/dlq. A page holds at most limit records and stops
 // before the record that would take the whole size of its records past
 // MaxBytes (the first record always comes); Next is where to continue.
+// ?lane=NAME lists an extra lane's dead-letter topic (absent or empty: the
+// default lane's).
 type DLQList struct {
+	// Lane is the lane listed ("" for the default lane).
+	Lane string `json:"lane,omitempty"`
+	// Lanes are the center's extra lanes (kafka.lanes) by name, each
+	// with a dead-letter topic of its own; the default lane is not among
+	// them.
+	Lanes   []string    `json:"lanes,omitempty"`
 	Records []DLQRecord `json:"records"`
 	Next    string      `json:"next,omitempty"`
 	// PreviewBytes is the most bytes of a value (and of a header value)
@@ -209,6 +220,8 @@ type DLQList struct {
 // PREPARE that was dead-lettered for lacking a valid one (ec-topic, or
 // forwardTopic of a MiddlewareMessage JSON). The record, fixed, must be a
 // valid envelope, else the replay is refused (409) with the reason.
+// ?lane=NAME replays a record of an extra lane's dead-letter topic to that
+// lane's control topic (absent or empty: the default lane).
 type DLQReplayRequest struct {
 	Reason string `json:"reason"`
 	Topic  string `json:"topic,omitempty"`
@@ -216,13 +229,17 @@ type DLQReplayRequest struct {
 
 // DLQReplayResult is the answer of POST /api/v1/dlq/{partition}/{offset}/replay.
 type DLQReplayResult struct {
-	Partition int32 `json:"partition"`
-	Offset    int64 `json:"offset"`
-	Replayed  bool  `json:"replayed"`
+	// Lane is the lane whose dead letter was replayed, to its control
+	// topic ("" for the default lane).
+	Lane      string `json:"lane,omitempty"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Replayed  bool   `json:"replayed"`
 	// Key is the replayed record's key (bizID:messageKey).
 	Key string `json:"key,omitempty"`
 	// Audited tells whether the replay was written to the audit log (under
-	// the message it names, or "dlq:partition/offset" when it names none).
+	// the message it names, or "dlq:partition/offset" when it names none;
+	// "dlq:lane:partition/offset" for an extra lane's).
 	Audited bool `json:"audited"`
 	// Known tells whether the record names a message the center has.
 	Known bool `json:"known,omitempty"`

@@ -501,7 +501,13 @@ func (o *options) retryBizCmd() *cobra.Command {
 }
 
 func (o *options) dlqCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "dlq", Short: "Read and replay the dead-letter topic"}
+	cmd := &cobra.Command{Use: "dlq", Short: "Read and replay the dead-letter topic (--lane NAME: an extra lane's)",
+		Long: `Read and replay the dead-letter topic. Each extra lane (kafka.lanes) has a
+dead-letter topic of its own, whose records replay to the lane's control
+topic: --lane NAME reads and replays that one (without it: the default
+lane's). "dlq list" names the configured lanes.`}
+	var lane string
+	cmd.PersistentFlags().StringVar(&lane, "lane", "", "the extra lane (kafka.lanes name) whose dead-letter topic to use (default: the default lane's)")
 	var limit int
 	var cursor string
 	list := &cobra.Command{
@@ -513,9 +519,9 @@ func (o *options) dlqCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			l, err := c.DLQ(cmd.Context(), limit, cursor)
+			l, err := c.LaneDLQ(cmd.Context(), lane, limit, cursor)
 			if err != nil {
-				return fmt.Errorf("list dead letters: %w", err)
+				return fmt.Errorf("list dead letters%s: %w", ofLane(lane), err)
 			}
 			err = o.emit(cmd.OutOrStdout(), l, func(tw *tabwriter.Writer) {
 				fmt.Fprintln(tw, "PARTITION\tOFFSET\tTIME\tKEY\tREASON")
@@ -525,6 +531,13 @@ func (o *options) dlqCmd() *cobra.Command {
 			})
 			if err == nil && l.Next != "" && o.output == "table" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "more: --cursor %s\n", l.Next)
+			}
+			if err == nil && len(l.Lanes) > 0 && o.output == "table" {
+				this := "the default lane"
+				if l.Lane != "" {
+					this = "lane " + l.Lane
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "dead letters of %s; lanes: %s (--lane NAME; none for the default)\n", this, strings.Join(l.Lanes, ", "))
 			}
 			return err
 		},
@@ -542,11 +555,14 @@ func (o *options) dlqCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, err := c.DLQRecord(cmd.Context(), p, off)
+			r, err := c.LaneDLQRecord(cmd.Context(), lane, p, off)
 			if err != nil {
-				return fmt.Errorf("read dead letter %d/%d: %w", p, off, err)
+				return fmt.Errorf("read dead letter %d/%d%s: %w", p, off, ofLane(lane), err)
 			}
 			return o.emit(cmd.OutOrStdout(), r, func(tw *tabwriter.Writer) {
+				if r.Lane != "" {
+					_, _ = fmt.Fprintf(tw, "lane\t%s\n", r.Lane)
+				}
 				_, _ = fmt.Fprintf(tw, "position\t%d/%d\n", r.Partition, r.Offset)
 				_, _ = fmt.Fprintf(tw, "time\t%s\n", r.Timestamp.UTC().Format(time.RFC3339))
 				_, _ = fmt.Fprintf(tw, "key\t%s\n", dash(r.Key))
@@ -567,16 +583,18 @@ func (o *options) dlqCmd() *cobra.Command {
 	var rreq adminapi.DLQReplayRequest
 	var all bool
 	replay := &cobra.Command{
-		Use:   "replay PARTITION OFFSET --reason TEXT [--topic TOPIC]",
+		Use:   "replay PARTITION OFFSET --reason TEXT [--topic TOPIC] [--lane NAME]",
 		Short: "Send one dead-letter record back to the control topic (without its ec-dlq-* headers)",
 		Long: `Send one dead-letter record back to the control topic, without its ec-dlq-*
-headers. --topic sets the forward topic of a PREPARE that was dead-lettered
+headers; with --lane NAME, a record of that lane's dead-letter topic back to
+the lane's control topic. --topic sets the forward topic of a PREPARE that was dead-lettered
 for a missing or bad one: replayed, it fills in the body of its orphan
 COMMIT, which is then forwarded. A record that would be dead-lettered again
 is refused with the reason. The replay is written to the audit log of the
 message the record names, if that message exists.`,
 		Example: `  eventcenter admin dlq replay 0 17 --reason "producer bug fixed" --topic orders.events
-  eventcenter admin dlq replay --all --reason "producer bug fixed"`,
+  eventcenter admin dlq replay --all --reason "producer bug fixed"
+  eventcenter admin dlq replay --lane gold 1 4 --reason "producer bug fixed"`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if all {
 				return cobra.NoArgs(cmd, args)
@@ -592,7 +610,7 @@ message the record names, if that message exists.`,
 				if err != nil {
 					return err
 				}
-				return replayAll(cmd, c, rreq)
+				return replayAll(cmd, c, lane, rreq)
 			}
 			p, off, err := position(args)
 			if err != nil {
@@ -605,12 +623,12 @@ message the record names, if that message exists.`,
 			if err != nil {
 				return err
 			}
-			res, err := c.ReplayDLQ(cmd.Context(), p, off, rreq)
+			res, err := c.ReplayLaneDLQ(cmd.Context(), lane, p, off, rreq)
 			if err != nil {
-				return fmt.Errorf("replay dead letter %d/%d: %w", p, off, err)
+				return fmt.Errorf("replay dead letter %d/%d%s: %w", p, off, ofLane(lane), err)
 			}
 			return o.emit(cmd.OutOrStdout(), res, func(tw *tabwriter.Writer) {
-				fmt.Fprintf(tw, "replayed %d/%d to the control topic", res.Partition, res.Offset)
+				fmt.Fprintf(tw, "replayed %d/%d to the control topic%s", res.Partition, res.Offset, ofLane(res.Lane))
 				if res.Audited {
 					fmt.Fprintf(tw, " (audited on %s)", res.Key)
 				}
@@ -620,7 +638,7 @@ message the record names, if that message exists.`,
 	}
 	replay.Flags().StringVar(&rreq.Reason, "reason", "", "why (required; written to the audit log of the message)")
 	replay.Flags().StringVar(&rreq.Topic, "topic", "", "set the forward topic of a PREPARE dead-lettered for a missing or bad one")
-	replay.Flags().BoolVar(&all, "all", false, "replay every record of the dead-letter topic (progress on stderr); refused ones are listed and skipped")
+	replay.Flags().BoolVar(&all, "all", false, "replay every record of the dead-letter topic (of --lane's, if given; progress on stderr); refused ones are listed and skipped")
 	cmd.AddCommand(list, get, replay)
 	return cmd
 }
@@ -641,11 +659,19 @@ func position(args []string) (int32, int64, error) {
 // replayAllPage is the page size replayAll lists the topic with.
 const replayAllPage = 500
 
-// replayAll replays every record of the dead-letter topic as it is when
-// the command starts, with progress on stderr. Records the server refuses
-// (404: gone; 409: would be dead-lettered again) are skipped and listed;
-// any other error stops it.
-func replayAll(cmd *cobra.Command, c *client.Client, req adminapi.DLQReplayRequest) error {
+// ofLane is " of lane NAME" for an extra lane, "" for the default one.
+func ofLane(lane string) string {
+	if lane == "" {
+		return ""
+	}
+	return " of lane " + lane
+}
+
+// replayAll replays every record of a lane's dead-letter topic ("": the
+// default lane's) as it is when the command starts, with progress on
+// stderr. Records the server refuses (404: gone; 409: would be
+// dead-lettered again) are skipped and listed; any other error stops it.
+func replayAll(cmd *cobra.Command, c *client.Client, lane string, req adminapi.DLQReplayRequest) error {
 	ctx := cmd.Context()
 	type pos struct {
 		p   int32
@@ -654,9 +680,9 @@ func replayAll(cmd *cobra.Command, c *client.Client, req adminapi.DLQReplayReque
 	var todo []pos
 	cursor := ""
 	for {
-		l, err := c.DLQ(ctx, replayAllPage, cursor)
+		l, err := c.LaneDLQ(ctx, lane, replayAllPage, cursor)
 		if err != nil {
-			return fmt.Errorf("list dead letters: %w", err)
+			return fmt.Errorf("list dead letters%s: %w", ofLane(lane), err)
 		}
 		for _, r := range l.Records {
 			todo = append(todo, pos{r.Partition, r.Offset})
@@ -671,7 +697,7 @@ func replayAll(cmd *cobra.Command, c *client.Client, req adminapi.DLQReplayReque
 	var refused []string
 	done := 0
 	for _, x := range todo {
-		_, err := c.ReplayDLQ(ctx, x.p, x.off, req)
+		_, err := c.ReplayLaneDLQ(ctx, lane, x.p, x.off, req)
 		var ce *client.Error
 		switch {
 		case err == nil:
@@ -680,13 +706,13 @@ func replayAll(cmd *cobra.Command, c *client.Client, req adminapi.DLQReplayReque
 			refused = append(refused, fmt.Sprintf("%d/%d: %s", x.p, x.off, ce.Message))
 		default:
 			pr.Done()
-			return fmt.Errorf("replay dead letter %d/%d (%d of %d replayed before it): %w", x.p, x.off, done, len(todo), err)
+			return fmt.Errorf("replay dead letter %d/%d%s (%d of %d replayed before it): %w", x.p, x.off, ofLane(lane), done, len(todo), err)
 		}
 		pr.Add(1)
 	}
 	pr.Done()
 	out := cmd.OutOrStdout()
-	_, _ = fmt.Fprintf(out, "replayed %d of %d dead-letter records to the control topic", done, len(todo))
+	_, _ = fmt.Fprintf(out, "replayed %d of %d dead-letter records to the control topic%s", done, len(todo), ofLane(lane))
 	if len(refused) > 0 {
 		_, _ = fmt.Fprintf(out, "; %d refused:\n", len(refused))
 		for _, r := range refused {

@@ -251,9 +251,15 @@ func (c *Client) RetryBizID(ctx context.Context, bizID, reason string) (adminapi
 	return out, c.do(ctx, http.MethodPost, adminapi.BizRetryPath(bizID), nil, adminapi.ActionRequest{Reason: reason}, &out)
 }
 
-// DLQ returns one page of dead-letter records.
+// DLQ returns one page of the default lane's dead-letter records.
 func (c *Client) DLQ(ctx context.Context, limit int, cursor string) (adminapi.DLQList, error) {
-	q := url.Values{}
+	return c.LaneDLQ(ctx, "", limit, cursor)
+}
+
+// LaneDLQ returns one page of a lane's dead-letter records ("" for the
+// default lane); the answer lists the center's lanes.
+func (c *Client) LaneDLQ(ctx context.Context, lane string, limit int, cursor string) (adminapi.DLQList, error) {
+	q := laneQuery(lane)
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
@@ -264,17 +270,39 @@ func (c *Client) DLQ(ctx context.Context, limit int, cursor string) (adminapi.DL
 	return out, c.do(ctx, http.MethodGet, adminapi.Prefix+"/dlq", q, nil, &out)
 }
 
-// DLQRecord returns one whole dead-letter record.
+// DLQRecord returns one whole dead-letter record of the default lane.
 func (c *Client) DLQRecord(ctx context.Context, partition int32, offset int64) (adminapi.DLQRecord, error) {
-	var out adminapi.DLQRecord
-	return out, c.do(ctx, http.MethodGet, adminapi.DLQRecordPath(partition, offset), nil, nil, &out)
+	return c.LaneDLQRecord(ctx, "", partition, offset)
 }
 
-// ReplayDLQ sends one dead-letter record back to the control topic, with
-// the reason and, optionally, the fix in req.
+// LaneDLQRecord returns one whole dead-letter record of a lane ("" for the
+// default lane).
+func (c *Client) LaneDLQRecord(ctx context.Context, lane string, partition int32, offset int64) (adminapi.DLQRecord, error) {
+	var out adminapi.DLQRecord
+	return out, c.do(ctx, http.MethodGet, adminapi.DLQRecordPath(partition, offset), laneQuery(lane), nil, &out)
+}
+
+// ReplayDLQ sends one dead-letter record of the default lane back to the
+// control topic, with the reason and, optionally, the fix in req.
 func (c *Client) ReplayDLQ(ctx context.Context, partition int32, offset int64, req adminapi.DLQReplayRequest) (adminapi.DLQReplayResult, error) {
+	return c.ReplayLaneDLQ(ctx, "", partition, offset, req)
+}
+
+// ReplayLaneDLQ sends one dead-letter record of a lane ("" for the default
+// lane) back to that lane's control topic, with the reason and,
+// optionally, the fix in req.
+func (c *Client) ReplayLaneDLQ(ctx context.Context, lane string, partition int32, offset int64, req adminapi.DLQReplayRequest) (adminapi.DLQReplayResult, error) {
 	var out adminapi.DLQReplayResult
-	return out, c.do(ctx, http.MethodPost, adminapi.DLQReplayPath(partition, offset), nil, req, &out)
+	return out, c.do(ctx, http.MethodPost, adminapi.DLQReplayPath(partition, offset), laneQuery(lane), req, &out)
+}
+
+// laneQuery is ?lane=NAME, or no parameter for the default lane.
+func laneQuery(lane string) url.Values {
+	q := url.Values{}
+	if lane != "" {
+		q.Set("lane", lane)
+	}
+	return q
 }
 
 // AuditOptions select audit records (zero values: all).

@@ -341,7 +341,7 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	// It also writes replayed dead letters to the control topic.
+	// It also writes replayed dead letters to the control topics.
 	compression, err := kafkarec.CompressionOpt(cfg.Kafka.Compression)
 	if err != nil {
 		return nil, fmt.Errorf("kafka.compression: %w", err)
@@ -361,9 +361,11 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 		Forwarding:        c.bizForwarding,
 		Checkbacks:        c.bizCheckbacks,
 		Targets:           c.targetThrottles,
-		Now:               opt.Now,
-		Logger:            opt.Logger.With("component", "admin"),
-		Registerer:        c.registerer,
+		// Each extra lane's dead letters replay to its own control topic.
+		LaneDLQs:   laneDLQs(cfg.Kafka, dlqClient),
+		Now:        opt.Now,
+		Logger:     opt.Logger.With("component", "admin"),
+		Registerer: c.registerer,
 	}, c.Forwarder.FastPath(c.Store), admin.NewKafkaDLQ(dlqClient, cfg.Kafka.DLQ(), cfg.Kafka.ControlTopic))
 	if err != nil {
 		return nil, fmt.Errorf("admin: %w", err)

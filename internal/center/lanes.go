@@ -7,7 +7,9 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/eventcenter/eventcenter/admin"
 	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/internal/config"
 )
@@ -45,6 +47,16 @@ func newIngesters(base ingest.Config, k config.Kafka, reg prometheus.Registerer,
 		out = append(out, in)
 	}
 	return out, nil
+}
+
+// laneDLQs are the admin handler's dead-letter topics of the extra lanes:
+// each lane's, replaying to its control topic, on the admin's client.
+func laneDLQs(k config.Kafka, client *kgo.Client) []admin.LaneDLQ {
+	out := make([]admin.LaneDLQ, 0, len(k.Lanes))
+	for _, l := range k.Lanes {
+		out = append(out, admin.LaneDLQ{Lane: l.Name, DLQ: admin.NewKafkaDLQ(client, k.LaneDLQ(l), k.LaneTopic(l))})
+	}
+	return out
 }
 
 // laneNames are the lanes' names for messages, the default lane's first.
