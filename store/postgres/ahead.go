@@ -144,11 +144,13 @@ const assignSeqsAheadSQL = `INSERT INTO eventcenter_order_keys (biz_id, order_ke
 		RETURNING biz_id, order_key, target, topic, last_seq, coalesce(prev_partition, -1), coalesce(prev_offset, -1)`
 
 // AssignSeqsAhead implements sqlcore.AheadTx: the counters and the
-// holders in one pipelined round trip (as AssignSeqsHolders).
+// holders in one pipelined round trip (countHolders, as AssignSeqsHolders).
 func (t *pgTx) AssignSeqsAhead(ctx context.Context, need []*state.Message, last map[store.OrderRef]state.ControlPos,
 	refs []store.OrderRef, exclude []int64) (map[store.OrderRef]int64, map[store.OrderRef]state.ControlPos, error) {
-	var b pgx.Batch
 	count := map[store.OrderRef]int64{}
+	lastSeq := map[store.OrderRef]int64{}
+	prev := map[store.OrderRef]state.ControlPos{}
+	var stmt *countStmt
 	if len(need) > 0 {
 		for _, m := range need {
 			count[store.OrderOf(m)]++
@@ -162,35 +164,11 @@ func (t *pgTx) AssignSeqsAhead(ctx context.Context, need []*state.Message, last 
 				lps[i], los[i] = p.Partition, p.Offset
 			}
 		}
-		b.Queue(assignSeqsAheadSQL, bizs, keys, targets, topics, ns, lps, los)
+		lastSeq = make(map[store.OrderRef]int64, len(qs))
+		stmt = &countStmt{sql: assignSeqsAheadSQL, args: []any{bizs, keys, targets, topics, ns, lps, los},
+			read: func(rows pgx.Rows) error { return readCounters(rows, lastSeq, prev) }}
 	}
-	b.Queue(holdersSQL, holdersArgs(refs, exclude)...)
-	br := t.conn.SendBatch(ctx, &b)
-	lastSeq := make(map[store.OrderRef]int64, len(count))
-	prev := map[store.OrderRef]state.ControlPos{}
-	low := map[store.OrderRef]int64{}
-	err := func() error {
-		if len(need) > 0 {
-			rows, err := br.Query()
-			if err != nil {
-				return fmt.Errorf("count: %w", err)
-			}
-			if err := readCounters(rows, lastSeq, prev); err != nil {
-				return fmt.Errorf("count: %w", err)
-			}
-		}
-		rows, err := br.Query()
-		if err != nil {
-			return fmt.Errorf("read holders: %w", err)
-		}
-		if err := readQueueRows(rows, low); err != nil {
-			return fmt.Errorf("read holders: %w", err)
-		}
-		return nil
-	}()
-	if cerr := br.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
+	low, err := t.countHolders(ctx, stmt, refs, exclude)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -295,21 +295,49 @@ func (t *pgTx) AssignSeqs(ctx context.Context, need []*state.Message) error {
 // Holders in one pipelined batch, run by the server one after the other.
 func (t *pgTx) AssignSeqsHolders(ctx context.Context, need []*state.Message, refs []store.OrderRef, exclude []int64) (map[store.OrderRef]int64, error) {
 	count, args := seqArgs(need)
+	last := make(map[store.OrderRef]int64, len(count))
+	low, err := t.countHolders(ctx, &countStmt{sql: assignSeqsSQL, args: args, read: func(rows pgx.Rows) error { return readQueueRows(rows, last) }},
+		refs, exclude)
+	if err != nil {
+		return nil, err
+	}
+	if err := sqlcore.Number(need, count, last); err != nil {
+		return nil, err
+	}
+	return low, nil
+}
+
+// countStmt is a key counters' statement and the reading of its rows.
+type countStmt struct {
+	sql  string
+	args []any
+	read func(pgx.Rows) error
+}
+
+// countHolders runs count (when not nil) and the holders' read of refs in
+// one pipelined batch, which the server runs one after the other: the
+// holders are read after the counters are locked. It returns each
+// queue's lowest held sequence.
+func (t *pgTx) countHolders(ctx context.Context, count *countStmt, refs []store.OrderRef, exclude []int64) (map[store.OrderRef]int64, error) {
 	var b pgx.Batch
-	b.Queue(assignSeqsSQL, args...)
+	if count != nil {
+		b.Queue(count.sql, count.args...)
+	}
 	b.Queue(holdersSQL, holdersArgs(refs, exclude)...)
 	br := t.conn.SendBatch(ctx, &b)
-	last := make(map[store.OrderRef]int64, len(count))
 	low := map[store.OrderRef]int64{}
 	err := func() error {
+		if count != nil {
+			rows, err := br.Query()
+			if err != nil {
+				return fmt.Errorf("count: %w", err)
+			}
+			if err := count.read(rows); err != nil {
+				return fmt.Errorf("count: %w", err)
+			}
+		}
 		rows, err := br.Query()
 		if err != nil {
-			return fmt.Errorf("count: %w", err)
-		}
-		if err := readQueueRows(rows, last); err != nil {
-			return fmt.Errorf("count: %w", err)
-		}
-		if rows, err = br.Query(); err != nil {
 			return fmt.Errorf("read holders: %w", err)
 		}
 		if err := readQueueRows(rows, low); err != nil {
@@ -321,9 +349,6 @@ func (t *pgTx) AssignSeqsHolders(ctx context.Context, need []*state.Message, ref
 		err = cerr
 	}
 	if err != nil {
-		return nil, err
-	}
-	if err := sqlcore.Number(need, count, last); err != nil {
 		return nil, err
 	}
 	return low, nil
