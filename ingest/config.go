@@ -69,6 +69,9 @@ type Config struct {
 	// its own, with its own ControlTopic, DLQTopic and Group, sharing the
 	// Ownership and Metrics of the others.
 	Lane int
+	// LaneName is an extra lane's name, the lane label of its metrics;
+	// empty for the default lane (whose series keep no lane label).
+	LaneName string
 	// MaxPayload bounds a PREPARE's payload in bytes; larger records go to
 	// the dead-letter topic.
 	MaxPayload int
@@ -218,6 +221,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Lane < 0 || c.Lane > MaxLane {
 		bad("Lane", "must be 0 (the default lane) to %d, got %d", MaxLane, c.Lane)
+	}
+	switch {
+	case c.Lane == 0 && c.LaneName != "":
+		bad("LaneName", "must be empty for the default lane (Lane 0), got %q", c.LaneName)
+	case c.Lane > 0 && c.LaneName == "":
+		bad("LaneName", "is required for an extra lane (Lane %d): it labels the lane's metrics", c.Lane)
 	}
 	if c.MaxPayload < 1 || c.MaxPayload > MaxMaxPayload {
 		bad("MaxPayload", "must be 1 to %d, got %d", MaxMaxPayload, c.MaxPayload)

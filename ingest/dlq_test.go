@@ -265,14 +265,18 @@ func TestCheckDLQTopic(t *testing.T) {
 	require.ErrorContains(t, err, "eventcenter_dlq_dropped_total")
 }
 
-// Every cause has a series before anything happens, so alerts on increase
-// see the first one.
+// Every cause has a series for every lane before anything happens, so
+// alerts on increase see the first one.
 func TestDLQFailureSeriesExistFromTheStart(t *testing.T) {
 	t.Parallel()
 	m, err := newMetrics(nil)
 	require.NoError(t, err)
+	m.forLane("")
 	require.Equal(t, len(dlqCauses), testutil.CollectAndCount(m.dlqDropped))
 	require.Equal(t, len(dlqCauses), testutil.CollectAndCount(m.dlqStripped))
+	m.forLane("gold")
+	require.Equal(t, 2*len(dlqCauses), testutil.CollectAndCount(m.dlqDropped))
+	require.Equal(t, 2*len(dlqCauses), testutil.CollectAndCount(m.dlqStripped))
 }
 
 func ptr[T any](v T) *T { return &v }

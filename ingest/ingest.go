@@ -33,7 +33,7 @@ type Ingester struct {
 	st    Store
 	owned *Ownership
 	log   *slog.Logger
-	met   *metrics
+	met   *laneMetrics
 	dec   envelope.Decoder
 	// differing counts duplicate PREPAREs with a different body.
 	differing differing
@@ -112,7 +112,7 @@ func New(cfg Config, st Store, owned *Ownership) (*Ingester, error) {
 	return &Ingester{
 		cfg: cfg, st: st, owned: owned,
 		log:            laneLogger(cfg),
-		met:            met,
+		met:            met.forLane(cfg.LaneName),
 		dec:            envelope.Decoder{MaxPayload: cfg.MaxPayload},
 		dlqCompression: compression,
 	}, nil

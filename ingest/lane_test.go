@@ -80,6 +80,7 @@ func (e *env) laneTopic(name string, parts int32) (topic, dlq string) {
 func (e *env) laneConfig(lane int, topic, dlq string, met *Metrics) Config {
 	c := e.config()
 	c.Lane, c.ControlTopic, c.DLQTopic, c.Group, c.Metrics = lane, topic, dlq, e.group+".lane."+strconv.Itoa(lane), met
+	c.LaneName = "lane" + strconv.Itoa(lane)
 	return c
 }
 
@@ -164,6 +165,34 @@ func TestLaneAppliedWhileDefaultLaneBlocked(t *testing.T) {
 			return ok && m.Status == state.Committed && m.Partition < LaneStride
 		}, waitFor, tick)
 	}
+	// The records' counters and the batch histograms are per lane: the
+	// extra lane's named, the default lane's without a lane label (as
+	// before lanes existed).
+	require.InDelta(t, 5, testutil.ToFloat64(met.envelopes.WithLabelValues("prepare", resultApplied, "lane3")), 0)
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(met.envelopes.WithLabelValues("prepare", resultApplied, "")) == 20
+	}, waitFor, tick)
+	batches := map[string]uint64{}
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != "eventcenter_ingest_batch_size" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			lane := "absent"
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == laneLabel {
+					lane = lp.GetValue()
+				}
+			}
+			batches[lane] += m.GetHistogram().GetSampleCount()
+		}
+	}
+	require.Positive(t, batches["lane3"], "the lane's batches: %v", batches)
+	// An empty label is no label to Prometheus.
+	require.Positive(t, batches[""], "the default lane's batches, with an empty lane label: %v", batches)
+	require.Len(t, batches, 2, "%v", batches)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

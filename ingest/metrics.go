@@ -21,9 +21,12 @@ const (
 )
 
 // Metrics are an ingester's metrics. The ingesters of a center's lanes
-// share one Metrics (Config.Metrics): the counters add up over lanes,
-// eventcenter_owned_partitions is the whole ownership set, and
-// eventcenter_consumer_lag is labelled by store partition (lane.go).
+// share one Metrics (Config.Metrics). The records' counters, the batch
+// histograms and the error counters carry a lane label: the extra lane's
+// name (Config.LaneName), empty for the default lane, so a center without
+// lanes shows the series it always did. eventcenter_owned_partitions is
+// the whole ownership set, eventcenter_consumer_lag is labelled by store
+// partition (lane.go), conflicts and cancels add up over lanes.
 type Metrics = metrics
 
 // NewMetrics makes the ingest metrics and registers them with reg (nil:
@@ -32,8 +35,30 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) { return newMetrics
 
 type metrics struct {
 	envelopes   *prometheus.CounterVec
-	applyDur    prometheus.Histogram
-	batchSize   prometheus.Histogram
+	applyDur    *prometheus.HistogramVec
+	batchSize   *prometheus.HistogramVec
+	lag         *prometheus.GaugeVec
+	dlq         *prometheus.CounterVec
+	dlqStripped *prometheus.CounterVec
+	dlqDropped  *prometheus.CounterVec
+	storeErrs   *prometheus.CounterVec
+	dlqErrs     *prometheus.CounterVec
+	commitErrs  *prometheus.CounterVec
+	owned       prometheus.Gauge
+	lost        *prometheus.CounterVec
+	conflicts   prometheus.Counter
+	cancels     *prometheus.CounterVec
+}
+
+// laneLabel is the label of the lane dimension of the ingest metrics.
+const laneLabel = "lane"
+
+// laneMetrics are one ingester's view of the shared metrics: the lane
+// label set to its lane.
+type laneMetrics struct {
+	envelopes   *prometheus.CounterVec
+	applyDur    prometheus.Observer
+	batchSize   prometheus.Observer
 	lag         *prometheus.GaugeVec
 	dlq         *prometheus.CounterVec
 	dlqStripped *prometheus.CounterVec
@@ -47,6 +72,34 @@ type metrics struct {
 	cancels     *prometheus.CounterVec
 }
 
+// forLane returns the metrics of the lane named lane ("" for the default
+// lane), with its series made at once (alerts on increase need them from
+// the start).
+func (m *metrics) forLane(lane string) *laneMetrics {
+	l := prometheus.Labels{laneLabel: lane}
+	lm := &laneMetrics{
+		envelopes:   m.envelopes.MustCurryWith(l),
+		applyDur:    m.applyDur.With(l),
+		batchSize:   m.batchSize.With(l),
+		lag:         m.lag,
+		dlq:         m.dlq.MustCurryWith(l),
+		dlqStripped: m.dlqStripped.MustCurryWith(l),
+		dlqDropped:  m.dlqDropped.MustCurryWith(l),
+		storeErrs:   m.storeErrs.With(l),
+		dlqErrs:     m.dlqErrs.With(l),
+		commitErrs:  m.commitErrs.With(l),
+		owned:       m.owned,
+		lost:        m.lost.With(l),
+		conflicts:   m.conflicts,
+		cancels:     m.cancels,
+	}
+	for _, c := range dlqCauses {
+		lm.dlqStripped.WithLabelValues(c)
+		lm.dlqDropped.WithLabelValues(c)
+	}
+	return lm
+}
+
 // Values of the result label of eventcenter_cancels_total.
 const (
 	cancelCancelled = "cancelled"
@@ -58,54 +111,54 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		envelopes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_envelopes_total",
-			Help: "Control records read, by envelope type (prepare, commit, rollback, cancel, unknown) and result (applied, duplicate, conflict, invalid).",
-		}, []string{"type", "result"}),
-		applyDur: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Help: "Control records read, by envelope type (prepare, commit, rollback, cancel, unknown), result (applied, duplicate, conflict, invalid) and lane (an extra lane's name; none for the default lane).",
+		}, []string{"type", "result", laneLabel}),
+		applyDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "eventcenter_ingest_batch_apply_duration_seconds",
-			Help:    "Time of one successful store apply of a partition's batch.",
+			Help:    "Time of one successful store apply of a partition's batch, by lane (an extra lane's name; none for the default lane).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-		}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+		}, []string{laneLabel}),
+		batchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "eventcenter_ingest_batch_size",
-			Help:    "Records per partition batch (one store transaction).",
+			Help:    "Records per partition batch (one store transaction), by lane (an extra lane's name; none for the default lane).",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 9),
-		}),
+		}, []string{laneLabel}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "eventcenter_consumer_lag",
 			Help: "Control records not yet applied per owned partition (high watermark minus next offset to apply), as of the last fetch. The label is the store partition: lane id × 10000 + Kafka partition (the default lane's is its Kafka partition).",
 		}, []string{"partition"}),
 		dlq: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_dlq_total",
-			Help: "Malformed control records copied to the dead-letter topic, by reason (the offending field, too_large or unknown_type).",
-		}, []string{"reason"}),
+			Help: "Malformed control records copied to the dead-letter topic, by reason (the offending field, too_large or unknown_type) and lane (an extra lane's name; none for the default lane).",
+		}, []string{"reason", laneLabel}),
 		dlqStripped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_dlq_stripped_total",
-			Help: "Malformed control records written to the dead-letter topic without their value (ec-dlq-value-dropped says why), by cause of the full copy's failure (too_large, not_authorized, unknown_topic, rejected, retries_exhausted).",
-		}, []string{"cause"}),
+			Help: "Malformed control records written to the dead-letter topic without their value (ec-dlq-value-dropped says why), by cause of the full copy's failure (too_large, not_authorized, unknown_topic, rejected, retries_exhausted) and lane.",
+		}, []string{"cause", laneLabel}),
 		dlqDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_dlq_dropped_total",
-			Help: "Malformed control records skipped because not even a copy without their value could be written to the dead-letter topic (logged with partition and offset), by cause of the full copy's failure.",
-		}, []string{"cause"}),
-		storeErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Help: "Malformed control records skipped because not even a copy without their value could be written to the dead-letter topic (logged with partition and offset), by cause of the full copy's failure and lane.",
+		}, []string{"cause", laneLabel}),
+		storeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_ingest_store_errors_total",
 			Help: "Failed store applies of a batch (each is retried; the partition waits).",
-		}),
-		dlqErrs: prometheus.NewCounter(prometheus.CounterOpts{
+		}, []string{laneLabel}),
+		dlqErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_ingest_dlq_errors_total",
 			Help: "Failed dead-letter produces (each is retried for at most ingest.dlq_retry_budget, then written without its value or dropped; the partition waits meanwhile).",
-		}),
-		commitErrs: prometheus.NewCounter(prometheus.CounterOpts{
+		}, []string{laneLabel}),
+		commitErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_ingest_commit_errors_total",
 			Help: "Failed offset commits (retried at the next poll; a rebalance replays, replays are no-ops).",
-		}),
+		}, []string{laneLabel}),
 		owned: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "eventcenter_owned_partitions",
 			Help: "Control partitions this instance owns, over all control lanes.",
 		}),
-		lost: prometheus.NewCounter(prometheus.CounterOpts{
+		lost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_ingest_partitions_lost_total",
 			Help: "Control partitions lost without a clean revoke (the member fell out of the group); their uncommitted batches are replayed.",
-		}),
+		}, []string{laneLabel}),
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "eventcenter_conflicts_total",
 			Help: "Envelopes whose decision contradicted the message's first decision and was ignored.",
@@ -117,11 +170,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"result"})
 	for _, r := range []string{cancelCancelled, cancelTooLate, cancelNoop} {
 		m.cancels.WithLabelValues(r)
-	}
-	for _, c := range dlqCauses {
-		// Every cause has a series from the start, for alerts on increase.
-		m.dlqStripped.WithLabelValues(c)
-		m.dlqDropped.WithLabelValues(c)
 	}
 	if reg == nil {
 		return m, nil

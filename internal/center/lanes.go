@@ -32,7 +32,7 @@ func newIngesters(base ingest.Config, k config.Kafka, reg prometheus.Registerer,
 	out := []*ingest.Ingester{def}
 	for _, l := range k.Lanes {
 		lc := base
-		lc.Lane = l.ID
+		lc.Lane, lc.LaneName = l.ID, l.Name
 		lc.ControlTopic = k.LaneTopic(l)
 		lc.DLQTopic = k.LaneDLQ(l)
 		lc.Group = k.LaneGroup(l)
