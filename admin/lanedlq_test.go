@@ -1,7 +1,6 @@
 package admin_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"html"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,25 +17,8 @@ import (
 	"github.com/eventcenter/eventcenter/admin/adminapi"
 	"github.com/eventcenter/eventcenter/admin/internal/admintest"
 	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/testsupport/logbuf"
 )
-
-// syncBuffer is a log sink safe for the handler's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // laneDLQs are the dead-letter topics of a default lane and two extra
 // lanes: gold holds 2/5 (a record naming no message), silver holds 0/3 at
@@ -69,7 +50,7 @@ func recordKeys(rs []adminapi.DLQRecord) []string {
 func TestLaneDLQ(t *testing.T) {
 	t.Parallel()
 	def, gold, silver := laneDLQs()
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	env := admintest.New(t, def, withLanes(gold, silver), func(c *admin.Config) { c.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
 
 	l := decode[adminapi.DLQList](t, get(t, env, "/api/v1/dlq"), http.StatusOK)

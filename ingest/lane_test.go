@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -42,6 +43,16 @@ func TestLaneOutOfRangeRefused(t *testing.T) {
 		_, err := New(Config{Brokers: []string{"b:9092"}, Lane: lane}, newMemStore(), NewOwnership())
 		require.ErrorContains(t, err, "Lane: must be 0 (the default lane) to 100, got "+strconv.Itoa(lane))
 	}
+}
+
+// An extra lane's metrics are labelled with its name: the name is required
+// there, and refused for the default lane, whose series carry none.
+func TestLaneNameRequiredForAnExtraLaneOnly(t *testing.T) {
+	t.Parallel()
+	_, err := New(Config{Brokers: []string{"b:9092"}, Lane: 2}, newMemStore(), NewOwnership())
+	require.ErrorContains(t, err, "LaneName: is required for an extra lane (Lane 2)")
+	_, err = New(Config{Brokers: []string{"b:9092"}, LaneName: "gold"}, newMemStore(), NewOwnership())
+	require.ErrorContains(t, err, `LaneName: must be empty for the default lane (Lane 0), got "gold"`)
 }
 
 // gatedStore holds every Apply until gate is closed.
@@ -140,19 +151,12 @@ func TestLaneAppliedWhileDefaultLaneBlocked(t *testing.T) {
 	var lanes int
 	require.Eventually(t, func() bool {
 		lanes = 0
-		mfs, err := reg.Gather()
-		require.NoError(t, err)
-		for _, mf := range mfs {
-			if mf.GetName() != "eventcenter_consumer_lag" {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				p, err := strconv.Atoi(m.GetLabel()[0].GetValue())
-				require.NoError(t, err)
-				require.Contains(t, want, int32(p))
-				if p >= LaneStride {
-					lanes++
-				}
+		for _, m := range gathered(t, reg, "eventcenter_consumer_lag") {
+			p, err := strconv.Atoi(m.GetLabel()[0].GetValue())
+			require.NoError(t, err)
+			require.Contains(t, want, int32(p))
+			if p >= LaneStride {
+				lanes++
 			}
 		}
 		return lanes > 0
@@ -173,21 +177,14 @@ func TestLaneAppliedWhileDefaultLaneBlocked(t *testing.T) {
 		return testutil.ToFloat64(met.envelopes.WithLabelValues("prepare", resultApplied, "")) == 20
 	}, waitFor, tick)
 	batches := map[string]uint64{}
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != "eventcenter_ingest_batch_size" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			lane := "absent"
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == laneLabel {
-					lane = lp.GetValue()
-				}
+	for _, m := range gathered(t, reg, "eventcenter_ingest_batch_size") {
+		lane := "absent"
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == laneLabel {
+				lane = lp.GetValue()
 			}
-			batches[lane] += m.GetHistogram().GetSampleCount()
 		}
+		batches[lane] += m.GetHistogram().GetSampleCount()
 	}
 	require.Positive(t, batches["lane3"], "the lane's batches: %v", batches)
 	// An empty label is no label to Prometheus.
@@ -254,4 +251,17 @@ func TestRecordBeyondTheLaneStrideIsDeadLettered(t *testing.T) {
 	_, ok := st.get("shop", "beyond")
 	require.False(t, ok, "a record beyond the stride was applied")
 	require.InDelta(t, 1, testutil.ToFloat64(in.met.dlq.WithLabelValues("partition")), 0)
+}
+
+// gathered returns the series of the metric named name in reg.
+func gathered(t *testing.T, reg *prometheus.Registry, name string) []*dto.Metric {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()
+		}
+	}
+	return nil
 }
