@@ -48,7 +48,10 @@ func TestMigrateLockWaitRetry(t *testing.T) {
 		// With enough tries the holder lets go after 2.5 s, mid-retries;
 		// without, it holds on until the migration has returned (a fixed
 		// 2.5 s let a late second try through on a loaded machine).
-		released, giveUp := make(chan struct{}), make(chan struct{})
+		// releasing closes before the rollback: the rollback frees the
+		// lock on the server, and the migration can return before the
+		// goroutine gets back from Rollback (CI once saw that).
+		releasing, released, giveUp := make(chan struct{}), make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(released)
 			if c.ok {
@@ -56,6 +59,7 @@ func TestMigrateLockWaitRetry(t *testing.T) {
 			} else {
 				<-giveUp
 			}
+			close(releasing)
 			_ = tx.Rollback()
 		}()
 		err = mysql.MigrateSteps(t.Context(), db, all, 1, c.tries, 100*time.Millisecond)
@@ -63,7 +67,7 @@ func TestMigrateLockWaitRetry(t *testing.T) {
 		if c.ok {
 			require.NoError(t, err)
 			select {
-			case <-released:
+			case <-releasing:
 			default:
 				t.Fatal("the step ran while the transaction held its table")
 			}
