@@ -175,6 +175,19 @@ func (v *Verifier) fairClaim(b *fairBuf) *store.Fair {
 	return f
 }
 
+// unskipped says whether a bizID the last claim skipped is no longer
+// skipped by fairClaim (its waiting messages fell below what it keeps),
+// and forgets the skipped bizIDs if so.
+func (v *Verifier) unskipped(l *loop) bool {
+	for _, id := range l.skipped {
+		if q := l.fb.qs[id]; q == nil || q.held == "" || q.len() < v.keep(q, q.held) {
+			l.skipped = l.skipped[:0]
+			return true
+		}
+	}
+	return false
+}
+
 // keep is how many messages a bizID held back by limit keeps waiting in
 // memory: what the limit lets through soon. With a rate, a second's worth
 // and the burst; with the worker cap, two calls per worker it may use.

@@ -231,3 +231,35 @@ func TestClaimsAskForTheFairShare(t *testing.T) {
 	m := h.get("slow", "s4")
 	require.LessOrEqual(t, m.VerifyAttempts, 1, "waiting for the rate spends no attempt")
 }
+
+// A bizID at its worker cap is claimed again as soon as few of its
+// check-backs are left waiting in memory, not at the next poll: the
+// claims skip it while enough wait (fairClaim), and a claim that skipped
+// a bizID says nothing about how many of its check-backs are due. With
+// the poll an hour away, a backlog many claims deep is answered; when
+// the loop waits for the poll after a skipping claim, it is not.
+func TestBizIDAtWorkerCapIsClaimedAgainBeforeThePoll(t *testing.T) {
+	t.Parallel()
+	p := newProducer(t, replying(checkback.DecisionCommit))
+	clk := newRealClock()
+	st := newMemStore(clk.Now)
+	const n = 200
+	for i := range n {
+		res, err := st.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{{
+			BizID: "lone", Key: fmt.Sprint("k", i),
+			Event: state.Event{Kind: state.KindPrepare, At: clk.Now(),
+				Body: &state.Body{Payload: []byte("payload"), Topic: "orders", Verify: p.endpoint("http", "/cb")}},
+		}}})
+		require.NoError(t, err)
+		require.NoError(t, res.Outcomes[0].Err)
+	}
+	h := startVerifier(t, clk, st, Config{
+		Allow:   []string{p.endpoint("http", "")},
+		Workers: 4, BizWorkers: 2, EndpointConcurrency: 4,
+		ClaimLimit: 8, ClaimAhead: 8, PollInterval: time.Hour,
+	})
+	for i := range n {
+		h.waitStatus("lone", fmt.Sprint("k", i), state.Committed)
+	}
+	require.Greater(t, st.claimCount(), n/8, "claimed in steps of at most ClaimLimit")
+}

@@ -171,6 +171,10 @@ type loop struct {
 	busy     bool     // an endpoint was at its cap since the last claim
 	freed    bool     // a worker freed since the last claim
 	due      bool     // a poll is due (PollInterval passed, or ownership changed)
+	// skipped are the bizIDs the last claim asked the store to skip
+	// (fairClaim: held back with enough waiting). Once one of them is
+	// not, more of its check-backs may be due, as after a full claim.
+	skipped []string
 	// changed is closed at the first ownership change after the last
 	// claim read the partitions (nil once it fired, until the next claim
 	// takes a new one): a change is never lost to another ready case.
@@ -199,6 +203,9 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 	for {
 		if wake := v.drain(l); wake > 0 {
 			limited.Reset(wake)
+		}
+		if !l.claiming && !l.more && v.unskipped(l) {
+			l.more = true
 		}
 		if !l.claiming && l.ready() <= v.cfg.ClaimAhead/2 && l.fb.n < 2*v.cfg.ClaimAhead {
 			wantGap := !l.more && !l.due && l.busy && l.freed
@@ -271,6 +278,10 @@ func (v *Verifier) claim(l *loop) {
 	l.claiming, l.last = true, time.Now()
 	l.claims.Add(1)
 	fair := v.fairClaim(l.fb)
+	l.skipped = l.skipped[:0]
+	for id := range fair.Max {
+		l.skipped = append(l.skipped, id)
+	}
 	go func() {
 		defer l.claims.Done()
 		at := v.cfg.Now()
