@@ -9,17 +9,17 @@ import (
 	"github.com/eventcenter/eventcenter/clientlib"
 )
 
-// Control records are gzip batches by default (franz-go leaves a batch
-// uncompressed when compressing does not make it smaller: the payload
-// repeats) (every mainstream client
-// reads them without a codec package), and WithCompression changes that.
+// Control records are snappy batches by default (only the center reads
+// them; the payload repeats so that compressing makes the batch smaller,
+// else franz-go leaves it uncompressed), and WithCompression changes that.
 func TestProducerCompression(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts []clientlib.Option
 		want uint8 // Kafka's attribute: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd
 	}{
-		{"default gzip", nil, 1},
+		{"default snappy", nil, 2},
+		{"gzip", []clientlib.Option{clientlib.WithCompression("gzip")}, 1},
 		{"none", []clientlib.Option{clientlib.WithCompression("none")}, 0},
 		{"preference list", []clientlib.Option{clientlib.WithCompression("zstd, gzip")}, 4},
 	} {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,7 +36,7 @@ type Producer struct {
 
 // NewProducer returns a producer. With WithBrokers it creates a client
 // (acks=all, idempotent writes, Kafka's murmur2 key partitioner, a 2 ms
-// linger, gzip batches unless WithCompression says otherwise) that Close
+// linger, snappy batches unless WithCompression says otherwise) that Close
 // closes; with WithClient it uses the caller's.
 func NewProducer(opts ...Option) (*Producer, error) {
 	cfg := producerConfig{
@@ -64,7 +65,11 @@ func NewProducer(opts ...Option) (*Producer, error) {
 		decisionTimeout: cfg.decisionTimeout,
 	}
 	if p.cl == nil {
-		compression, err := kafkarec.CompressionOpt(cfg.compression)
+		setting := kafkarec.ControlCompression
+		if strings.TrimSpace(cfg.compression) != "" {
+			setting = cfg.compression
+		}
+		compression, err := kafkarec.CompressionOpt(setting)
 		if err != nil {
 			return nil, fmt.Errorf("new producer: %w", err)
 		}

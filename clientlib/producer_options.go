@@ -128,10 +128,11 @@ func WithKafkaAuth(cfg kafkaauth.Config) Option {
 
 // WithCompression sets the codec of the control records the producer's
 // own client writes: "none", "gzip", "snappy", "lz4", "zstd", or a
-// comma-separated list in order of preference (default "gzip",
-// kafkarec.DefaultCompression: every mainstream Kafka client reads it
-// without extra packages; snappy or lz4 cost less CPU, none costs none
-// and sends more bytes). Not allowed with WithClient.
+// comma-separated list in order of preference (default "snappy",
+// kafkarec.ControlCompression: only the center reads control records,
+// and snappy costs a fraction of gzip's CPU; none costs none and sends
+// more bytes). An empty setting keeps the default. Not allowed with
+// WithClient.
 func WithCompression(setting string) Option {
 	return optionFunc(func(c *producerConfig) { c.compression, c.compressionSet = setting, true })
 }

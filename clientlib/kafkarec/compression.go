@@ -18,6 +18,13 @@ import (
 // costs no CPU and sends the bytes as they are.
 const DefaultCompression = "gzip"
 
+// ControlCompression is the default codec of control records, which only
+// the center reads (franz-go decodes every codec). snappy, franz-go's own
+// default, costs a fraction of gzip's CPU for each batch written and
+// read: on the 2-core bench gzip took about a fifth of the producers' CPU
+// and a tenth of the center's ingest.
+const ControlCompression = "snappy"
+
 // CompressionNames are the names Compression accepts.
 var CompressionNames = []string{"none", "gzip", "snappy", "lz4", "zstd"}
 
