@@ -89,14 +89,8 @@ const watermarksSQL = `SELECT partition, sent_offset FROM eventcenter_sent_water
 // LoadAhead implements sqlcore.AheadTx: BEGIN, the rows and the
 // watermarks (a row per control partition) in one round trip.
 func (t *pgTx) LoadAhead(ctx context.Context, refs []store.MessageRef) (map[store.MessageRef]*state.Message, map[int32]int64, error) {
-	bizs := make([]string, len(refs))
-	keys := make([]string, len(refs))
-	for i, r := range refs {
-		bizs[i], keys[i] = r.BizID, r.Key
-	}
 	var b pgx.Batch
-	b.Queue("BEGIN")
-	b.Queue(loadSQL, bizs, keys)
+	queueLoad(&b, refs)
 	b.Queue(watermarksSQL)
 	t.begun = true
 	br := t.conn.SendBatch(ctx, &b)

@@ -185,20 +185,36 @@ type pgTx struct {
 	begun, committed bool
 }
 
+// lookupByKeySQL makes the planner look each key up in the unique index
+// (a nested loop over the keys) for the rest of the transaction. A batch
+// names at most a few thousand keys, so probes are always cheaper than
+// hashing the table; but while the table is small, or grown since its
+// statistics, the planner costs a hash join over a sequential scan of
+// every row with its payload, which spills past work_mem and takes the
+// whole table's time on every batch.
+const lookupByKeySQL = `SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`
+
 var loadSQL = `SELECT ` + columns + ` FROM eventcenter_messages m
 	JOIN unnest($1::text[], $2::text[]) AS r(rb, rk) ON m.biz_id = r.rb AND m.message_key = r.rk
 	ORDER BY m.id FOR UPDATE OF m`
 
-// Load sends BEGIN with the SELECT ... FOR UPDATE.
-func (t *pgTx) Load(ctx context.Context, refs []store.MessageRef) (map[store.MessageRef]*state.Message, error) {
+// queueLoad queues BEGIN, lookupByKeySQL and the SELECT ... FOR UPDATE of
+// refs' rows (readLoad reads them).
+func queueLoad(b *pgx.Batch, refs []store.MessageRef) {
 	bizs := make([]string, len(refs))
 	keys := make([]string, len(refs))
 	for i, r := range refs {
 		bizs[i], keys[i] = r.BizID, r.Key
 	}
-	var b pgx.Batch
 	b.Queue("BEGIN")
+	b.Queue(lookupByKeySQL)
 	b.Queue(loadSQL, bizs, keys)
+}
+
+// Load sends BEGIN with the SELECT ... FOR UPDATE.
+func (t *pgTx) Load(ctx context.Context, refs []store.MessageRef) (map[store.MessageRef]*state.Message, error) {
+	var b pgx.Batch
+	queueLoad(&b, refs)
 	t.begun = true
 	br := t.conn.SendBatch(ctx, &b)
 	loaded, err := readLoad(br)
@@ -210,6 +226,9 @@ func (t *pgTx) Load(ctx context.Context, refs []store.MessageRef) (map[store.Mes
 
 func readLoad(br pgx.BatchResults) (map[store.MessageRef]*state.Message, error) {
 	if _, err := br.Exec(); err != nil { // BEGIN
+		return nil, err
+	}
+	if _, err := br.Exec(); err != nil { // lookupByKeySQL
 		return nil, err
 	}
 	rows, err := br.Query()
