@@ -47,9 +47,11 @@ type Folded struct {
 	Forwarded []*state.Message
 	// Audits are the operator actions to record.
 	Audits []AuditEntry
-	// Positions has, for each row (a pointer into Inserts/Updates) made
-	// sendable by a change from a control record (Change.HasOffset), that
-	// record's place (the last such change of the row in the batch).
+	// Positions has, for each row with an order key (a pointer into
+	// Inserts/Updates) made sendable by a change from a control record
+	// (Change.HasOffset), that record's place (the last such change of
+	// the row in the batch). Only ordered messages are written ahead, and
+	// only they need it.
 	Positions map[*state.Message]state.ControlPos
 	// Ahead are the rows (pointers into Inserts/Updates) written sent
 	// before their send (ApplyRequest.WriteAhead), to send after the
@@ -104,7 +106,7 @@ func Fold(loaded map[MessageRef]*state.Message, changes []Change) Folded {
 		changed[r] = true
 		if out.Sendable {
 			sendable[r] = true
-			if c.HasOffset {
+			if c.HasOffset && cur.OrderKey != "" {
 				if f.Positions == nil {
 					f.Positions = map[*state.Message]state.ControlPos{}
 				}
