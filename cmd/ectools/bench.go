@@ -176,6 +176,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "how long to wait for forwards after sending ended")
 	f.DurationVar(&cfg.HeapEvery, "heap-every", cfg.HeapEvery, "interval of heap samples (after GC) in the JSON report")
 	noisyFlags(f, &cfg.Noisy, &noFreshWait)
+	cmd.AddCommand(newBenchCompare())
 	f.StringVar(&jsonPath, "json", "", "write the report as JSON to this file")
 	f.StringVar(&htmlPath, "html", "", "write the report as one self-contained HTML page (charts over the run, CPU, baselines, configuration) to this file")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the center phase to this file")
