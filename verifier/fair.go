@@ -160,28 +160,48 @@ func (v *Verifier) bizOf(bizID string, r *resolved) *bizState {
 	return st
 }
 
-// fairClaim is the fairness a claim asks the store for: the bizIDs held
-// back by a limit with enough messages waiting already are capped at 0.
+// fairClaim is the fairness a claim asks the store for. A bizID held back
+// by its rate is capped at the room left in what it keeps (keep): more
+// would only be put off again, a write each. A bizID held at its worker
+// cap with enough waiting already is capped at 0; with less it is not
+// capped (what waits for its workers costs nothing but memory).
 func (v *Verifier) fairClaim(b *fairBuf) *store.Fair {
 	f := &store.Fair{Weights: v.weights}
 	for id, q := range b.qs {
-		if q.held != "" && q.len() >= v.keep(q, q.held) {
-			if f.Max == nil {
-				f.Max = map[string]int{}
-			}
-			f.Max[id] = 0
+		if q.held == "" {
+			continue
 		}
+		room := v.keep(q, q.held) - q.len()
+		if room > 0 && q.held != limitRate {
+			continue
+		}
+		if f.Max == nil {
+			f.Max = map[string]int{}
+		}
+		f.Max[id] = max(room, 0)
 	}
 	return f
 }
 
-// unskipped says whether a bizID the last claim skipped is no longer
-// skipped by fairClaim (its waiting messages fell below what it keeps),
-// and forgets the skipped bizIDs if so.
-func (v *Verifier) unskipped(l *loop) bool {
-	for _, id := range l.skipped {
-		if q := l.fb.qs[id]; q == nil || q.held == "" || q.len() < v.keep(q, q.held) {
-			l.skipped = l.skipped[:0]
+// cappedBiz is a bizID the last claim capped, with what it had waiting
+// once the claim was taken.
+type cappedBiz struct {
+	id      string
+	waiting int
+}
+
+// uncapped says whether a bizID the last claim capped has used up half of
+// what it had waiting then (or of what it keeps, if less), or is no
+// longer held back: the next claim may bring it more. It forgets the
+// capped bizIDs if so. Half, so that a held bizID is claimed in steps of
+// at least half of what it keeps, not one claim per call that ends; and
+// a claim that brought it nothing (none due) is followed by others only
+// as its queue halves again, not at once.
+func (v *Verifier) uncapped(l *loop) bool {
+	for _, c := range l.capped {
+		q := l.fb.qs[c.id]
+		if q == nil || q.held == "" || 2*q.len() < min(c.waiting, v.keep(q, q.held)) {
+			l.capped = l.capped[:0]
 			return true
 		}
 	}

@@ -263,3 +263,47 @@ func TestBizIDAtWorkerCapIsClaimedAgainBeforeThePoll(t *testing.T) {
 	}
 	require.Greater(t, st.claimCount(), n/8, "claimed in steps of at most ClaimLimit")
 }
+
+// A bizID held back by its rate is claimed no further than what it keeps
+// waiting: more would only be put off again, a store write each. Only the
+// first claim, made before the verifier knew it was held, brings more.
+// Capped at 0 instead (or not capped), every claim that tops its queue up
+// puts off what the rate cannot take soon.
+func TestRateLimitedBizIDIsClaimedOnlyWhatItKeeps(t *testing.T) {
+	t.Parallel()
+	p := newProducer(t, replying(checkback.DecisionCommit))
+	clk := newRealClock()
+	st := newMemStore(clk.Now)
+	const n, perSecond, claimLimit = 600, 200, 256
+	for i := range n {
+		res, err := st.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{{
+			BizID: "limited", Key: fmt.Sprint("k", i),
+			Event: state.Event{Kind: state.KindPrepare, At: clk.Now(),
+				Body: &state.Body{Payload: []byte("payload"), Topic: "orders", Verify: p.endpoint("http", "/cb")}},
+		}}})
+		require.NoError(t, err)
+		require.NoError(t, res.Outcomes[0].Err)
+	}
+	h := startVerifier(t, clk, st, Config{
+		Allow:      []string{p.endpoint("http", "")},
+		ClaimLimit: claimLimit, ClaimAhead: 2 * claimLimit, PollInterval: time.Hour,
+		BizIDs: map[string]BizConfig{"limited": {Rate: perSecond, Burst: 1}},
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		committed := 0
+		for i := range n {
+			if h.get("limited", fmt.Sprint("k", i)).Status == state.Committed {
+				committed++
+			}
+		}
+		if committed == n {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "%d of %d answered", committed, n)
+		time.Sleep(50 * time.Millisecond)
+	}
+	keep := 1 + perSecond // the burst and a second's worth
+	require.LessOrEqual(t, h.total("http", outcomeDeferred), float64(claimLimit-keep),
+		"put off beyond the first claim's excess")
+}

@@ -171,10 +171,12 @@ type loop struct {
 	busy     bool     // an endpoint was at its cap since the last claim
 	freed    bool     // a worker freed since the last claim
 	due      bool     // a poll is due (PollInterval passed, or ownership changed)
-	// skipped are the bizIDs the last claim asked the store to skip
-	// (fairClaim: held back with enough waiting). Once one of them is
-	// not, more of its check-backs may be due, as after a full claim.
-	skipped []string
+	// capped are the bizIDs the last claim capped (fairClaim: held back
+	// by a limit), with what each had waiting once the claim was taken.
+	// The claim may have come back short for them alone, so once one
+	// has used up half of that, more of its check-backs may be due, as
+	// after a full claim (unskipped).
+	capped []cappedBiz
 	// changed is closed at the first ownership change after the last
 	// claim read the partitions (nil once it fired, until the next claim
 	// takes a new one): a change is never lost to another ready case.
@@ -204,7 +206,7 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 		if wake := v.drain(l); wake > 0 {
 			limited.Reset(wake)
 		}
-		if !l.claiming && !l.more && v.unskipped(l) {
+		if !l.claiming && !l.more && v.uncapped(l) {
 			l.more = true
 		}
 		if !l.claiming && l.ready() <= v.cfg.ClaimAhead/2 && l.fb.n < 2*v.cfg.ClaimAhead {
@@ -278,9 +280,9 @@ func (v *Verifier) claim(l *loop) {
 	l.claiming, l.last = true, time.Now()
 	l.claims.Add(1)
 	fair := v.fairClaim(l.fb)
-	l.skipped = l.skipped[:0]
+	l.capped = l.capped[:0]
 	for id := range fair.Max {
-		l.skipped = append(l.skipped, id)
+		l.capped = append(l.capped, cappedBiz{id: id})
 	}
 	go func() {
 		defer l.claims.Done()
@@ -330,6 +332,11 @@ func (v *Verifier) take(l *loop, c claimed) {
 		m.Payload, m.Headers = nil, tracing.TraceHeaders(m.Headers)
 		st := v.bizOf(m.BizID, r)
 		l.fb.push(st, job{m: *m, ep: ep, name: v.name(ep), r: r, biz: st, claimedAt: c.at})
+	}
+	for i := range l.capped {
+		if q := l.fb.qs[l.capped[i].id]; q != nil {
+			l.capped[i].waiting = q.len()
+		}
 	}
 }
 
