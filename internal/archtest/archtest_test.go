@@ -293,7 +293,7 @@ func TestProductLinksNoTools(t *testing.T) {
 		if p.ImportPath != module+"cmd/eventcenter" {
 			continue
 		}
-		for _, tool := range []string{"internal/bench", "internal/soak", "store/rawlifecycle", "clientlib", "testsupport/rocketmqfake", "testsupport/kfaketest"} {
+		for _, tool := range []string{"cmd/ectools/internal/bench", "cmd/ectools/internal/soak", "store/rawlifecycle", "clientlib", "testsupport/rocketmqfake", "testsupport/kfaketest"} {
 			if slices.Contains(p.Deps, module+tool) {
 				t.Errorf("the eventcenter binary links %s", tool)
 			}
