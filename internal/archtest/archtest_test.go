@@ -129,9 +129,11 @@ func loadLayers(t *testing.T) layerTable {
 }
 
 type pkg struct {
-	ImportPath string
-	Imports    []string
-	Deps       []string
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+	Deps         []string
 }
 
 // modules are the directories of the repository's Go modules that
@@ -154,7 +156,7 @@ func listModule(t *testing.T, dir string) []pkg {
 	if err != nil {
 		t.Skip("go not in PATH")
 	}
-	cmd := exec.CommandContext(t.Context(), goBin, "list", "-json=ImportPath,Imports,Deps", "./...")
+	cmd := exec.CommandContext(t.Context(), goBin, "list", "-json=ImportPath,Imports,TestImports,XTestImports,Deps", "./...")
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	var ee *exec.ExitError
@@ -301,4 +303,58 @@ func TestProductLinksNoTools(t *testing.T) {
 		return
 	}
 	t.Fatal("cmd/eventcenter not listed")
+}
+
+// leafHome is the folder of the leaf utilities: a package under it imports
+// nothing of the project outside it, in its tests neither (no component,
+// no part of the wiring), so that nothing below the wiring shares a room
+// with it.
+const leafHome = "internal/"
+
+// internal/ holds leaf utilities only.
+func TestInternalImportsNoComponent(t *testing.T) {
+	t.Parallel()
+	for _, e := range leafErrors(listPackages(t)) {
+		t.Error(e)
+	}
+}
+
+// leafErrors returns every import, test imports included, of a package
+// under leafHome of a project package outside it.
+func leafErrors(pkgs []pkg) []string {
+	var errs []string
+	for _, p := range pkgs {
+		name, ok := strings.CutPrefix(p.ImportPath, module)
+		if !ok || !strings.HasPrefix(name, leafHome) {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
+			dep, ok := strings.CutPrefix(imp, module)
+			if !ok || strings.HasPrefix(dep, leafHome) || seen[dep] {
+				continue
+			}
+			seen[dep] = true
+			errs = append(errs, fmt.Sprintf("%s imports %s: a package under %s imports no component and no part of the wiring (%s, %q)",
+				name, dep, leafHome, archDoc, importRule))
+		}
+	}
+	return errs
+}
+
+// A leaf that imports a component, or whose test imports the wiring,
+// fails; imports among leaves and of other modules do not.
+func TestLeafErrors(t *testing.T) {
+	t.Parallel()
+	pkgs := []pkg{
+		{ImportPath: module + "internal/leaf", Imports: []string{"fmt", module + "internal/other", "example.com/x"}},
+		{ImportPath: module + "internal/uses", Imports: []string{module + "store"}, TestImports: []string{module + "store"}},
+		{ImportPath: module + "internal/tested", XTestImports: []string{module + "internal/tested", module + "app/center"}},
+		{ImportPath: module + "internalish", Imports: []string{module + "store"}},
+		{ImportPath: module + "store", Imports: []string{module + "internal/leaf"}},
+	}
+	require.Equal(t, []string{
+		"internal/uses imports store: a package under internal/ imports no component and no part of the wiring (" + archDoc + `, "` + importRule + `")`,
+		"internal/tested imports app/center: a package under internal/ imports no component and no part of the wiring (" + archDoc + `, "` + importRule + `")`,
+	}, leafErrors(pkgs))
 }
