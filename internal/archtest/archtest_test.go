@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"maps"
 	"os"
 	"os/exec"
@@ -188,14 +189,22 @@ func TestImportsPointDown(t *testing.T) {
 	}
 }
 
+// projectPackages yields the packages of pkgs that are the project's, by
+// name (the path below module).
+func projectPackages(pkgs []pkg) iter.Seq2[string, pkg] {
+	return func(yield func(string, pkg) bool) {
+		for _, p := range pkgs {
+			if name, ok := strings.CutPrefix(p.ImportPath, module); ok && !yield(name, p) {
+				return
+			}
+		}
+	}
+}
+
 // importErrors checks pkgs against lt.
 func importErrors(lt layerTable, pkgs []pkg) []string {
 	var errs []string
-	for _, p := range pkgs {
-		name, ok := strings.CutPrefix(p.ImportPath, module)
-		if !ok {
-			continue
-		}
+	for name, p := range projectPackages(pkgs) {
 		from, known := lt.layer(name)
 		if !known {
 			errs = append(errs, fmt.Sprintf("%s has no layer: give it one in %s (%q)", name, archDoc, importRule))
@@ -323,9 +332,8 @@ func TestInternalImportsNoComponent(t *testing.T) {
 // under leafHome of a project package outside it.
 func leafErrors(pkgs []pkg) []string {
 	var errs []string
-	for _, p := range pkgs {
-		name, ok := strings.CutPrefix(p.ImportPath, module)
-		if !ok || !strings.HasPrefix(name, leafHome) {
+	for name, p := range projectPackages(pkgs) {
+		if !strings.HasPrefix(name, leafHome) {
 			continue
 		}
 		seen := map[string]bool{}

@@ -40,11 +40,7 @@ func roomOf(name string) string {
 func draw(lt layerTable, pkgs []pkg) drawing {
 	d := drawing{rank: map[string]int{}, arrows: map[string][]string{}, floor: map[string]int{}}
 	arrows := map[string]map[string]bool{}
-	for _, p := range pkgs {
-		name, ok := strings.CutPrefix(p.ImportPath, module)
-		if !ok {
-			continue
-		}
+	for name, p := range projectPackages(pkgs) {
 		layer, known := lt.layer(name)
 		if !known {
 			continue
