@@ -14,7 +14,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/admin"
 	"github.com/eventcenter/eventcenter/admin/internal/admintest"
-	"github.com/eventcenter/eventcenter/internal/trends"
+	"github.com/eventcenter/eventcenter/admin/trends"
 	"github.com/eventcenter/eventcenter/testsupport/headless"
 )
 

@@ -97,7 +97,7 @@ type Config struct {
 	LaneDLQs []LaneDLQ
 
 	// Trends, when set, gives the overview its charts of the last hour
-	// (internal/trends.Sampler).
+	// (admin/trends.Sampler).
 	Trends Trends
 
 	// Now is the clock (nil → time.Now).

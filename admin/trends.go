@@ -10,11 +10,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/eventcenter/eventcenter/admin/trends"
 	"github.com/eventcenter/eventcenter/internal/chart"
-	"github.com/eventcenter/eventcenter/internal/trends"
 )
 
-// Trends is what the overview's charts read (internal/trends.Sampler).
+// Trends is what the overview's charts read (admin/trends.Sampler).
 type Trends interface {
 	// Samples returns the samples of the window, oldest first.
 	Samples() []trends.Sample

@@ -19,9 +19,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/eventcenter/eventcenter/app/center"
+	"github.com/eventcenter/eventcenter/app/config"
 	"github.com/eventcenter/eventcenter/envelope/checkback"
-	"github.com/eventcenter/eventcenter/internal/center"
-	"github.com/eventcenter/eventcenter/internal/config"
 )
 
 const (

@@ -69,7 +69,7 @@ func (b Backoff) Delay(attempt int) time.Duration {
 }
 
 // Default values: a zero field of Config takes these (setDefaults), and the
-// binary's configuration (internal/config) starts from them, so the library
+// binary's configuration (app/config) starts from them, so the library
 // and the product cannot disagree.
 const (
 	DefaultMaxAttempts  = 20

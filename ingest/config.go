@@ -93,7 +93,7 @@ type Config struct {
 	MaxDelay time.Duration
 	// Scheduling tells whether scheduled delivery is on: every live
 	// center keeps a message's deliver-at (the cluster level gate,
-	// internal/center). While it reports off, a PREPARE with ec-deliver-at
+	// app/center). While it reports off, a PREPARE with ec-deliver-at
 	// or ec-delay is dead-lettered with why as the reason rather than
 	// stored where a center of an older release could send it early.
 	// nil means on.

@@ -13,7 +13,7 @@ import (
 // Ingester of its own, in a consumer group of its own), so that one
 // tenant class's backlog never delays another's ingest: the default lane
 // (id 0) is kafka.control_topic; lanes 1..MaxLane are extra topics
-// (internal/config kafka.lanes).
+// (app/config kafka.lanes).
 //
 // The store knows no lanes: a row ingested from lane L's Kafka partition p
 // is stored with partition L*LaneStride + p, its store partition. The

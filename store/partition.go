@@ -3,11 +3,11 @@ package store
 import "fmt"
 
 // LaneStride separates the control lanes' store partitions (ingest's
-// lanes, internal/config kafka.lanes): control lane L's Kafka partition p
+// lanes, app/config kafka.lanes): control lane L's Kafka partition p
 // is stored as partition L*LaneStride + p, so one partition column, one
 // ownership set and the claims on owned partitions serve every lane
 // without a schema change. It is 10× the most partitions a control topic
-// may have (internal/config MaxControlPartitions, 1000), and a store
+// may have (app/config MaxControlPartitions, 1000), and a store
 // partition reads at a glance: 20007 is lane 2, partition 7. The default
 // lane's (0) store partitions are its Kafka partitions.
 const LaneStride = 10000

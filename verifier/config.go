@@ -53,7 +53,7 @@ type Policy struct {
 }
 
 // Default values: a zero field of Config takes these (setDefaults), and the
-// binary's configuration (internal/config) starts from them, so the library
+// binary's configuration (app/config) starts from them, so the library
 // and the product cannot disagree.
 const (
 	DefaultFirstDelay  = envelope.DefaultCheckAfter

@@ -16,9 +16,9 @@ import (
 	"github.com/eventcenter/eventcenter/envelope/checkback"
 	"github.com/eventcenter/eventcenter/internal/breaker"
 	"github.com/eventcenter/eventcenter/internal/startstop"
-	"github.com/eventcenter/eventcenter/internal/tracing"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/tracing"
 )
 
 // Store is what the verifier needs from the store. Its Apply should be the

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/eventcenter/eventcenter/internal/bench"
+	"github.com/eventcenter/eventcenter/cmd/ectools/internal/bench"
 	"github.com/eventcenter/eventcenter/internal/shutdown"
 )
 
@@ -17,7 +17,7 @@ func newBench() *cobra.Command {
 	cfg := bench.Default()
 	var jsonPath, htmlPath, cpuProfile, memProfile, logLevel string
 	var noFreshWait bool
-	var fairck *fairCheckbackFlags
+	var fairCheckback *fairCheckbackFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the center: load through clientlib, commit-to-forward latency, baselines",
@@ -64,8 +64,8 @@ A progress line per second goes to stderr, the table to stdout.`,
 			if noFreshWait {
 				cfg.Noisy.QuietLaneFreshFetchWait = -1
 			}
-			if fairck.on {
-				return fairck.run(cmd, cfg, jsonPath)
+			if fairCheckback.on {
+				return fairCheckback.run(cmd, cfg, jsonPath)
 			}
 			if !cmd.Flags().Changed("messages") && cfg.Duration > 0 {
 				cfg.Messages = 0
@@ -140,7 +140,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 		},
 	}
 	f := cmd.Flags()
-	fairck = addFairCheckbackFlags(f)
+	fairCheckback = addFairCheckbackFlags(f)
 	f.IntVar(&cfg.Messages, "messages", cfg.Messages, "messages to send (with --duration and no --messages: bounded by time only)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "how long to send (0: until --messages are sent)")
 	f.Float64Var(&cfg.Rate, "rate", 0, "target messages/s over all producers (0: as fast as possible)")

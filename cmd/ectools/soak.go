@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/eventcenter/eventcenter/internal/soak"
+	"github.com/eventcenter/eventcenter/cmd/ectools/internal/soak"
 )
 
 func newSoak() *cobra.Command {

@@ -22,8 +22,8 @@ func TestProductBinaryLinksNoTools(t *testing.T) {
 	require.NoError(t, err, "go list: %s", out)
 	deps := strings.Fields(string(out))
 	for _, tool := range []string{
-		"github.com/eventcenter/eventcenter/internal/bench",
-		"github.com/eventcenter/eventcenter/internal/soak",
+		"github.com/eventcenter/eventcenter/cmd/ectools/internal/bench",
+		"github.com/eventcenter/eventcenter/cmd/ectools/internal/soak",
 		"github.com/eventcenter/eventcenter/store/rawlifecycle",
 		"github.com/eventcenter/eventcenter/clientlib",
 		"github.com/eventcenter/eventcenter/testsupport/rocketmqfake",

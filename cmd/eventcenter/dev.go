@@ -20,8 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/eventcenter/eventcenter/internal/center"
-	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/app/center"
+	"github.com/eventcenter/eventcenter/app/config"
 	"github.com/eventcenter/eventcenter/internal/dirlock"
 	"github.com/eventcenter/eventcenter/internal/shutdown"
 )

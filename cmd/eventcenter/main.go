@@ -13,13 +13,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/eventcenter/eventcenter/admin/cli"
-	"github.com/eventcenter/eventcenter/internal/center"
+	"github.com/eventcenter/eventcenter/app/center"
+	"github.com/eventcenter/eventcenter/app/config"
 	"github.com/eventcenter/eventcenter/internal/cliflags"
-	"github.com/eventcenter/eventcenter/internal/config"
 	"github.com/eventcenter/eventcenter/internal/progress"
 	"github.com/eventcenter/eventcenter/internal/shutdown"
-	"github.com/eventcenter/eventcenter/internal/tracing"
 	"github.com/eventcenter/eventcenter/internal/version"
+	"github.com/eventcenter/eventcenter/tracing"
 )
 
 func main() {
@@ -98,7 +98,7 @@ func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
 
 // runCenter runs a center until ctx ends, then stops it in order.
 //
-// Tracing is configured by the OTEL_* variables (internal/tracing.FromEnv);
+// Tracing is configured by the OTEL_* variables (tracing.FromEnv);
 // spans still buffered are flushed after the center stopped.
 func runCenter(ctx context.Context, cfg config.Config, opt center.Options, ready func(*center.Center)) error {
 	if opt.TracerProvider == nil {

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/eventcenter/eventcenter/app/config"
 	"github.com/eventcenter/eventcenter/envelope"
-	"github.com/eventcenter/eventcenter/internal/config"
 	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake/rmqtest"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/eventcenter/eventcenter/internal/mytest"
 	"github.com/eventcenter/eventcenter/store/mysql"
+	"github.com/eventcenter/eventcenter/store/mysql/mytest"
 )
 
 // eventcenter migrate creates the MySQL schema that serve checks for.

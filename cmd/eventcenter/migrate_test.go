@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/eventcenter/eventcenter/internal/pgtest"
 	"github.com/eventcenter/eventcenter/internal/progress"
 	"github.com/eventcenter/eventcenter/store/migrate"
+	"github.com/eventcenter/eventcenter/store/postgres/pgtest"
 )
 
 // fakeClock is the progress printer's clock, moved by the test.

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/eventcenter/eventcenter/internal/center"
-	"github.com/eventcenter/eventcenter/internal/config"
+	"github.com/eventcenter/eventcenter/app/center"
+	"github.com/eventcenter/eventcenter/app/config"
 	"github.com/eventcenter/eventcenter/internal/progress"
 )
 

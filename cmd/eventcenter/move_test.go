@@ -11,10 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/eventcenter/eventcenter/internal/center"
-	"github.com/eventcenter/eventcenter/internal/config"
-	"github.com/eventcenter/eventcenter/internal/pgtest"
+	"github.com/eventcenter/eventcenter/app/center"
+	"github.com/eventcenter/eventcenter/app/config"
 	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/postgres/pgtest"
 	"github.com/eventcenter/eventcenter/store/storetest"
 )
 

@@ -129,8 +129,8 @@ func TestComposeCenters(t *testing.T) {
 }
 
 // centerConfig is the part of deploy/compose/eventcenter.yaml checked here
-// against the compose file (internal/deploycheck checks all of it against
-// internal/config).
+// against the compose file (app/deploycheck checks all of it against
+// app/config).
 type centerConfig struct {
 	Kafka struct {
 		Brokers      []string `json:"brokers"`

@@ -377,7 +377,7 @@ func TestK8sConfigMapHoldsCenterConfig(t *testing.T) {
 	cm := only[*corev1.ConfigMap](t, m)
 	body, ok := cm.Data["eventcenter.yaml"]
 	require.True(t, ok)
-	// internal/deploycheck parses it through config.Parse (strict); here
+	// app/deploycheck parses it through config.Parse (strict); here
 	// only check that it is YAML and says where to listen.
 	var cfg struct {
 		HTTP struct {

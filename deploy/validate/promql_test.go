@@ -18,7 +18,7 @@ import (
 
 // metricsFile lists the metric families the center registers, one
 // "name type" a line; it is generated from a running center's registry
-// (internal/deploycheck, TestMetricsFileMatchesTheRegistry).
+// (app/deploycheck, TestMetricsFileMatchesTheRegistry).
 const metricsFile = repoRoot + "/deploy/metrics.txt"
 
 // prometheusOwn are series Prometheus itself adds per target.

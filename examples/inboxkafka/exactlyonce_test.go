@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventcenter/eventcenter/clientlib/inbox"
+	"github.com/eventcenter/eventcenter/examples/internal/inboxtest"
 	"github.com/eventcenter/eventcenter/forwarder"
-	"github.com/eventcenter/eventcenter/internal/inboxtest"
 	"github.com/eventcenter/eventcenter/state"
 )
 

@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/eventcenter/eventcenter/clientlib/inbox"
+	"github.com/eventcenter/eventcenter/examples/internal/inboxtest"
 	"github.com/eventcenter/eventcenter/forwarder"
 	rmqforwarder "github.com/eventcenter/eventcenter/forwarder/rocketmq"
-	"github.com/eventcenter/eventcenter/internal/inboxtest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake"
 	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake/rmqtest"

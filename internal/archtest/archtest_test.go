@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"maps"
 	"os"
 	"os/exec"
@@ -129,9 +130,11 @@ func loadLayers(t *testing.T) layerTable {
 }
 
 type pkg struct {
-	ImportPath string
-	Imports    []string
-	Deps       []string
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+	Deps         []string
 }
 
 // modules are the directories of the repository's Go modules that
@@ -154,7 +157,7 @@ func listModule(t *testing.T, dir string) []pkg {
 	if err != nil {
 		t.Skip("go not in PATH")
 	}
-	cmd := exec.CommandContext(t.Context(), goBin, "list", "-json=ImportPath,Imports,Deps", "./...")
+	cmd := exec.CommandContext(t.Context(), goBin, "list", "-json=ImportPath,Imports,TestImports,XTestImports,Deps", "./...")
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	var ee *exec.ExitError
@@ -186,14 +189,22 @@ func TestImportsPointDown(t *testing.T) {
 	}
 }
 
+// projectPackages yields the packages of pkgs that are the project's, by
+// name (the path below module).
+func projectPackages(pkgs []pkg) iter.Seq2[string, pkg] {
+	return func(yield func(string, pkg) bool) {
+		for _, p := range pkgs {
+			if name, ok := strings.CutPrefix(p.ImportPath, module); ok && !yield(name, p) {
+				return
+			}
+		}
+	}
+}
+
 // importErrors checks pkgs against lt.
 func importErrors(lt layerTable, pkgs []pkg) []string {
 	var errs []string
-	for _, p := range pkgs {
-		name, ok := strings.CutPrefix(p.ImportPath, module)
-		if !ok {
-			continue
-		}
+	for name, p := range projectPackages(pkgs) {
 		from, known := lt.layer(name)
 		if !known {
 			errs = append(errs, fmt.Sprintf("%s has no layer: give it one in %s (%q)", name, archDoc, importRule))
@@ -293,7 +304,7 @@ func TestProductLinksNoTools(t *testing.T) {
 		if p.ImportPath != module+"cmd/eventcenter" {
 			continue
 		}
-		for _, tool := range []string{"internal/bench", "internal/soak", "store/rawlifecycle", "clientlib", "testsupport/rocketmqfake", "testsupport/kfaketest"} {
+		for _, tool := range []string{"cmd/ectools/internal/bench", "cmd/ectools/internal/soak", "store/rawlifecycle", "clientlib", "testsupport/rocketmqfake", "testsupport/kfaketest"} {
 			if slices.Contains(p.Deps, module+tool) {
 				t.Errorf("the eventcenter binary links %s", tool)
 			}
@@ -301,4 +312,57 @@ func TestProductLinksNoTools(t *testing.T) {
 		return
 	}
 	t.Fatal("cmd/eventcenter not listed")
+}
+
+// leafHome is the folder of the leaf utilities: a package under it imports
+// nothing of the project outside it, in its tests neither (no component,
+// no part of the wiring), so that nothing below the wiring shares a room
+// with it.
+const leafHome = "internal/"
+
+// internal/ holds leaf utilities only.
+func TestInternalImportsNoComponent(t *testing.T) {
+	t.Parallel()
+	for _, e := range leafErrors(listPackages(t)) {
+		t.Error(e)
+	}
+}
+
+// leafErrors returns every import, test imports included, of a package
+// under leafHome of a project package outside it.
+func leafErrors(pkgs []pkg) []string {
+	var errs []string
+	for name, p := range projectPackages(pkgs) {
+		if !strings.HasPrefix(name, leafHome) {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
+			dep, ok := strings.CutPrefix(imp, module)
+			if !ok || strings.HasPrefix(dep, leafHome) || seen[dep] {
+				continue
+			}
+			seen[dep] = true
+			errs = append(errs, fmt.Sprintf("%s imports %s: a package under %s imports no component and no part of the wiring (%s, %q)",
+				name, dep, leafHome, archDoc, importRule))
+		}
+	}
+	return errs
+}
+
+// A leaf that imports a component, or whose test imports the wiring,
+// fails; imports among leaves and of other modules do not.
+func TestLeafErrors(t *testing.T) {
+	t.Parallel()
+	pkgs := []pkg{
+		{ImportPath: module + "internal/leaf", Imports: []string{"fmt", module + "internal/other", "example.com/x"}},
+		{ImportPath: module + "internal/uses", Imports: []string{module + "store"}, TestImports: []string{module + "store"}},
+		{ImportPath: module + "internal/tested", XTestImports: []string{module + "internal/tested", module + "app/center"}},
+		{ImportPath: module + "internalish", Imports: []string{module + "store"}},
+		{ImportPath: module + "store", Imports: []string{module + "internal/leaf"}},
+	}
+	require.Equal(t, []string{
+		"internal/uses imports store: a package under internal/ imports no component and no part of the wiring (" + archDoc + `, "` + importRule + `")`,
+		"internal/tested imports app/center: a package under internal/ imports no component and no part of the wiring (" + archDoc + `, "` + importRule + `")`,
+	}, leafErrors(pkgs))
 }

@@ -5,4 +5,9 @@
 // a layer, every import of a project package goes to one with a layer, and
 // a package imports only packages of lower layers, so arrows point down
 // and nothing reaches sideways into a sibling.
+//
+// It also draws the rooms (top-level folders) on floors from the same
+// graph and fails on a folder-level arrow running back up, and fails when
+// a package under internal/ (the leaf utilities) imports, in its tests
+// too, a component or the wiring.
 package archtest

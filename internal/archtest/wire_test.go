@@ -22,7 +22,7 @@ const wireHome = "envelope"
 // are not, by file (from the repository root) and value.
 var wireLiteralExceptions = map[string]string{
 	// A temporary directory's name prefix for a test PostgreSQL cluster.
-	"internal/pgtest/cluster.go": "ec-pgcluster-",
+	"store/postgres/pgtest/cluster.go": "ec-pgcluster-",
 }
 
 // wireLiteral reports whether a string constant spells a wire name that

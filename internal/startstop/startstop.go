@@ -23,6 +23,9 @@
 // River's rivershared/startstop is the model; unlike it, a stop here has two
 // phases (finish the work in hand, and abandon it once Stop's ctx ends),
 // because ingest and the forwarder drain on a graceful stop.
+//
+// Loop is Base with a periodic function, for the small parts that do one
+// thing every interval.
 package startstop
 
 import (

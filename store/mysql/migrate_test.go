@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/eventcenter/eventcenter/internal/mytest"
 	"github.com/eventcenter/eventcenter/store/migrate"
 	"github.com/eventcenter/eventcenter/store/mysql"
+	"github.com/eventcenter/eventcenter/store/mysql/mytest"
 )
 
 func TestClassify(t *testing.T) {

@@ -12,10 +12,10 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/eventcenter/eventcenter/internal/mytest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/store/mysql"
+	"github.com/eventcenter/eventcenter/store/mysql/mytest"
 	"github.com/eventcenter/eventcenter/store/storetest"
 )
 

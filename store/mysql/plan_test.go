@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/eventcenter/eventcenter/internal/mytest"
 	"github.com/eventcenter/eventcenter/store/mysql"
+	"github.com/eventcenter/eventcenter/store/mysql/mytest"
 )
 
 // planDB returns a migrated database with rows messages: every 1,000th an

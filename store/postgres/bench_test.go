@@ -6,8 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/eventcenter/eventcenter/internal/pgtest"
 	"github.com/eventcenter/eventcenter/store/postgres"
+	"github.com/eventcenter/eventcenter/store/postgres/pgtest"
 	"github.com/eventcenter/eventcenter/store/rawlifecycle"
 	"github.com/eventcenter/eventcenter/store/storetest"
 )

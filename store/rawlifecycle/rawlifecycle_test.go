@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/eventcenter/eventcenter/internal/mytest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store/mysql"
+	"github.com/eventcenter/eventcenter/store/mysql/mytest"
 	"github.com/eventcenter/eventcenter/store/rawlifecycle"
 	"github.com/eventcenter/eventcenter/store/sqlite"
 )

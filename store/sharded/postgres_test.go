@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/eventcenter/eventcenter/internal/pgtest"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/store/postgres"
+	"github.com/eventcenter/eventcenter/store/postgres/pgtest"
 	"github.com/eventcenter/eventcenter/store/sharded"
 	"github.com/eventcenter/eventcenter/store/storetest"
 )

@@ -1,0 +1,66 @@
+package soak
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// ciSeed is the soak test's fixed seed: a failure replays with
+// "ectools soak --duration 75s --rate 150 --fault-every 3s --seed 8".
+const ciSeed = 8
+
+// TestSoakShort runs the soak for 75 s with faults (about 10 of them) and a
+// fixed seed, and requires every invariant to hold.
+func TestSoakShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the soak runs 2-3 minutes; skipped with -short")
+	}
+	pgBin := "/usr/lib/postgresql/15/bin"
+	if _, err := os.Stat(filepath.Join(pgBin, "initdb")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL binaries missing in %s (CI=true: .ci/run installs the postgresql package)", pgBin)
+		}
+		t.Skipf("PostgreSQL binaries missing in %s (apt-get install postgresql); skipping the soak", pgBin)
+	}
+	bin := t.TempDir()
+	_, file, _, _ := runtime.Caller(0)
+	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./cmd/eventcenter", "./cmd/ecbroker")
+	build.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+
+	rep, err := Run(t.Context(), Config{
+		Duration:       75 * time.Second,
+		Rate:           150,
+		Seed:           ciSeed,
+		Faults:         true,
+		FaultEvery:     3 * time.Second,
+		EventcenterBin: filepath.Join(bin, "eventcenter"),
+		BrokerBin:      filepath.Join(bin, "ecbroker"),
+		PGBinDir:       pgBin,
+		Out:            tWriter{t},
+	})
+	if rep != nil {
+		t.Log("\n" + rep.String())
+	}
+	require.NoError(t, err)
+	require.True(t, rep.Converged, "the run did not converge")
+	require.True(t, rep.OK())
+	require.NotZero(t, rep.ForwardedIDs)
+	require.NotZero(t, rep.OrderedRecords, "no message with an order key was forwarded: the ordering invariant checked nothing")
+	require.NotZero(t, rep.OrderedAhead, "no ordered message was written ahead: the invariant never checked that path")
+	require.Equal(t, 1, rep.Faults[faultPartitions], "the partition increase did not happen")
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
