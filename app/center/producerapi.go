@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -37,7 +38,13 @@ func (c *Center) newProducerAPI(cfg config.Config, opt Options) (*producerAPI, e
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	compression, err := kafkarec.CompressionOpt(cfg.Kafka.Compression)
+	// Control records have one reader, the center: snappy unless
+	// kafka.compression says otherwise (kafkarec.ControlCompression).
+	setting := cfg.Kafka.Compression
+	if strings.TrimSpace(setting) == "" {
+		setting = kafkarec.ControlCompression
+	}
+	compression, err := kafkarec.CompressionOpt(setting)
 	if err != nil {
 		return nil, fmt.Errorf("kafka.compression: %w", err)
 	}

@@ -95,6 +95,12 @@ func TestProducerAPIThroughTheCenter(t *testing.T) {
 	require.Equal(t, payload, string(rec.Value))
 	require.Equal(t, "o-1", string(rec.Key))
 	require.Equal(t, uint8(1), rec.Attrs.CompressionType(), "forwarded as gzip by default")
+	ctl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ConsumeTopics("eventcenter.control"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer ctl.Close()
+	fs = ctl.PollRecords(ctx, 1)
+	require.NoError(t, ctx.Err(), "the control records are there")
+	require.Equal(t, uint8(2), fs.Records()[0].Attrs.CompressionType(), "control records are snappy by default: only the center reads them")
 
 	require.Eventually(t, func() bool {
 		code, body := get(t, http.DefaultClient, base, "producer-token-0123456789")

@@ -81,8 +81,10 @@ type Kafka struct {
 	// Compression is the codec of what the center writes to this cluster:
 	// dead letters and the producer HTTP API's control records. One of
 	// none, gzip, snappy, lz4, zstd, or a comma-separated list in order
-	// of preference; "" means gzip, which every mainstream client reads
-	// without a codec package (see kafkarec.DefaultCompression).
+	// of preference; "" means gzip for dead letters, which every
+	// mainstream client reads without a codec package (see
+	// kafkarec.DefaultCompression), and snappy for control records, which
+	// only the center reads (kafkarec.ControlCompression).
 	Compression string `yaml:"compression" env:"EVENTCENTER_KAFKA_COMPRESSION"`
 	// Auth is kafka.tls and kafka.sasl (see security.go).
 	Auth kafkaauth.Config `yaml:",inline"`
