@@ -210,7 +210,7 @@ func (m *Message) HoldsOrder() bool {
 //
 // A scheduled message (DeliverAt set) is never sequenced: it neither holds
 // back nor waits for the other messages of its order key, and goes out at
-// its time (README "Ordering").
+// its time (docs/ordering.md).
 func (m *Message) NeedsOrderSeq() bool {
 	return m.OrderKey != "" && m.OrderSeq == 0 && m.DeliverAt.IsZero() && m.Sendable()
 }

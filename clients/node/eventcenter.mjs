@@ -201,7 +201,7 @@ export class SignatureError extends Error {
 }
 
 // canonicalV2 is the string a v2 signature is the HMAC-SHA256 of (see the
-// README, "Check-back").
+// docs/checkback.md).
 export function canonicalV2(t, method, host, target, body, triVersion = '', triGroup = '') {
   host = host.toLowerCase();
   for (const suffix of [':80', ':443']) {

@@ -220,7 +220,7 @@ class SignatureError(Exception):
 
 
 def canonical_v2(t, method, host, target, body, tri_version="", tri_group=""):
-    """The string a v2 signature is the HMAC-SHA256 of (see the README, "Check-back")."""
+    """The string a v2 signature is the HMAC-SHA256 of (see docs/checkback.md)."""
     host = host.lower()
     for suffix in (":80", ":443"):
         if host.endswith(suffix):

@@ -12,7 +12,7 @@ const client = new Client(process.argv[2] ?? 'http://127.0.0.1:8081', { token: p
 const orderId = `order-${Date.now()}-${process.pid}`; // a fresh key: a key names one message, once
 await client.transact('orders', orderId, JSON.stringify({ id: orderId, total: '9.90' }), 'orders.events',
   async () => console.log(`local transaction: ${orderId} saved`), // your local transaction: throw to roll back
-  { fkey: orderId, verify: 'http://127.0.0.1:8090/checkback' }); // dev allows 127.0.0.1:8090
+  { fkey: orderId, verify: 'http://127.0.0.1:8090/checkback' });
 const final = await client.waitSettled('orders', orderId);
 console.log(JSON.stringify(final));
 if (final.send_status !== 'SENT') {

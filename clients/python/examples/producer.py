@@ -25,8 +25,7 @@ def save_order():  # your local transaction: raise to roll the message back
 
 
 client.transact("orders", order_id, json.dumps({"id": order_id, "total": "9.90"}), topic="orders.events",
-                fkey=order_id, verify="http://127.0.0.1:8090/checkback",  # dev allows 127.0.0.1:8090
-                local_tx=save_order)
+                fkey=order_id, verify="http://127.0.0.1:8090/checkback", local_tx=save_order)
 final = client.wait_settled("orders", order_id)
 print(json.dumps(final))
 if final.get("send_status") != "SENT":
