@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/eventcenter/eventcenter/admin/trends"
@@ -95,12 +96,46 @@ func (h *handler) dlqCount(r *http.Request) *dlqView {
 	return v
 }
 
-// ageLabel formats seconds as a short age.
-func ageLabel(v float64) string {
-	if v <= 0 {
-		return "0"
+// ageTops are the tops of an age axis, in seconds: each and its half
+// read as round durations (4m and 2m, not 4m10s and 2m5s).
+var ageTops = []float64{1, 2, 4, 10, 20, 30, 60, 120, 240, 600, 1200, 1800, 3600, 7200, 4 * 3600, 12 * 3600, 24 * 3600}
+
+// ageTop rounds an age in seconds up to an axis top (whole days beyond
+// ageTops).
+func ageTop(v float64) float64 {
+	for _, t := range ageTops {
+		if v <= t {
+			return t
+		}
 	}
-	return roundDur(time.Duration(v * float64(time.Second)))
+	return math.Ceil(v/(24*3600)) * 24 * 3600
+}
+
+// ageLabel formats seconds as an age for a chart's axis, exactly enough
+// that its three labels never read alike: "0s", "500ms", "2.5s", "1m40s",
+// "1h30m" (roundDur, for tables, truncates: an axis of 0, 0.5 and 1 s read
+// "0 / 0s / 1s").
+func ageLabel(v float64) string {
+	d := time.Duration(v * float64(time.Second))
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Second:
+		d = d.Round(time.Millisecond)
+	case d < time.Minute:
+		d = d.Round(100 * time.Millisecond)
+	default:
+		d = d.Round(time.Second)
+	}
+	s := d.String()
+	// 1m0s → 1m, 1h30m0s → 1h30m, 2h0m0s → 2h.
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func (h *handler) trendView() *trendView {
@@ -145,11 +180,13 @@ func (h *handler) trendView() *trendView {
 		id, title string
 		val       func(trends.Value) float64
 		yl        func(float64) string
+		top       float64 // the y axis's least top
+		ytop      func(float64) float64
 	}
 	metrics := []metric{
-		{"trend-forwarded", "Forwarded per second", func(v trends.Value) float64 { return v.Forwarded }, nil},
-		{"trend-backlog", "Committed, not yet sent", func(v trends.Value) float64 { return float64(v.Backlog) }, nil},
-		{"trend-oldest", "Oldest unsent message (age)", func(v trends.Value) float64 { return v.OldestUnsent.Seconds() }, ageLabel},
+		{"trend-forwarded", "Forwarded per second", func(v trends.Value) float64 { return v.Forwarded }, nil, 0, nil},
+		{"trend-backlog", "Committed, not yet sent", func(v trends.Value) float64 { return float64(v.Backlog) }, nil, 0, nil},
+		{"trend-oldest", "Oldest unsent message (age)", func(v trends.Value) float64 { return v.OldestUnsent.Seconds() }, ageLabel, 10, ageTop},
 	}
 	w := roundDur(window)
 	if window == time.Hour {
@@ -157,7 +194,7 @@ func (h *handler) trendView() *trendView {
 	}
 	tv := &trendView{Window: w, Outcomes: h.cfg.Trends.Outcomes()}
 	for _, m := range metrics {
-		c := chart.Chart{ID: m.id, Title: m.title, Width: 380, Height: 160, XMin: -window.Seconds(), XMax: 0, XLabel: xl, YLabel: m.yl}
+		c := chart.Chart{ID: m.id, Title: m.title, Width: 380, Height: 160, XMin: -window.Seconds(), XMax: 0, XLabel: xl, YLabel: m.yl, YMinTop: m.top, YTop: m.ytop}
 		total := chart.Series{Name: "total", Color: "#1f2328", Dashed: true}
 		per := make([]chart.Series, len(bizIDs))
 		for i, b := range bizIDs {

@@ -457,6 +457,40 @@ func TestUIMessageShowsTraceID(t *testing.T) {
 	require.NotContains(t, p.body, `id="trace-id"`, "no traceparent, no trace id")
 }
 
+// A message sent with its commit (no claimed attempt) reads as sent once,
+// not "sends 0"; its conflicts say what was ignored and where to find
+// each, instead of a bare red count.
+func TestUIMessageSendAttemptsAndConflicts(t *testing.T) {
+	t.Parallel()
+	env := admintest.New(t, nil)
+	ctx := t.Context()
+	apply := func(k state.Kind, body *state.Body) {
+		_, err := env.Store.Apply(ctx, store.ApplyRequest{Changes: []store.Change{{
+			BizID: admintest.Biz, Key: "conflicted", Partition: 1, Event: state.Event{Kind: k, At: env.Clock.Now(), Body: body}}}})
+		require.NoError(t, err)
+	}
+	apply(state.KindPrepare, &state.Body{Topic: "orders-events", CheckAfter: time.Minute})
+	apply(state.KindCommit, nil)
+	m, err := env.Store.Get(ctx, admintest.Biz, "conflicted")
+	require.NoError(t, err)
+	require.NoError(t, env.Store.MarkSent(ctx, []store.Sent{{ID: m.ID, Ref: "orders-events/0@1"}}))
+	apply(state.KindRollback, nil)
+	apply(state.KindRollback, nil)
+	m, err = env.Store.Get(ctx, admintest.Biz, "conflicted")
+	require.NoError(t, err)
+	require.Equal(t, 0, m.SendAttempts, "the fixture: sent without a claimed attempt")
+	require.Equal(t, 2, m.Conflicts)
+
+	b := newBrowser(t, env)
+	b.login(admintest.AdminToken)
+	p := b.get(detailPath(admintest.Biz, "conflicted"))
+	require.Equal(t, http.StatusOK, p.code, p.body)
+	require.Contains(t, p.body, `<dt>send attempts</dt><dd id="send-attempts">1 <span class="muted">(sent with its commit)</span></dd>`)
+	require.Contains(t, p.body, `<dt>conflicts</dt><dd id="conflicts">2 later envelopes contradicted the first decision and were ignored: a ROLLBACK after the COMMIT, or a CANCEL after the send. The status above stands.`)
+	require.Contains(t, p.body, `"conflicting decision ignored" or "cancel came after the send", key=conflicted.`)
+	require.NotContains(t, p.body, `<dd class="hot">2</dd>`)
+}
+
 // The message page names a control lane's store partition.
 func TestUIMessageShowsLanePartition(t *testing.T) {
 	t.Parallel()

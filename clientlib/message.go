@@ -42,7 +42,7 @@ type Message struct {
 	CheckAfter time.Duration
 	// OrderKey, when set, makes the center forward this message after
 	// every earlier-committed message of BizID with the same order key,
-	// target and topic (ec-order-key; README "Ordering"). The producer
+	// target and topic (ec-order-key; docs/ordering.md). The producer
 	// sends the message's envelopes to the control partition of
 	// BizID:OrderKey; with Prepare, decide it with CommitOrdered or
 	// RollbackOrdered (Transact does). Without a ForwardKey, the center

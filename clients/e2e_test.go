@@ -126,6 +126,33 @@ type driverResult struct {
 		VerifyAttempts int     `json:"verify_attempts"`
 	} `json:"states"`
 	Calls map[string]int `json:"calls"`
+	// SettledRule is settled() of each of settledCases, in order.
+	SettledRule []bool `json:"settled_rule"`
+	// Settled is what wait_settled / waitSettled returned, by key suffix.
+	Settled map[string]struct {
+		Status     string `json:"status"`
+		SendStatus string `json:"send_status"`
+		Orphan     bool   `json:"orphan"`
+		Note       string `json:"note"`
+	} `json:"settled"`
+}
+
+// settledCases are states from GET /v1/messages/..., and whether a
+// producer waiting on the message is done: forwarded, given up, rolled
+// back, cancelled, parked after its check-backs, or an orphan COMMIT.
+var settledCases = []struct {
+	state   string
+	settled bool
+}{
+	{`{"status":null}`, false},
+	{`{"status":"PREPARED"}`, false},
+	{`{"status":"COMMITTED","send_status":"PENDING"}`, false},
+	{`{"status":"COMMITTED","send_status":"SENT"}`, true},
+	{`{"status":"COMMITTED","send_status":"DEAD"}`, true},
+	{`{"status":"COMMITTED","send_status":"PENDING","orphan":true}`, true},
+	{`{"status":"ROLLED_BACK"}`, true},
+	{`{"status":"CANCELLED"}`, true},
+	{`{"status":"VERIFY_FAILED"}`, true},
 }
 
 // runDriver runs a language's driver for bizID and checks what it saw.
@@ -144,7 +171,7 @@ func (w *world) runDriver(t *testing.T, bizID string, argv ...string) {
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1",
 		"EC_URL=http://"+w.center.IngressAddr(), "EC_TOKEN="+bizID+"-producer-token-0123456789", "EC_BIZ="+bizID,
 		"EC_SECRET="+secret, fmt.Sprintf("EC_GOOD_PORT=%d", w.ports[bizID][0]), fmt.Sprintf("EC_BAD_PORT=%d", w.ports[bizID][1]),
-		"EC_VECTOR="+string(vector))
+		"EC_VECTOR="+string(vector), "EC_SETTLED_CASES="+settledCasesJSON(t))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -161,10 +188,20 @@ func (w *world) runDriver(t *testing.T, bizID string, argv ...string) {
 	require.Equal(t, "insufficient stock", res.RollbackError, "transact re-raises the local transaction's error")
 	require.Equal(t, 400, res.Invalid.Status)
 	require.Equal(t, "ec-topic", res.Invalid.Field)
-	require.Contains(t, res.Invalid.Message, `"bad topic!": only letters, digits`)
+	require.Contains(t, res.Invalid.Message, `kafka topic "bad topic!" is invalid: only letters, digits`)
 	require.Equal(t, 401, res.Unauthorized)
 	require.Equal(t, []string{"prepare", "commit"}, res.Batch)
 
+	require.Equal(t, "SENT", res.Settled["-commit"].SendStatus, "%+v", res.Settled)
+	require.Equal(t, "ROLLED_BACK", res.Settled["-rollback"].Status, "%+v", res.Settled)
+	require.Equal(t, "COMMITTED", res.Settled["-orphan"].Status, "%+v", res.Settled)
+	require.True(t, res.Settled["-orphan"].Orphan, "a COMMIT never prepared says orphan: %+v", res.Settled)
+	require.Contains(t, res.Settled["-orphan"].Note, "close-orphan "+bizID+":"+bizID+"-orphan")
+
+	require.Len(t, res.SettledRule, len(settledCases))
+	for i, c := range settledCases {
+		require.Equal(t, c.settled, res.SettledRule[i], "settled(%s)", c.state)
+	}
 	st := res.States
 	sent := func(k string) {
 		require.Equal(t, "COMMITTED", st[k].Status, "%s: %+v", k, st)
@@ -182,6 +219,16 @@ func (w *world) runDriver(t *testing.T, bizID string, argv ...string) {
 	require.GreaterOrEqual(t, st[bizID+"-badsig"].VerifyAttempts, 1)
 	require.Zero(t, res.Calls["bad"], "an unverified call never reached the decision")
 	require.Positive(t, res.Calls["good"])
+}
+
+func settledCasesJSON(t *testing.T) string {
+	var states []string
+	for _, c := range settledCases {
+		states = append(states, c.state)
+	}
+	b, err := json.Marshal(states)
+	require.NoError(t, err)
+	return string(b)
 }
 
 // forwarded is one record read from the business topic.

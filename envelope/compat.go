@@ -139,8 +139,8 @@ func compatBizID(raw json.RawMessage) (biz string, numeric bool, p *problem) {
 	return strconv.FormatInt(n, 10), true, nil
 }
 
-// compatVerifyEndpoint maps verifyInfo onto the endpoint spelling of
-// CHECKBACK.md: the http(s) URL, or
+// compatVerifyEndpoint maps verifyInfo onto the endpoint grammar of
+// envelope/checkback (docs/checkback.md): the http(s) URL, or
 // tri://host:port/<interface>/<method>?version=..&group=..&bizid=int.
 func compatVerifyEndpoint(vi *compatVerify, numericBiz bool) (string, *problem) {
 	if vi == nil || *vi == (compatVerify{}) {

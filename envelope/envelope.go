@@ -83,7 +83,7 @@ type Envelope struct {
 	Headers []Header
 	// OrderKey, when set, orders the message after every earlier-committed
 	// message of its bizID with the same order key, target and topic
-	// (ec-order-key; README "Ordering"). Producers send the control records
+	// (ec-order-key; docs/ordering.md). Producers send the control records
 	// of such a message to the partition of OrderPartitionKey.
 	OrderKey string
 	// DeliverAt, when set, is the earliest time the message is forwarded

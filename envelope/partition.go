@@ -5,7 +5,7 @@ package envelope
 // StickyKeyPartitioner for keyed records) gives a record key: murmur2 of
 // the key, made positive, modulo the partition count. Producers put the
 // control records of a message with an order key on
-// PartitionFor(OrderRoutingKey(bizID, orderKey), n) (README "Ordering").
+// PartitionFor(OrderRoutingKey(bizID, orderKey), n) (docs/ordering.md).
 // It panics if partitions is not positive.
 func PartitionFor(key string, partitions int) int32 {
 	if partitions <= 0 {

@@ -25,7 +25,7 @@ const (
 	HeaderCheckAfter = "ec-check-after"
 	// HeaderOrderKey is the order key of a PREPARE: messages of one bizID
 	// with the same order key, target and topic are forwarded in the order
-	// their COMMITs were applied (README "Ordering").
+	// their COMMITs were applied (docs/ordering.md).
 	HeaderOrderKey = "ec-order-key"
 	// HeaderDeliverAt is the time a PREPARE's message is forwarded at the
 	// earliest: RFC 3339 or Unix milliseconds (README "Scheduled

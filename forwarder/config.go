@@ -221,7 +221,7 @@ type Config struct {
 	// hold for every bizID.
 	ReleaseOnDead func(bizID string) bool
 
-	// Biz are the per-bizID shares and limits (forward.biz[]; issue 28):
+	// Biz are the per-bizID shares and limits (forward.biz[]; docs/fairness.md):
 	// weight in the fair claims, rate limit, cap on messages in flight. A
 	// bizID not named has weight 1 and no limit.
 	Biz map[string]BizLimits
@@ -229,7 +229,7 @@ type Config struct {
 	// those of Biz do; the others share "other".
 	MetricBizIDs []string
 	// OldestFirst turns the fair claims off: the scan claims the oldest
-	// due messages first, whatever their bizID, as before issue 28 (to
+	// due messages first, whatever their bizID (to
 	// compare; the limits still hold on the fast path, not in claims).
 	OldestFirst bool
 

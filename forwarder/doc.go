@@ -17,8 +17,7 @@
 // Applier sends them inline (store.ApplyRequest.Forward, bounded by
 // InlineTimeout): those acknowledged are written sent at once, so the
 // common message is written once instead of written leased and then marked
-// sent (issue 14: the sent-mark UPDATE was half of PostgreSQL's work per
-// message). Only the rest is leased and handed over: what was not
+// sent (the sent-mark UPDATE was half of PostgreSQL's work per message). Only the rest is leased and handed over: what was not
 // acknowledged in time, what names an unconfigured target or one whose
 // breaker is open, what belongs to a partition this instance does not own,
 // what is already queued or in flight, and what would overtake a queued

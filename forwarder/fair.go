@@ -15,7 +15,7 @@ import (
 )
 
 // BizLimits are one bizID's share of the forwarder (forward.biz[] in the
-// binary's configuration; issue 28). Zero fields take the defaults: weight
+// binary's configuration; docs/fairness.md). Zero fields take the defaults: weight
 // 1, no rate limit, no cap.
 //
 // Over a limit a message waits: it is not sent inline, not queued and not

@@ -891,8 +891,8 @@ func oneTarget(c *forwarder.Config) {
 
 // A burst larger than the forwarder's queues is sent at the forwarder's
 // pace: what the handoff could not queue is released and claimed by the
-// scan, not left until its lease runs out (issue 14: 30 s waits, p99 of
-// 39 s after a burst).
+// scan, not left until its lease runs out (else a burst's messages wait the
+// 30 s lease: a p99 of tens of seconds).
 func TestBurstLargerThanTheQueueIsNotLeftToTheLease(t *testing.T) {
 	t.Parallel()
 	h, gate, inSend := gatedHarness(t, func(c *forwarder.Config) {

@@ -15,8 +15,8 @@ const DefaultInlineTimeout = 2 * time.Second
 // inlineSender returns the store.ForwardFunc of one Applier.Apply call: it
 // sends the messages the store transaction is about to write sendable,
 // before the write, so that each is written once, already sent, instead of
-// written leased and then marked sent (issue 14: the sent-mark UPDATE was
-// half of PostgreSQL's work per message). It remembers what it sent, so a
+// written leased and then marked sent (the sent-mark UPDATE was half of
+// PostgreSQL's work per message). It remembers what it sent, so a
 // transaction the store retries does not send a message twice.
 func (f *Forwarder) inlineSender() store.ForwardFunc {
 	var mu sync.Mutex // a sharded store calls it concurrently

@@ -50,7 +50,7 @@ func (s *stampTarget) Close() error { return nil }
 // retries, scheduled messages, released handoffs, messages after a
 // restart: what the claims serve) while the forwarder drains the
 // backlog. It reports quiet's due-to-sent p50 and p99 and flood's drain
-// rate, with oldest-first claims and with fair claims (issue 28).
+// rate, with oldest-first claims and with fair claims (docs/fairness.md).
 //
 //	EVENTCENTER_TEST_POSTGRES=... go test ./forwarder -run '^$' -bench NoisyNeighbourBacklog -benchtime 1x -count 3
 func BenchmarkNoisyNeighbourBacklog(b *testing.B) {

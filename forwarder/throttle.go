@@ -14,7 +14,7 @@ import (
 	"github.com/eventcenter/eventcenter/store"
 )
 
-// Adapting to a target that throttles (issue 28). A broker that asks the
+// Adapting to a target that throttles, so that its backoff does not cost attempts. A broker that asks the
 // center to slow down is not failing: sending on at the same pace spends
 // attempts (RocketMQ answers SYSTEM_BUSY, a Kafka producer's records wait
 // behind throttle_time_ms until their send times out) and can drive

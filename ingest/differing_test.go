@@ -15,7 +15,7 @@ import (
 
 // A duplicate PREPARE with a different body is ignored (the first body
 // stands), logged (at most one line per bizID per 10 s) and counted per
-// bizID; it used to be only a "duplicate" in a metric.
+// bizID, not only a "duplicate" in a metric: the producer reused a key.
 func TestDuplicatePrepareWithADifferentBody(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1)

@@ -345,7 +345,7 @@ func TestConsumerLagFromHighWatermark(t *testing.T) {
 // applied. franz-go answers a poll from the one fetch it buffered, sent
 // when the previous poll took its records: without a second look, records
 // that arrived after that fetch was answered waited for one more whole
-// apply (issue 14: half of the commit → forward latency at 16,000 msg/s).
+// apply (half of the commit → forward latency at 16,000 msg/s).
 func TestBatchTakesWhatArrivedDuringTheApply(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1)

@@ -3,6 +3,7 @@ package producerapi
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/eventcenter/eventcenter/state"
@@ -26,7 +27,18 @@ type messageState struct {
 	UpdatedAt      time.Time  `json:"updated_at"`
 	DecidedAt      *time.Time `json:"decided_at,omitempty"`
 	SentAt         *time.Time `json:"sent_at,omitempty"`
+	// Orphan is true for a COMMIT whose PREPARE never arrived (a COMMIT
+	// for a key that was never prepared, or whose PREPARE was
+	// dead-lettered): COMMITTED PENDING reads like a healthy message, but
+	// there is nothing to send until a PREPARE comes. Note says so.
+	Orphan bool   `json:"orphan,omitempty"`
+	Note   string `json:"note,omitempty"`
 }
+
+// orphanNote is what the producer API says about an orphan COMMIT, in the
+// words the admin CLI and the console use.
+const orphanNote = "orphan COMMIT: no PREPARE was received for this key, so nothing will be forwarded " +
+	"until one arrives; an operator closes it with: eventcenter admin close-orphan BIZID:KEY --reason ..."
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request) int {
 	bizID, key := r.PathValue("bizID"), r.PathValue("key")
@@ -45,6 +57,10 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) int {
 		SendAttempts: m.SendAttempts, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(), SendRef: m.SendRef}
 	if m.Status == state.Committed {
 		out.SendStatus = m.SendStatus.String()
+	}
+	if m.Orphan() {
+		out.Orphan = true
+		out.Note = strings.ReplaceAll(orphanNote, "BIZID:KEY", bizID+":"+key)
 	}
 	if !m.DecidedAt.IsZero() {
 		t := m.DecidedAt.UTC()

@@ -382,6 +382,11 @@ func (h *Handler) envelope(typ envelope.Type, bizID, key string, payload []byte,
 		envelope.Header{Key: envelope.HeaderBiz, Value: []byte(bizID)},
 		envelope.Header{Key: envelope.HeaderKey, Value: []byte(key)})
 	hs = append(hs, params...)
+	if typ == envelope.Prepare {
+		if err := h.checkTopic(params); err != nil {
+			return outgoing{}, err
+		}
+	}
 	rec := envelope.Record{Topic: h.cfg.ControlTopic, Key: []byte(envelope.Key(bizID, key)), Value: payload, Headers: hs}
 	e, err := h.dec.Decode(rec)
 	if err != nil {
@@ -418,16 +423,39 @@ func (h *Handler) envelope(typ envelope.Type, bizID, key string, payload []byte,
 			msg: fmt.Sprintf("forwarded record of %d bytes (payload %d, forward key, headers and id) exceeds the limit of %d (max payload %d + %d)",
 				n, len(e.Payload), limit, h.cfg.MaxPayload, ingest.RecordOverhead)}
 	}
-	if h.cfg.CheckTopic != nil {
-		if err := h.cfg.CheckTopic(e.Target, e.ForwardTopic); err != nil {
-			target := "the default target"
-			if e.Target != "" {
-				target = fmt.Sprintf("target %q", e.Target)
-			}
-			return outgoing{}, badRequest(envelope.HeaderTopic, "not a topic %s can send to: %v", target, err)
+	return outgoing{e: e, orderKey: e.OrderKey}, nil
+}
+
+// checkTopic applies the forward target's topic rule (Config.CheckTopic)
+// to a PREPARE's ec-topic before the envelope's own checks, so that a
+// producer sees one rule in one text: the target's. The envelope accepts
+// any character some target allows (% and | are RocketMQ's); without
+// this, "orders events!" would be refused naming % and | as allowed, and
+// "orders|events" then refused by the Kafka target's rule.
+func (h *Handler) checkTopic(params []envelope.Header) *apiError {
+	if h.cfg.CheckTopic == nil {
+		return nil
+	}
+	var topic, target string
+	for _, p := range params {
+		switch p.Key {
+		case envelope.HeaderTopic:
+			topic = string(p.Value)
+		case envelope.HeaderTarget:
+			target = string(p.Value)
 		}
 	}
-	return outgoing{e: e, orderKey: e.OrderKey}, nil
+	if topic == "" {
+		return nil // the envelope says it is required
+	}
+	if err := h.cfg.CheckTopic(target, topic); err != nil {
+		name := "the default target"
+		if target != "" {
+			name = fmt.Sprintf("target %q", target)
+		}
+		return badRequest(envelope.HeaderTopic, "not a topic %s can send to: %v", name, err)
+	}
+	return nil
 }
 
 // accepted is the answer for one envelope the broker acknowledged.

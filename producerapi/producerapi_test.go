@@ -19,6 +19,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
 	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/forwarder/kafka"
 	"github.com/eventcenter/eventcenter/state"
 )
 
@@ -199,6 +200,29 @@ func TestSizeLimitsAndTopicCheck(t *testing.T) {
 	require.Empty(t, f.prod.produced())
 }
 
+// A forward topic the target cannot send to is refused by the target's
+// rule, in the target's words, whichever character is wrong: one rule,
+// one text (not the envelope's wider rule first, then the target's).
+func TestTopicRefusedByOneRule(t *testing.T) {
+	f := newFixture(t, func(c *Config) {
+		c.CheckTopic = func(_, topic string) error { return kafka.CheckTopic(topic) }
+	})
+	var msgs []string
+	for _, topic := range []string{"orders%20events!", "orders%7Cevents", "orders%25events"} {
+		res, body := f.do("POST", "/v1/messages/orders/k/prepare?ec-topic="+topic, ordersToken, text("x"))
+		require.Equal(t, http.StatusBadRequest, res.StatusCode, body)
+		field, msg := errorOf(t, body)
+		require.Equal(t, "ec-topic", field)
+		msg = strings.NewReplacer(`"orders events!"`, `"T"`, `"orders|events"`, `"T"`, `"orders%events"`, `"T"`).Replace(msg)
+		require.NotContains(t, msg, "%", "the Kafka target's rule does not allow %%")
+		msgs = append(msgs, msg)
+	}
+	require.Equal(t, `ec-topic: not a topic the default target can send to: kafka topic "T" is invalid: only letters, digits, '.', '_' and '-' are allowed`, msgs[0])
+	require.Equal(t, msgs[0], msgs[1])
+	require.Equal(t, msgs[0], msgs[2])
+	require.Empty(t, f.prod.produced())
+}
+
 // Tokens: none or unknown is 401 with a Bearer challenge; a token for
 // other bizIDs is 403; "*" acts for every bizID; rotated tokens (the
 // TokenSource) apply at once.
@@ -340,7 +364,7 @@ func TestProduceFailures(t *testing.T) {
 func TestGetState(t *testing.T) {
 	f := newFixture(t)
 	created := testNow.Add(-time.Minute)
-	f.st.msgs["orders:o-1"] = state.Message{BizID: "orders", Key: "o-1", Status: state.Committed, SendStatus: state.SendSent,
+	f.st.msgs["orders:o-1"] = state.Message{BizID: "orders", Key: "o-1", Status: state.Committed, SendStatus: state.SendSent, HasBody: true,
 		SendRef: "orders.events/0@7", SendAttempts: 1, CreatedAt: created, UpdatedAt: testNow, DecidedAt: testNow, SentAt: testNow,
 		Payload: []byte("secret"), LastError: "internal"}
 	f.st.msgs["orders:o-2"] = state.Message{BizID: "orders", Key: "o-2", Status: state.Prepared, VerifyAttempts: 2, CreatedAt: created, UpdatedAt: created}
@@ -353,6 +377,16 @@ func TestGetState(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.StatusCode, body)
 	require.JSONEq(t, `{"biz_id":"orders","key":"o-2","status":"PREPARED","verify_attempts":2,"send_attempts":0,
 		"created_at":"2026-11-26T11:59:00Z","updated_at":"2026-11-26T11:59:00Z"}`, body)
+
+	// A COMMIT for a key never prepared is stored COMMITTED PENDING
+	// without a body: the answer must not read like a healthy message.
+	f.st.msgs["orders:o-3"] = state.Message{BizID: "orders", Key: "o-3", Status: state.Committed, SendStatus: state.SendPending,
+		CreatedAt: created, UpdatedAt: created, DecidedAt: created}
+	res, body = f.do("GET", "/v1/messages/orders/o-3", ordersToken, nil)
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	require.JSONEq(t, `{"biz_id":"orders","key":"o-3","status":"COMMITTED","send_status":"PENDING","verify_attempts":0,"send_attempts":0,
+		"created_at":"2026-11-26T11:59:00Z","updated_at":"2026-11-26T11:59:00Z","decided_at":"2026-11-26T11:59:00Z",
+		"orphan":true,"note":"orphan COMMIT: no PREPARE was received for this key, so nothing will be forwarded until one arrives; an operator closes it with: eventcenter admin close-orphan orders:o-3 --reason ..."}`, body)
 
 	res, body = f.do("GET", "/v1/messages/orders/nope", ordersToken, nil)
 	require.Equal(t, http.StatusNotFound, res.StatusCode, body)

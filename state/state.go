@@ -149,7 +149,7 @@ type Message struct {
 	// Event.ReleaseOnDead).
 	OrderSeq int64
 	// SentAhead is set on an ordered message a store wrote SENT before
-	// sending it (store.ApplyRequest.WriteAhead, issue 26): the control
+	// sending it (store.ApplyRequest.WriteAhead, docs/ordering.md): the control
 	// record that made it sendable. Its send is confirmed once the sent
 	// watermark of that control partition reaches the record's offset;
 	// until then its key's later messages wait, and a replay of the record
@@ -210,7 +210,7 @@ func (m *Message) HoldsOrder() bool {
 //
 // A scheduled message (DeliverAt set) is never sequenced: it neither holds
 // back nor waits for the other messages of its order key, and goes out at
-// its time (README "Ordering").
+// its time (docs/ordering.md).
 func (m *Message) NeedsOrderSeq() bool {
 	return m.OrderKey != "" && m.OrderSeq == 0 && m.DeliverAt.IsZero() && m.Sendable()
 }

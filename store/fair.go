@@ -9,7 +9,8 @@ import (
 	"github.com/eventcenter/eventcenter/state"
 )
 
-// Fair asks a claim to share its limit between bizIDs (issue 28) instead of
+// Fair asks a claim to share its limit between bizIDs (so that one bizID's backlog does not
+// starve the others) instead of
 // taking the oldest due rows first. It is the one fairness of both claims:
 // Claim.FairSends (the forwarder) and Claim.FairCheckbacks (the verifier).
 //

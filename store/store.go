@@ -155,7 +155,7 @@ type ApplyRequest struct {
 	// sendable through a control record (Change.HasOffset, on the row's own
 	// partition) SENT in the transaction that sequences them, before they
 	// are sent (state.Message.SentAhead), instead of pending and then
-	// marked: one durable write per message instead of two (issue 26).
+	// marked: one durable write per message instead of two (docs/ordering.md).
 	// After the commit they are sent with SendAhead, each order key's
 	// messages one after the other, and each partition's sent watermark
 	// is advanced past the batch, which confirms them; those not sent are
@@ -177,7 +177,7 @@ type Forwarded struct {
 	Sent bool
 	Ref  string
 	// Held (not Sent): the caller holds the message back (a limit of its
-	// bizID, issue 28): it is written due now and not leased, for a claim
+	// bizID: docs/fairness.md): it is written due now and not leased, for a claim
 	// to take when the limit allows, and is not returned in Sendable.
 	Held bool
 }
@@ -358,7 +358,8 @@ type Orderer interface {
 
 // NextClaimer is implemented by the stores that lease the next message of
 // an order key with its predecessor's sent mark, so that a forwarder
-// sends it at once instead of waiting for a wake and a scan (issue 26).
+// sends it at once instead of waiting for a wake and a scan (a hot key's
+// messages go one round trip each, not one scan each).
 type NextClaimer interface {
 	// MarkSentClaimNext is MarkSent, and then, for each Ordered one of
 	// sent, leases for c.Lease the next message of its order key if that

@@ -57,9 +57,9 @@ func (c *callCounter) get(key string) int {
 // shape, an empty body, 404) and one key with HTTP 500, again and again,
 // and commits 1,000 others. The garbage keys are claimed first, so they
 // are called back to back. None of it is the endpoint failing: the circuit
-// never opens and the 1,000 good messages are answered at once (issue 13
-// item 5: the circuit opened on such answers and each half-open probe
-// picked another bad key, so good answers waited minutes).
+// never opens and the 1,000 good messages are answered at once (were the
+// circuit to open on such answers, each half-open probe could pick
+// another bad key, and good answers would wait minutes).
 func TestPoisonedKeysDoNotPauseTheirEndpoint(t *testing.T) {
 	t.Parallel()
 	const good = 1000

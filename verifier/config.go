@@ -97,7 +97,7 @@ type BizConfig struct {
 	// bizID's producers run a v2 handler. Default off (v2 only).
 	SignV1 bool
 	// Weight is this bizID's share of check-back claims and workers
-	// against the other bizIDs with due check-backs (issue 28): claims
+	// against the other bizIDs with due check-backs (docs/checkback.md): claims
 	// and calls serve bizIDs in turn, Weight at a time. Default 1.
 	Weight int
 	// Rate, when positive, bounds this bizID's check-back calls per second

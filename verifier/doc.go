@@ -165,7 +165,7 @@
 //     no attempt burned) to the next claim, as one waiting in an
 //     endpoint's queue is. Buffered
 //     messages do not keep their payload.
-//   - Fair share between bizIDs (fair.go, issue 28). The claim is fair
+//   - Fair share between bizIDs (fair.go, docs/checkback.md). The claim is fair
 //     (store.Fair: its limit split between the bizIDs with due
 //     check-backs by BizConfig.Weight), the buffer is one queue per bizID
 //     served in turn (weighted round robin), one bizID runs at most

@@ -13,7 +13,7 @@ import (
 	"github.com/eventcenter/eventcenter/store"
 )
 
-// Fair share between bizIDs (issue 28). Three parts:
+// Fair share between bizIDs (docs/checkback.md). Three parts:
 //
 //   - The claim is fair (store.Claim.FairCheckbacks): its limit is split
 //     between the bizIDs with due check-backs by weight, so a bizID with a

@@ -7,7 +7,7 @@ import (
 )
 
 // BizStatus is one bizID's part of the verifier, for the operator's view
-// (issue 28): its check-back limits and what waits for them.
+// (docs/checkback.md): its check-back limits and what waits for them.
 type BizStatus struct {
 	BizID string
 	// Configured tells whether BizIDs names the bizID.

@@ -2,7 +2,7 @@ package adminapi
 
 import "time"
 
-// BizForwarding is one bizID's share of this center's forwarder (issue 28):
+// BizForwarding is one bizID's share of this center's forwarder (so that one bizID's flood does not starve the others):
 // its settings (forward.biz[]) and what the forwarder sees. The center
 // gives it to the admin handler (admin.Config.Forwarding).
 type BizForwarding struct {
@@ -53,7 +53,7 @@ type BizCheckback struct {
 }
 
 // TargetThrottle is a forward target's pause asked for by its broker
-// (issue 28), in GET /api/v1/bizids.
+// (docs/fairness.md), in GET /api/v1/bizids.
 type TargetThrottle struct {
 	Target string `json:"target"`
 	// Paused tells whether its sends are paused now; RemainingSeconds

@@ -449,6 +449,11 @@ func (c *Center) Start(ctx context.Context) error {
 	if c.listener == nil {
 		l, err := net.Listen("tcp", c.cfg.HTTP.Listen)
 		if err != nil {
+			// Release what New opened (Kafka clients, the store), as the
+			// other failures below do.
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_ = c.Stop(stopCtx)
 			return fmt.Errorf("listen on http.listen %s: %w", c.cfg.HTTP.Listen, err)
 		}
 		c.listener = l

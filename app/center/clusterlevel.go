@@ -190,7 +190,7 @@ func newLevelGate(reg instanceRegistry, members groupMembers, self postgres.Inst
 		// Scheduled delivery is not gated where no level can be known:
 		// SQLite runs one center, and on MySQL or a sharded store the
 		// operator rolls every instance before producers schedule
-		// (README "Upgrades").
+		// (docs/upgrading.md).
 		g.scheduling.Store(true)
 	}
 	g.Loop = startstop.NewLoop(interval, g.tick)
@@ -292,7 +292,7 @@ func (c *Center) newLevelGate(cfg config.Config, opt Options) *levelGate {
 // orderWithoutRegistry decides per-key order where no level can be known
 // (SQLite, MySQL, sharded), by the rule scheduled delivery follows there:
 // on. SQLite runs one center; on MySQL the operator rolls every instance
-// before producers send order keys (README "Upgrades"), as for scheduling.
+// before producers send order keys (docs/upgrading.md), as for scheduling.
 // A sharded store of several shards cannot keep the order (a key's
 // messages live on several databases, store/sharded.ErrOrderAcrossShards):
 // off, and /readyz says why.

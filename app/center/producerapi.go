@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/eventcenter/eventcenter/app/config"
 	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
+	"github.com/eventcenter/eventcenter/forwarder/kafka"
 	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/producerapi"
 )
@@ -62,7 +62,7 @@ func (c *Center) newProducerAPI(cfg config.Config, opt Options) (*producerAPI, e
 		// A whole batch request of the largest envelopes fits.
 		kgo.ProducerBatchMaxBytes(int32(min(max(cfg.Ingest.MaxPayloadBytes+ingest.RecordOverhead+4<<10, 1_000_012), 1<<30))),
 		compression,
-		kgo.WithLogger(kslog.New(log)),
+		kgo.WithLogger(kafka.ClientLogger(log)),
 	}, auth...), opt.KafkaOptions...)
 	cl, err := kgo.NewClient(kopts...)
 	if err != nil {

@@ -3,7 +3,7 @@ package config
 import "math"
 
 // validateBizFairness checks a checkback.biz[] entry's weight and rate
-// limit (issue 28).
+// limit (docs/fairness.md).
 func validateBizFairness(field string, b Biz, bad func(string, string, ...any)) {
 	if b.Weight < 0 {
 		bad(field+".weight", "must not be negative (0 means 1)")

@@ -195,13 +195,13 @@ type Forward struct {
 	InlineTimeout time.Duration `yaml:"inline_timeout" env:"EVENTCENTER_FORWARD_INLINE_TIMEOUT"`
 	// MaxDelay bounds a scheduled message (ec-deliver-at, ec-delay): at
 	// most this far after its PREPARE's record time, else the PREPARE is
-	// dead-lettered (README "Scheduled delivery"). Default 90 days.
+	// dead-lettered (docs/scheduled.md). Default 90 days.
 	MaxDelay time.Duration `yaml:"max_delay" env:"EVENTCENTER_FORWARD_MAX_DELAY"`
 	Targets  []Target      `yaml:"targets"`
-	// Order configures per-key order (README "Ordering").
+	// Order configures per-key order (docs/ordering.md).
 	Order Order `yaml:"order"`
 	// FairClaims makes the forwarder's claims serve bizIDs in turn, by
-	// weight (README "Fair share"); false claims the oldest due messages
+	// weight (docs/fairness.md); false claims the oldest due messages
 	// first, as before. Default true.
 	FairClaims bool `yaml:"fair_claims" env:"EVENTCENTER_FORWARD_FAIR_CLAIMS"`
 	// Biz are the per-bizID weights and limits (ForwardBiz).

@@ -7,7 +7,7 @@ import (
 	"github.com/eventcenter/eventcenter/forwarder"
 )
 
-// ForwardBiz is one bizID's share of forwarding (forward.biz[]; issue 28;
+// ForwardBiz is one bizID's share of forwarding (forward.biz[]; docs/fairness.md;
 // forwarder.BizLimits). Zero fields take the defaults: weight 1, no rate
 // limit, no cap. Over a limit messages wait in the store, due; they are
 // never failed or made DEAD by it.

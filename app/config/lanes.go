@@ -10,7 +10,7 @@ import (
 )
 
 // Lane is an extra control topic with a consumer of its own (kafka.lanes;
-// issue 28), so one tenant class's backlog never delays another's ingest.
+// docs/fairness.md), so one tenant class's backlog never delays another's ingest.
 // The default lane, id 0, is kafka.control_topic. Producers choose a lane
 // by the topic they write to; the producer HTTP API writes the envelopes
 // of the lane's BizIDs to its topic.

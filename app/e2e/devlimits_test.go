@@ -19,7 +19,7 @@ import (
 	"github.com/eventcenter/eventcenter/envelope"
 )
 
-// TestDevTakesRecordsAtThePayloadLimit is issue 13's reproduction against
+// TestDevTakesRecordsAtThePayloadLimit runs records at the payload limit against
 // `eventcenter dev` as a process: a 1,040,000-byte PREPARE without
 // ec-topic (dead-lettered) must not stall the partition, and a valid
 // message of 1,048,000 bytes (just under max_payload_bytes) with 10 kB of

@@ -13,7 +13,7 @@ import (
 	"github.com/eventcenter/eventcenter/envelope"
 )
 
-// TestRecordsNearMaxPayload is issue 13's items 1 and 2 on a center with
+// TestRecordsNearMaxPayload runs records near the payload limit on a center with
 // the default limits (ingest.max_payload_bytes 1 MiB) and a broker with
 // Kafka's (max.message.bytes 1,048,588): a malformed 1,040,000-byte PREPARE
 // is set aside in full and does not stall its partition, and a valid

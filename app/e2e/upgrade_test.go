@@ -20,7 +20,7 @@ import (
 )
 
 // previousRelease is the commit of the release before this one, the
-// version the README's "Upgrading" section names as the previous version:
+// version docs/upgrading.md names as the previous version:
 // the upgrade test builds it and upgrades a running cluster from it.
 const previousRelease = "b632ae7"
 

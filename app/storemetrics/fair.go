@@ -9,7 +9,7 @@ import (
 	"github.com/eventcenter/eventcenter/store"
 )
 
-// fairGauges are the per-bizID send backlog gauges (issue 28), read from a
+// fairGauges are the per-bizID send backlog gauges (docs/fairness.md), read from a
 // store.Backlogger.
 type fairGauges struct {
 	backlog   *prometheus.GaugeVec

@@ -7,8 +7,12 @@
 // check-back endpoint served with node:http (see checkbackHandler).
 //
 //   const client = new Client('http://127.0.0.1:8081', { token: '...' });
-//   await client.transact('orders', 'order-42', JSON.stringify(order), 'orders.events',
-//     async () => db.saveOrder(order), { verify: 'http://10.0.0.5:8090/checkback' });
+//   await client.transact('orders', orderId, JSON.stringify(order), 'orders.events',
+//     async () => saveOrder(order), { verify: 'http://10.0.0.5:8090/checkback' });
+//   await client.waitSettled('orders', orderId); // {status: 'COMMITTED', send_status: 'SENT', ...}
+//
+// A key names one message, once: a later PREPARE or COMMIT of the same key
+// changes nothing (a COMMIT after a ROLLBACK is a conflict, ignored).
 
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 
@@ -44,6 +48,16 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // orderParams: the commit/rollback parameter that reaches an ordered
 // PREPARE's partition.
 const orderParams = (orderKey) => (orderKey ? [['ec-order-key', orderKey]] : undefined);
+
+// settled tells whether a state from Client.state is final for a
+// producer: forwarded (COMMITTED, send_status SENT), given up (DEAD),
+// ROLLED_BACK, CANCELLED, VERIFY_FAILED, or an orphan COMMIT (a COMMIT
+// whose PREPARE never came: orphan true).
+export function settled(st) {
+  const status = st?.status;
+  if (st?.orphan || ['ROLLED_BACK', 'CANCELLED', 'VERIFY_FAILED'].includes(status)) return true;
+  return status === 'COMMITTED' && ['SENT', 'DEAD'].includes(st?.send_status);
+}
 
 export class Client {
   // baseUrl: the producer API, e.g. 'http://127.0.0.1:8081'.
@@ -86,6 +100,24 @@ export class Client {
   // ApiError 404 if the center does not know it.
   state(bizId, key) {
     return this.#call('GET', Client.#path(bizId, key));
+  }
+
+  // waitSettled polls state until the message settled (see settled) and
+  // resolves to that state. A message not stored yet (404), PREPARED, or
+  // committed and waiting to be sent is polled again; after timeoutMs it
+  // resolves to the last state read ({status: null} if there was none).
+  async waitSettled(bizId, key, { timeoutMs = 30000, intervalMs = 200 } = {}) {
+    const deadline = Date.now() + timeoutMs;
+    let last = { biz_id: bizId, key, status: null };
+    for (;;) {
+      try {
+        last = await this.state(bizId, key);
+      } catch (err) {
+        if (!(err instanceof ApiError) || err.status !== 404) throw err;
+      }
+      if (settled(last) || Date.now() >= deadline) return last;
+      await sleep(intervalMs);
+    }
   }
 
   // batch sends several envelopes: {type, biz_id, key, payload or
@@ -169,7 +201,7 @@ export class SignatureError extends Error {
 }
 
 // canonicalV2 is the string a v2 signature is the HMAC-SHA256 of (see the
-// README, "Check-back").
+// docs/checkback.md).
 export function canonicalV2(t, method, host, target, body, triVersion = '', triGroup = '') {
   host = host.toLowerCase();
   for (const suffix of [':80', ':443']) {

@@ -7,8 +7,12 @@ Also verifies the center's check-back signatures (EC-Signature v2) for a
 check-back endpoint served with http.server (see checkback_handler).
 
     client = Client("http://127.0.0.1:8081", token="...")
-    client.transact("orders", "order-42", b'{"id":42}', topic="orders.events",
-                    local_tx=lambda: db.save_order(), verify="http://10.0.0.5:8090/checkback")
+    client.transact("orders", order_id, payload, topic="orders.events",
+                    local_tx=save_order, verify="http://10.0.0.5:8090/checkback")
+    client.wait_settled("orders", order_id)  # {"status": "COMMITTED", "send_status": "SENT", ...}
+
+A key names one message, once: a later PREPARE or COMMIT of the same key
+changes nothing (a COMMIT after a ROLLBACK is a conflict, ignored).
 """
 
 import hashlib
@@ -21,7 +25,7 @@ import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler
 
-__all__ = ["Client", "ApiError", "CommitUnsent", "verify_signature", "SignatureError",
+__all__ = ["Client", "ApiError", "CommitUnsent", "settled", "verify_signature", "SignatureError",
            "checkback_handler", "COMMIT", "ROLLBACK", "UNKNOWN"]
 
 # Check-back answers (TrustMessage's messageStatus values).
@@ -51,6 +55,15 @@ class CommitUnsent(Exception):
 def _order(order_key):
     """The commit/rollback parameter that reaches an ordered PREPARE's partition."""
     return [("ec-order-key", order_key)] if order_key else None
+
+
+def settled(st):
+    """Whether a state from Client.state() is final for a producer: see
+    Client.wait_settled."""
+    status = st.get("status")
+    if st.get("orphan") or status in ("ROLLED_BACK", "CANCELLED", "VERIFY_FAILED"):
+        return True
+    return status == "COMMITTED" and st.get("send_status") in ("SENT", "DEAD")
 
 
 class Client:
@@ -105,6 +118,28 @@ class Client:
     def state(self, biz_id, key):
         """The message's state: {"status", "send_status", ...}; ApiError 404 if unknown."""
         return self._call("GET", self._path(biz_id, key))
+
+    def wait_settled(self, biz_id, key, timeout=30.0, interval=0.2):
+        """Poll state() until the message settled, and return that state.
+
+        Settled: forwarded (COMMITTED, send_status SENT), given up (DEAD),
+        ROLLED_BACK, CANCELLED, VERIFY_FAILED, or an orphan COMMIT (a
+        COMMIT whose PREPARE never came: "orphan": true). A message not
+        stored yet (404), PREPARED, or committed and waiting to be sent is
+        polled again; after timeout seconds the last state read is
+        returned ({"status": None} if there was none).
+        """
+        deadline = time.monotonic() + timeout
+        last = {"biz_id": biz_id, "key": key, "status": None}
+        while True:
+            try:
+                last = self.state(biz_id, key)
+            except ApiError as e:
+                if e.status != 404:
+                    raise
+            if settled(last) or time.monotonic() >= deadline:
+                return last
+            time.sleep(interval)
 
     def batch(self, envelopes):
         """Send several envelopes: dicts with type, biz_id, key, payload or
@@ -185,7 +220,7 @@ class SignatureError(Exception):
 
 
 def canonical_v2(t, method, host, target, body, tri_version="", tri_group=""):
-    """The string a v2 signature is the HMAC-SHA256 of (see the README, "Check-back")."""
+    """The string a v2 signature is the HMAC-SHA256 of (see docs/checkback.md)."""
     host = host.lower()
     for suffix in (":80", ":443"):
         if host.endswith(suffix):

@@ -23,7 +23,7 @@ the code of "ectools bench --html": sent and forwarded per second, the backlog,
 the commit-to-forward latency per second (reports that have it), the heap and
 the CPU per forwarded message by part, as one SVG file. --html writes the whole
 page instead.`,
-		Example: `  go run ./cmd/ectools bench-chart docs/bench/2026-11-26-s3-pg-20k-after-1.json -o docs/img/pg-20k.svg`,
+		Example: `  go run ./cmd/ectools bench-chart docs/bench/2026-11-26-pg-core/burst-20k-1.json -o pg-20k.svg`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" && html == "" {

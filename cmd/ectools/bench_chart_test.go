@@ -11,7 +11,7 @@ import (
 // bench-chart draws a kept report as the SVG docs/performance.md shows,
 // and the --html page from the same report.
 func TestBenchChart(t *testing.T) {
-	report := filepath.Join("..", "..", "docs", "bench", "2026-11-26-s3-pg-16k-30s-after-2.json")
+	report := filepath.Join("..", "..", "docs", "bench", "2026-11-26-pg-core", "16k-30s-2.json")
 	_, err := run(t, "bench-chart", report)
 	require.ErrorContains(t, err, "-o or --html is required")
 	_, err = run(t, "bench-chart", filepath.Join(t.TempDir(), "missing.json"), "-o", "x.svg")
@@ -32,11 +32,11 @@ func TestBenchChart(t *testing.T) {
 
 	// The docs' charts are what the command draws from the kept reports.
 	for chart, rep := range map[string]string{
-		"pg-16k-30s.svg": "2026-11-26-s3-pg-16k-30s-after-2.json",
-		"pg-10m-9k.svg":  "2026-11-26-s3-pg-10m-9k-autovacuum-after.json",
+		"pg-16k-30s.svg": "2026-11-26-pg-core/16k-30s-2.json",
+		"pg-10m-9k.svg":  "2026-11-26-pg-core/10m-9k-autovacuum.json",
 	} {
 		fresh := filepath.Join(dir, chart)
-		_, err := run(t, "bench-chart", filepath.Join("..", "..", "docs", "bench", rep), "-o", fresh)
+		_, err := run(t, "bench-chart", filepath.Join("..", "..", "docs", "bench", filepath.FromSlash(rep)), "-o", fresh)
 		require.NoError(t, err)
 		want, err := os.ReadFile(fresh)
 		require.NoError(t, err)

@@ -14,7 +14,7 @@ import (
 )
 
 // fairCheckbackFlags are the flags of the noisy-neighbour check-back
-// bench (issue 28); --noisy-checkback runs it instead of the load bench,
+// bench (docs/checkback.md); --noisy-checkback runs it instead of the load bench,
 // with --store, --dsn, --json, --checkback-workers and
 // --checkback-concurrency (when given; else the verifier's defaults).
 type fairCheckbackFlags struct {

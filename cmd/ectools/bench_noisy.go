@@ -6,13 +6,13 @@ import (
 	"github.com/eventcenter/eventcenter/cmd/ectools/internal/bench"
 )
 
-// noisyFlags are the noisy-neighbour run's flags (issue 28).
+// noisyFlags are the noisy-neighbour run's flags (docs/performance.md).
 func noisyFlags(f *pflag.FlagSet, n *bench.Noisy, noFreshWait *bool) {
 	f.IntVar(&n.FloodMessages, "flood-messages", 0, "noisy-neighbour run: bizID \"flood\" sends this many messages as fast as it can, alone and then while bizID \"quiet\" sends --quiet-rate; the report compares quiet's commit-to-forward p99 during the flood with alone, and flood's throughput with and without quiet (0: off)")
 	f.Float64Var(&n.QuietRate, "quiet-rate", n.QuietRate, "noisy-neighbour run: bizID \"quiet\"'s messages per second")
 	f.DurationVar(&n.QuietAlone, "quiet-alone", n.QuietAlone, "noisy-neighbour run: how long \"quiet\" runs alone first")
 	f.IntVar(&n.QuietConcurrency, "quiet-concurrency", n.QuietConcurrency, "noisy-neighbour run: goroutines sending \"quiet\"'s messages")
-	f.BoolVar(&n.FairClaims, "fair-claims", n.FairClaims, "embedded center: forward.fair_claims (false: oldest due first, as before issue 28)")
+	f.BoolVar(&n.FairClaims, "fair-claims", n.FairClaims, "embedded center: forward.fair_claims (false: the oldest due first, whatever the bizID)")
 	f.Float64Var(&n.FloodRate, "flood-rate", 0, "noisy-neighbour run: forward.biz rate limit of \"flood\" (0: none)")
 	f.IntVar(&n.FloodMaxInFlight, "flood-max-in-flight", 0, "noisy-neighbour run: forward.biz max_in_flight of \"flood\" (0: none)")
 	f.BoolVar(&n.QuietLane, "quiet-lane", false, "noisy-neighbour run: put \"quiet\" on a control lane of its own (kafka.lanes: topic <control topic>.lane.quiet), consumed apart from the flood")

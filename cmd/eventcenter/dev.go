@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -170,7 +171,7 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 		kfake.BrokerConfigs(map[string]string{"message.max.bytes": strconv.Itoa(devMaxMessageBytes(&cfg))}),
 	)
 	if err != nil {
-		return fmt.Errorf("start embedded broker on %s: %w", f.kafkaAddr, err)
+		return portInUse(fmt.Errorf("start embedded broker on %s (--kafka-addr): %w", f.kafkaAddr, err))
 	}
 	defer cluster.Close()
 	saveAutoCreatedTopics(cluster)
@@ -198,9 +199,20 @@ func runDev(ctx context.Context, f devFlags, stdout, stderr io.Writer) error {
 
 	ctx, cancel := shutdown.SignalContext(ctx, log)
 	defer cancel()
-	return runCenter(ctx, cfg, center.Options{Logger: log}, func(c *center.Center) {
+	return portInUse(runCenter(ctx, cfg, center.Options{Logger: log}, func(c *center.Center) {
 		printWelcome(stdout, cfg, f.dataDir, c.Addr(), c.IngressAddr(), rmqAddr)
-	})
+	}))
+}
+
+// portInUse adds to an "address already in use" error the flags that move
+// dev to other ports: a second dev (on another --data-dir) collides on all
+// three of them.
+func portInUse(err error) error {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return err
+	}
+	return fmt.Errorf("%w\n(another eventcenter dev, or another server, has that port: give this dev free ports with "+
+		"--kafka-addr, --http-listen and --ingress-listen, e.g. --kafka-addr 127.0.0.1:19092 --http-listen 127.0.0.1:18080 --ingress-listen 127.0.0.1:18081)", err)
 }
 
 // privateDataDir makes the data directory and what an earlier dev (which

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -69,6 +70,31 @@ func TestDevDataDirIsExclusiveAndPrivate(t *testing.T) {
 	require.ErrorContains(t, err, "--data-dir")
 
 	checkPrivate(t, dataDir)
+}
+
+// A second dev on another data directory, whose ports are taken, fails
+// naming the flags that move it to free ones, for each of its three
+// listeners.
+func TestDevPortInUseNamesTheFlags(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	addr := taken.Addr().String()
+	for _, args := range [][]string{
+		{"--kafka-addr", addr, "--http-listen", "127.0.0.1:0", "--ingress-listen", "127.0.0.1:0"},
+		{"--kafka-addr", "127.0.0.1:0", "--http-listen", addr, "--ingress-listen", "127.0.0.1:0"},
+		{"--kafka-addr", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ingress-listen", addr},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		root := newRoot(io.Discard, io.Discard)
+		root.SetArgs(append([]string{"dev", "--data-dir", filepath.Join(t.TempDir(), "data")}, args...))
+		err := root.ExecuteContext(ctx)
+		cancel()
+		require.ErrorContains(t, err, "address already in use", "%v", args)
+		for _, flag := range []string{"--kafka-addr", "--http-listen", "--ingress-listen"} {
+			require.ErrorContains(t, err, flag, "%v", args)
+		}
+	}
 }
 
 // checkPrivate checks that dir is 0700, and everything in it is closed

@@ -9,7 +9,7 @@ import (
 )
 
 // newPartitionFor prints the control partition of an order key, for
-// producers that do not use clientlib (README "Ordering": kcat -p).
+// producers that do not use clientlib (docs/ordering.md: kcat -p).
 func newPartitionFor() *cobra.Command {
 	var partitions int
 	cmd := &cobra.Command{

@@ -13,7 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
 	"github.com/eventcenter/eventcenter/forwarder"
@@ -170,7 +169,7 @@ func New(cfg Config) (*Target, error) {
 		kgo.ProducerLinger(linger),
 		kgo.UnknownTopicRetries(retries),
 		compression,
-		kgo.WithLogger(kslog.New(cfg.Logger)),
+		kgo.WithLogger(ClientLogger(cfg.Logger)),
 	}
 	hook := &throttleHook{}
 	opts = append(opts, kgo.WithHooks(hook))

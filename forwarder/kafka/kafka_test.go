@@ -190,8 +190,8 @@ func random(n int, seed byte) []byte {
 }
 
 // A payload just under ingest's default limit (1 MiB) is sent: the
-// producer's batch limit fits it (franz-go's default, 1,000,012 bytes, did
-// not: issue 13, item 2), and records of its key sent with it keep their
+// producer's batch limit fits it (franz-go's default, 1,000,012 bytes, does
+// not), and records of its key sent with it keep their
 // order around it.
 func TestSendsAPayloadNearTheDefaultMaxPayload(t *testing.T) {
 	t.Parallel()

@@ -45,7 +45,11 @@ type Chart struct {
 	// YMin is the bottom of the y axis (default 0); the top is the data's
 	// maximum rounded up, at least YMinTop.
 	YMin, YMinTop float64
-	Series        []Series
+	// YTop, when set, rounds the data's range (top minus YMin, positive)
+	// up to the axis's; the default rounds to 1, 2, 2.5 or 5 times a power
+	// of ten, which suits counts, not durations (250 s reads 4m10s).
+	YTop   func(float64) float64
+	Series []Series
 }
 
 // Short formats a number with k/M suffixes: 1234 → "1.2k".
@@ -131,7 +135,11 @@ func (c Chart) SVG() string {
 		xmax = xmin + 1
 	}
 	ymin := c.YMin
-	ymax = ymin + niceCeil(ymax-ymin)
+	top := niceCeil
+	if c.YTop != nil {
+		top = c.YTop
+	}
+	ymax = ymin + top(ymax-ymin)
 	pw, ph := float64(w-padLeft-padRight), float64(h-padTop-padBottom)
 	px := func(x float64) float64 { return padLeft + (x-xmin)/(xmax-xmin)*pw }
 	py := func(y float64) float64 { return padTop + ph - (math.Min(math.Max(y, ymin), ymax)-ymin)/(ymax-ymin)*ph }

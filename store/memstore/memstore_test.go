@@ -19,7 +19,7 @@ func TestConformance(t *testing.T) {
 	storetest.Exercise(t, func(_ *testing.T, now func() time.Time) store.Store { return memstore.New(now) })
 }
 
-// Per-key order: sequences, the claim rule, the fast path (issue 26).
+// Per-key order: sequences, the claim rule, the fast path (docs/ordering.md).
 func TestOrder(t *testing.T) {
 	t.Parallel()
 	storetest.ExerciseOrder(t, func(_ *testing.T, now func() time.Time) store.Store { return memstore.New(now) })

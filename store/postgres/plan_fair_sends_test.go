@@ -11,7 +11,7 @@ import (
 )
 
 // The fair claim on a backlog of 200,000 due rows of one bizID and 100 of
-// another (issue 28): it lists the bizIDs by probing the index
+// another (docs/fairness.md): it lists the bizIDs by probing the index
 // eventcenter_messages_send_due_biz, reads at most the limit per bizID from
 // it, in order, and sorts no more than it read: no sequential scan, no
 // sort of the backlog. Analyzed and not.

@@ -163,8 +163,8 @@ func TestMarkSentPlanUsesThePrimaryKey(t *testing.T) {
 
 // Marking sent on a table that was never analyzed (autovacuum off, or a
 // new table in its first minute) must not run one side of a join once per
-// row of the other. The statement before issue 14 joined unnest(ids, refs)
-// on id; the planner estimated one pending row, scanned the table in the
+// row of the other. A statement that joins unnest(ids, refs)
+// on id does: the planner estimated one pending row, scanned the table in the
 // outer loop and the 500 ids once per pending row (Function Scan loops=5001,
 // 2.5 million comparisons, 0.4 s at 8,000 rows), which held a burst's
 // forwarding to 500 msg/s.
@@ -226,8 +226,8 @@ func (n planNode) Buffers() int64 { return n.SharedHit + n.SharedRead }
 // Claims read the due rows of each partition in order from the partial
 // index and stop at the limit, on a table never analyzed too: with 40,000
 // rows due, a claim of 100 reads at most 100 per partition and sorts no
-// more than that. The claims before issue 14 ordered "partition = ANY(...)"
-// by due time, which that index cannot give, so they read and sorted every
+// more than that. A claim that orders "partition = ANY(...)" by due time,
+// which that index cannot give, reads and sorts every
 // due row (a sequential scan and an on-disk sort of 100,000 rows, 40 ms, in
 // every claim of a check-back backlog).
 func TestClaimPlansReadThePartialIndexInOrder(t *testing.T) {

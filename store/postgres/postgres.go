@@ -539,8 +539,7 @@ func readWrites(br pgx.BatchResults, f *store.Folded) error {
 //     ORDER BY over "partition = ANY(...)" cannot read that index in due
 //     order, so it read and sorted every due row of the owned partitions
 //     to take the first thousand: with 100,000 stale prepares, 40 ms of a
-//     53 ms claim (a sequential scan and an on-disk sort), in every claim
-//     (issue 14).
+//     53 ms claim (a sequential scan and an on-disk sort), in every claim.
 //  2. The candidates are locked by id, skipping rows another transaction
 //     holds, and checked again under the lock (recheck). Looked up by id
 //     only: on a table never analyzed the planner thinks one row is due
@@ -629,7 +628,7 @@ func (s *Store) claim(ctx context.Context, what string, c store.Claim, q string)
 // or the first minute of a new table) the planner estimated one pending row,
 // put a sequential scan outside a nested loop and scanned the 500 ids once
 // per pending row: 0.5–3 s per statement at 5,000–20,000 rows, which held
-// the forwarder to 500 msg/s during a burst (issue 14). The references come
+// the forwarder to 500 msg/s during a burst. The references come
 // as a JSON object keyed by id, looked up per row.
 //
 // It says "has_body IS TRUE", not "has_body" (the same for this NOT NULL

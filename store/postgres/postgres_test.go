@@ -37,13 +37,13 @@ func TestConformance(t *testing.T) {
 	storetest.Exercise(t, newStore)
 }
 
-// Fair claims (issue 28).
+// Fair claims (docs/fairness.md).
 func TestFair(t *testing.T) {
 	t.Parallel()
 	storetest.ExerciseFair(t, newStore)
 }
 
-// Per-key order: sequences, the claim rule, the fast path (issue 26).
+// Per-key order: sequences, the claim rule, the fast path (docs/ordering.md).
 func TestOrder(t *testing.T) {
 	t.Parallel()
 	storetest.ExerciseOrder(t, newStore)
@@ -184,7 +184,7 @@ func TestErrorsAreWrapped(t *testing.T) {
 	require.ErrorContains(t, err, "cursor")
 }
 
-// Ordered messages written ahead, confirmed by sent watermarks (issue 26).
+// Ordered messages written ahead, confirmed by sent watermarks (docs/ordering.md).
 func TestWriteAhead(t *testing.T) {
 	t.Parallel()
 	storetest.ExerciseAhead(t, newStore)

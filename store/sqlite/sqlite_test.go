@@ -28,13 +28,13 @@ func TestConformance(t *testing.T) {
 	storetest.Exercise(t, newStore)
 }
 
-// Per-key order: sequences, the claim rule, the fast path (issue 26).
+// Per-key order: sequences, the claim rule, the fast path (docs/ordering.md).
 func TestOrder(t *testing.T) {
 	t.Parallel()
 	storetest.ExerciseOrder(t, newStore)
 }
 
-// Fair claims (issue 28).
+// Fair claims (docs/fairness.md).
 func TestFair(t *testing.T) {
 	t.Parallel()
 	storetest.ExerciseFair(t, newStore)

@@ -12,7 +12,7 @@ import (
 )
 
 // ExerciseAhead runs the suite of writing ordered messages ahead
-// (store.ApplyRequest.WriteAhead, issue 26) against a store that keeps
+// (store.ApplyRequest.WriteAhead, docs/ordering.md) against a store that keeps
 // sent watermarks (PostgreSQL): one write per message, the send after the
 // commit, the confirmation by the watermark, and what holds a key until
 // then.

@@ -12,7 +12,7 @@ import (
 	"github.com/eventcenter/eventcenter/store"
 )
 
-// ExerciseFair runs the fair-claim suite (issue 28, store.Fair) against the
+// ExerciseFair runs the fair-claim suite (store.Fair, docs/fairness.md) against the
 // store newStore makes. The results are exact: a store that splits a claim
 // (a sharded store of several shards) runs it with one shard and checks
 // its own split apart.

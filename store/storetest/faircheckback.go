@@ -42,7 +42,7 @@ func countByBiz(t *testing.T, ms []state.Message) map[string]int {
 
 // A bizID with a large backlog of older stale PREPAREs takes only its
 // share of a fair claim: a newer bizID's check-backs are in the first
-// claim, not behind the backlog (issue 28). Unfair, the same claim takes
+// claim, not behind the backlog. Unfair, the same claim takes
 // the backlog only.
 func testFairCheckbackClaim(t *testing.T, newStore NewStore) {
 	b := setup(t, newStore)

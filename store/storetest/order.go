@@ -21,7 +21,7 @@ func PrepareOrdered(biz, key, orderKey string, partition int32, at time.Time) st
 	return c
 }
 
-// ExerciseOrder runs the per-key order suite (issue 26) against the store
+// ExerciseOrder runs the per-key order suite (docs/ordering.md) against the store
 // newStore makes: sequences in commit order, and the claim rule in the
 // claims and in Apply's fast path (Claim.Ordered, ApplyRequest.Ordered).
 func ExerciseOrder(t *testing.T, newStore NewStore) {

@@ -1,8 +1,8 @@
 // Package rocketmqfake is a wire-level RocketMQ name server and broker for
 // tests, built on the standard library only. The real, unmodified
 // github.com/apache/rocketmq-client-go/v2 (v2.1.2) producer and push
-// consumer talk to it over TCP with the remoting protocol (JSON headers),
-// as described in shared/ROCKETMQ-WIRE.md.
+// consumer talk to it over TCP with RocketMQ's remoting protocol (JSON
+// headers).
 //
 // What it implements: topic routes (105), heartbeats with the consumer
 // client ids of each group (34), single and batch sends (10, 320), pulls

@@ -3,7 +3,7 @@
 // EC_TOKEN, EC_BIZ, EC_SECRET, EC_GOOD_PORT, EC_BAD_PORT, EC_VECTOR.
 // Prints one JSON object.
 import http from 'node:http';
-import { ApiError, Client, COMMIT, ROLLBACK, SignatureError, checkbackHandler, verifySignature } from '../eventcenter.mjs';
+import { ApiError, Client, COMMIT, ROLLBACK, SignatureError, checkbackHandler, settled, verifySignature } from '../eventcenter.mjs';
 
 const env = process.env;
 const biz = env.EC_BIZ;
@@ -83,6 +83,13 @@ try {
 } catch (err) {
   out.unauthorized = err.status;
 }
+
+// 6. waitSettled: the final state, whatever the message became; a COMMIT
+// for a key never prepared settles as an orphan, not as a healthy message.
+await client.commit(biz, `${biz}-orphan`);
+out.settled = {};
+for (const k of ['-commit', '-rollback', '-orphan']) out.settled[k] = await client.waitSettled(biz, biz + k);
+out.settled_rule = JSON.parse(env.EC_SETTLED_CASES).map((st) => settled(JSON.parse(st)));
 
 // Wait for the center (404 until ingest has stored the message).
 const want = {

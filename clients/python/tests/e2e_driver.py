@@ -102,6 +102,12 @@ try:
 except ApiError as e:
     out["unauthorized"] = e.status
 
+# 6. wait_settled: the final state, whatever the message became; a COMMIT
+# for a key never prepared settles as an orphan, not as a healthy message.
+client.commit(biz, biz + "-orphan")
+out["settled"] = {k: client.wait_settled(biz, biz + k) for k in ("-commit", "-rollback", "-orphan")}
+out["settled_rule"] = [eventcenter.settled(json.loads(st)) for st in json.loads(os.environ["EC_SETTLED_CASES"])]
+
 # Wait for the center (404 until ingest has stored the message).
 def state_or_none(key):
     try:

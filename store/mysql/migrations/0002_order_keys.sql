@@ -1,4 +1,4 @@
--- Per-key order (issue 26): the order key a PREPARE carries and the
+-- Per-key order: the order key a PREPARE carries and the
 -- sequence assigned from the key's counter in the transaction that makes
 -- the message sendable. Constant defaults: rows older releases write stay
 -- unordered, as before. One online ALTER (ALGORITHM=INPLACE, LOCK=NONE:

@@ -1,4 +1,4 @@
--- Scheduled delivery (issue 27): a PREPARE's ec-deliver-at (or ec-delay,
+-- Scheduled delivery: a PREPARE's ec-deliver-at (or ec-delay,
 -- resolved when it was read); NULL for none. A committed message is first
 -- due at max(commit, deliver_at): the send claim's due-time rule and index
 -- serve it unchanged. A nullable column at the end: an online ALTER

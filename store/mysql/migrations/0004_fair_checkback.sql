@@ -1,4 +1,4 @@
--- Fair check-back claims (issue 28): the claim shares its limit between
+-- Fair check-back claims: the claim shares its limit between
 -- the bizIDs with due PREPAREs, each bizID's oldest due first. This index
 -- lists the PREPARED rows (prepared_biz is NULL for the others) by bizID
 -- and due time: the claim reads the due bizIDs with a loose index scan and

@@ -1,4 +1,4 @@
--- Fair claims (issue 28): the forwarder's claim lists the bizIDs with due
+-- Fair claims: the forwarder's claim lists the bizIDs with due
 -- sends and their oldest due time (a loose index scan of GROUP BY biz_id:
 -- one probe per bizID) and reads each bizID's oldest due rows in order, by
 -- this index (send_due_at is NULL unless the row is a pending send; the

@@ -1,5 +1,5 @@
 -- eventcenter:no-transaction
--- Per-key order (issue 26). A message's order key comes with its PREPARE
+-- Per-key order. A message's order key comes with its PREPARE
 -- (ec-order-key); its sequence is assigned from the key's counter in the
 -- transaction that makes it sendable. Both columns have a constant
 -- default: PostgreSQL 11+ adds them without rewriting the table, under a

@@ -1,5 +1,5 @@
 -- eventcenter:no-transaction
--- Scheduled delivery (issue 27): a PREPARE's ec-deliver-at (or ec-delay,
+-- Scheduled delivery: a PREPARE's ec-deliver-at (or ec-delay,
 -- resolved when it was read). A committed message is first due at
 -- max(commit, deliver_at), so the send claim (send_next_at <= now) needs
 -- nothing new; the column is what tells SCHEDULED from a retry backoff in

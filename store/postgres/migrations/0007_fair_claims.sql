@@ -1,5 +1,5 @@
 -- eventcenter:no-transaction
--- Fair claims (issue 28): the forwarder's claim serves bizIDs in turn. It
+-- Fair claims: the forwarder's claim serves bizIDs in turn. It
 -- lists the bizIDs with pending sends (a skip scan: one index probe per
 -- bizID) and reads each bizID's oldest due rows in order, by this index;
 -- so a backlog of 200,000 rows of one bizID costs its share of a claim,

@@ -1,4 +1,4 @@
--- Per-key order (issue 26): every ordered COMMIT adds to its key's counter
+-- Per-key order: every ordered COMMIT adds to its key's counter
 -- row. The update changes no indexed column, so it can be HOT (no new
 -- primary-key entry) when the row's page has room for the new version;
 -- at the default fill factor (100) the pages are full and 56-96% of the

@@ -1,5 +1,5 @@
 -- eventcenter:no-transaction
--- Per-key order written ahead (issue 26): an ordered message made
+-- Per-key order written ahead: an ordered message made
 -- sendable by a control record is written SENT in the transaction that
 -- sequences it, before it is sent, and confirmed by its control
 -- partition's sent watermark once the batch's sends are done: one

@@ -1,4 +1,4 @@
--- Fair check-back claims (issue 28): the claim shares its limit between
+-- Fair check-back claims: the claim shares its limit between
 -- the bizIDs with due PREPAREs, each bizID's oldest due first. This index
 -- lists the PREPARED rows by bizID and due time: the claim finds the
 -- bizIDs by skipping from one to the next and reads each bizID's due rows

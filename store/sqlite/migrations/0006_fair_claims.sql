@@ -1,4 +1,4 @@
--- Fair claims (issue 28): the forwarder's claim lists the bizIDs with
+-- Fair claims: the forwarder's claim lists the bizIDs with
 -- pending sends (one index probe per bizID) and reads each bizID's oldest
 -- due rows in order, by this index. Partial like send_due. The id is the
 -- rowid, in every index entry: rows due at the same time come in id order.

@@ -37,7 +37,7 @@ type Config struct {
 	RollbackRatio  float64
 	CheckbackRatio float64
 	// OrderKeys, when positive, gives every message an order key, message
-	// i key i mod OrderKeys (per-key order: README "Ordering"); HotKey
+	// i key i mod OrderKeys (per-key order: docs/ordering.md); HotKey
 	// gives every message the same one. Order is kept only when the
 	// cluster level gate opens: with the PostgreSQL store.
 	OrderKeys int

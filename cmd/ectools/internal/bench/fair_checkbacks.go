@@ -26,7 +26,7 @@ import (
 	"github.com/eventcenter/eventcenter/verifier"
 )
 
-// FairCheckback is the noisy-neighbour check-back bench (issue 28): bizID
+// FairCheckback is the noisy-neighbour check-back bench (docs/checkback.md): bizID
 // A has a backlog of stale PREPAREs whose check-back endpoint answers in
 // SlowAnswer; bizID B PREPAREs at BRate and its endpoint answers at once.
 // B's check-back resolution (from due to the decision written) is

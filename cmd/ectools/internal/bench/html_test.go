@@ -74,7 +74,7 @@ func svgSeries(t *testing.T, svg string) map[string][]string {
 // throughput, backlog, heap and CPU panels.
 func TestSVGFromARecordedReport(t *testing.T) {
 	t.Parallel()
-	f, err := os.Open(filepath.Join("..", "..", "..", "..", "docs", "bench", "2026-11-26-s3-pg-16k-30s-after-2.json"))
+	f, err := os.Open(filepath.Join("..", "..", "..", "..", "docs", "bench", "2026-11-26-pg-core", "16k-30s-2.json"))
 	require.NoError(t, err)
 	defer f.Close()
 	rep, err := ReadReport(f)

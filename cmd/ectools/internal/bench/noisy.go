@@ -10,7 +10,7 @@ import (
 	"github.com/eventcenter/eventcenter/app/config"
 )
 
-// Noisy configures the noisy-neighbour run (issue 28): a flooding bizID
+// Noisy configures the noisy-neighbour run (docs/performance.md): a flooding bizID
 // sends FloodMessages as fast as it can while a quiet bizID sends
 // QuietRate messages a second. One center runs three phases, each on
 // topics of its own: the quiet bizID alone for QuietAlone, the flood alone,
@@ -30,7 +30,7 @@ type Noisy struct {
 	// producer).
 	QuietConcurrency int
 	// FairClaims is the center's forward.fair_claims (false: the oldest
-	// due messages first, as before issue 28).
+	// due messages first, whatever the bizID).
 	FairClaims bool
 	// FloodRate and FloodMaxInFlight, when set, give the flooding bizID
 	// a forward.biz entry (rate, max_in_flight).
