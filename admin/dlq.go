@@ -272,7 +272,10 @@ type KafkaDLQ struct {
 	adm     *kadm.Client
 	dlq     string
 	control string
-	// PollTimeout bounds one wait for records while reading (default 2s).
+	// PollTimeout bounds one wait for records while reading (default
+	// 10s). A read ends when it reaches the partitions' ends; the wait only
+	// runs out on a slow broker, or on a range whose end was compacted
+	// away, and the read then fails rather than take it for the end.
 	PollTimeout time.Duration
 	// mu serializes reads (each opens connections; one at a time is enough
 	// for an operator screen).
@@ -283,7 +286,7 @@ type KafkaDLQ struct {
 // client is used to produce replays and to look up offsets; it is not
 // closed by KafkaDLQ.
 func NewKafkaDLQ(client *kgo.Client, dlqTopic, controlTopic string) *KafkaDLQ {
-	return &KafkaDLQ{cl: client, adm: kadm.NewClient(client), dlq: dlqTopic, control: controlTopic, PollTimeout: 2 * time.Second}
+	return &KafkaDLQ{cl: client, adm: kadm.NewClient(client), dlq: dlqTopic, control: controlTopic, PollTimeout: 10 * time.Second}
 }
 
 // readerOpts copies the connection options of the main client.
@@ -387,9 +390,12 @@ func (d *KafkaDLQ) List(ctx context.Context, q DLQQuery) ([]DLQRecord, string, e
 	if len(from) == 0 {
 		return nil, "", nil
 	}
-	got, full, err := d.read(ctx, from, to, q)
+	got, full, stalled, err := d.read(ctx, from, to, q)
 	if err != nil {
 		return nil, "", err
+	}
+	if len(stalled) > 0 && len(got) == 0 {
+		return nil, "", d.stalledErr(from, to, stalled)
 	}
 	// Page: partitions in order, then offsets; the cursor moves each
 	// partition past what the page shows.
@@ -420,12 +426,15 @@ func (d *KafkaDLQ) List(ctx context.Context, q DLQQuery) ([]DLQRecord, string, e
 				next[p] = recs[n-1].Offset + 1
 			}
 			more = true
-		case full[p]:
-			// The read stopped early on this partition.
-			next[p] = recs[n-1].Offset + 1
+		case full[p] || stalled[p]:
+			// The read stopped early on this partition: its count or
+			// bytes, or nothing more arrived in time. Read on from there.
+			if n > 0 {
+				next[p] = recs[n-1].Offset + 1
+			}
 			more = more || next[p] < to[p]
 		default:
-			// Read to its end (the rest, if any, were gaps).
+			// Read to its end.
 			next[p] = to[p]
 		}
 	}
@@ -450,9 +459,13 @@ func (d *KafkaDLQ) Get(ctx context.Context, partition int32, offset int64) (DLQR
 	if !ok1 || !ok2 || s.Err != nil || e.Err != nil || offset < s.Offset || offset >= e.Offset {
 		return DLQRecord{}, fmt.Errorf("%w: %s %d/%d", ErrDLQNotFound, d.dlq, partition, offset)
 	}
-	recs, _, err := d.read(ctx, map[int32]int64{partition: offset}, map[int32]int64{partition: offset + 1}, DLQQuery{Limit: 1})
+	from, to := map[int32]int64{partition: offset}, map[int32]int64{partition: offset + 1}
+	recs, _, stalled, err := d.read(ctx, from, to, DLQQuery{Limit: 1})
 	if err != nil {
 		return DLQRecord{}, err
+	}
+	if stalled[partition] {
+		return DLQRecord{}, d.stalledErr(from, to, stalled)
 	}
 	rs := recs[partition]
 	if len(rs) == 0 || rs[0].Offset != offset {
@@ -461,12 +474,31 @@ func (d *KafkaDLQ) Get(ctx context.Context, partition int32, offset int64) (DLQR
 	return rs[0], nil
 }
 
+// stalledErr says which partitions a read could not get to their end:
+// the operator sees that the broker did not answer in time, never an
+// empty page taken for the end of the topic.
+func (d *KafkaDLQ) stalledErr(from, to map[int32]int64, stalled map[int32]bool) error {
+	ps := make([]int32, 0, len(stalled))
+	for p := range stalled {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	where := make([]string, len(ps))
+	for i, p := range ps {
+		where[i] = fmt.Sprintf("partition %d from offset %d (end %d)", p, from[p], to[p])
+	}
+	return fmt.Errorf("read dead-letter topic %s: nothing arrived within %s at %s: the broker is slow or unreachable; try again",
+		d.dlq, d.PollTimeout, strings.Join(where, ", "))
+}
+
 // read fetches, per partition, records from[p] <= offset < to[p] until it
 // holds q.Limit records or q.MaxBytes of it (full reports those partitions),
 // keeping q.Preview bytes of each value. It stops when every partition is
 // full or reached its end, or when a poll brings nothing within
-// PollTimeout.
-func (d *KafkaDLQ) read(ctx context.Context, from, to map[int32]int64, q DLQQuery) (map[int32][]DLQRecord, map[int32]bool, error) {
+// PollTimeout: stalled then names the partitions that had not reached
+// their end. Transaction markers come as control records, so a range
+// that ends in markers is read to its end rather than waited on.
+func (d *KafkaDLQ) read(ctx context.Context, from, to map[int32]int64, q DLQQuery) (got map[int32][]DLQRecord, full, stalled map[int32]bool, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	offs := map[int32]kgo.Offset{}
@@ -476,6 +508,7 @@ func (d *KafkaDLQ) read(ctx context.Context, from, to map[int32]int64, q DLQQuer
 	opts := append(d.readerOpts(),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{d.dlq: offs}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
 	)
 	if q.MaxBytes > 0 {
 		// Each fetch brings about one page's worth (a larger record still
@@ -485,29 +518,26 @@ func (d *KafkaDLQ) read(ctx context.Context, from, to map[int32]int64, q DLQQuer
 	}
 	rc, err := kgo.NewClient(opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open dead-letter reader: %w", err)
+		return nil, nil, nil, fmt.Errorf("open dead-letter reader: %w", err)
 	}
 	defer rc.Close()
-	got := map[int32][]DLQRecord{}
+	got, full = map[int32][]DLQRecord{}, map[int32]bool{}
 	bytesOf := map[int32]int{}
-	full := map[int32]bool{}
-	done := func(p int32) bool {
-		rs := got[p]
-		return full[p] || (len(rs) > 0 && rs[len(rs)-1].Offset+1 >= to[p])
-	}
+	reached := map[int32]int64{} // past the last record or marker read
+	done := func(p int32) bool { return full[p] || reached[p] >= to[p] }
 	for {
 		all := true
 		for p := range from {
 			all = all && done(p)
 		}
 		if all {
-			return got, full, nil
+			return got, full, nil, nil
 		}
 		pctx, cancel := context.WithTimeout(ctx, d.PollTimeout)
 		fs := rc.PollFetches(pctx)
 		cancel()
 		if err := ctx.Err(); err != nil {
-			return nil, nil, fmt.Errorf("read dead-letter topic: %w", err)
+			return nil, nil, nil, fmt.Errorf("read dead-letter topic: %w", err)
 		}
 		n := 0
 		var ferr error
@@ -517,12 +547,16 @@ func (d *KafkaDLQ) read(ctx context.Context, from, to map[int32]int64, q DLQQuer
 			}
 		})
 		if ferr != nil {
-			return nil, nil, fmt.Errorf("read dead-letter topic %s: %w", d.dlq, ferr)
+			return nil, nil, nil, fmt.Errorf("read dead-letter topic %s: %w", d.dlq, ferr)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			n++
 			p := r.Partition
 			if r.Offset >= to[p] || done(p) {
+				return
+			}
+			reached[p] = r.Offset + 1
+			if r.Attrs.IsControl() {
 				return
 			}
 			rec := fromKgo(r, q.Preview)
@@ -533,9 +567,15 @@ func (d *KafkaDLQ) read(ctx context.Context, from, to map[int32]int64, q DLQQuer
 			}
 		})
 		if n == 0 {
-			// Nothing within the poll timeout: the rest are gaps
-			// (transaction markers, compaction).
-			return got, full, nil
+			// Nothing within the poll timeout: a slow broker, or the
+			// rest of a range compacted away. Never taken for the end.
+			stalled = map[int32]bool{}
+			for p := range from {
+				if !done(p) {
+					stalled[p] = true
+				}
+			}
+			return got, full, stalled, nil
 		}
 	}
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/eventcenter/eventcenter/admin"
 	"github.com/eventcenter/eventcenter/admin/adminapi"
@@ -29,7 +31,7 @@ func newKafkaDLQ(t *testing.T) (*admin.KafkaDLQ, *kgo.Client, []string) {
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	d := admin.NewKafkaDLQ(cl, "dlq", "control")
-	d.PollTimeout = 500 * time.Millisecond
+	d.PollTimeout = 10 * time.Second
 	return d, cl, seeds
 }
 
@@ -308,4 +310,71 @@ func TestKafkaDLQListBounded(t *testing.T) {
 	require.Equal(t, "dlq", whole.Topic)
 	_, err = d.Get(t.Context(), 0, 5)
 	require.ErrorIs(t, err, admin.ErrDLQNotFound)
+}
+
+// A broker that does not answer a read in time makes List and Get fail,
+// saying so: an empty page taken for the end of the topic hid every
+// dead letter from the operator, and a Get answered "not found". Once the
+// broker answers, the records are there.
+func TestKafkaDLQSlowBrokerIsAnErrorNotAnEmptyPage(t *testing.T) {
+	t.Parallel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "dlq", "control"))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	seeds := c.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	produceDLQ(t, seeds, 0, 3)
+	var slow atomic.Bool
+	slow.Store(true)
+	c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if slow.Load() {
+			time.Sleep(600 * time.Millisecond)
+		}
+		return nil, nil, false
+	})
+	d := admin.NewKafkaDLQ(cl, "dlq", "control")
+	d.PollTimeout = 200 * time.Millisecond
+
+	recs, next, err := d.List(t.Context(), admin.DLQQuery{Limit: 10})
+	require.ErrorContains(t, err, "read dead-letter topic dlq: nothing arrived within 200ms at partition 0 from offset 0 (end 3)")
+	require.Empty(t, recs)
+	require.Empty(t, next)
+	_, err = d.Get(t.Context(), 0, 1)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, admin.ErrDLQNotFound)
+
+	slow.Store(false)
+	d.PollTimeout = 10 * time.Second
+	recs, next, err = d.List(t.Context(), admin.DLQQuery{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, recs, 3)
+	require.Empty(t, next)
+}
+
+// A dead-letter topic whose end is a transaction marker (a transactional
+// writer) is read to its end at once: the marker is seen, not waited for
+// until the poll times out.
+func TestKafkaDLQReadsPastTransactionMarkers(t *testing.T) {
+	t.Parallel()
+	d, _, seeds := newKafkaDLQ(t)
+	tx, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("dlq-writer"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer tx.Close()
+	require.NoError(t, tx.BeginTransaction())
+	for i := range 2 {
+		r := &kgo.Record{Topic: "dlq", Partition: 0, Key: fmt.Appendf(nil, "biz:k-%d", i), Value: []byte("v"),
+			Headers: []kgo.RecordHeader{{Key: "ec-dlq-reason", Value: []byte("bad")}}}
+		require.NoError(t, tx.ProduceSync(t.Context(), r).FirstErr())
+	}
+	require.NoError(t, tx.EndTransaction(t.Context(), kgo.TryCommit))
+
+	start := time.Now()
+	recs, next, err := d.List(t.Context(), admin.DLQQuery{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, recs, 2)
+	require.Empty(t, next)
+	require.Less(t, time.Since(start), d.PollTimeout, "read to the marker, not until the poll timed out")
 }
