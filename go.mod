@@ -129,8 +129,8 @@ require (
 // envelope/vX.Y.Z and clientlib/vX.Y.Z together and requires those versions
 // here (README, "Releasing").
 require (
-	github.com/eventcenter/eventcenter/clientlib v0.0.0-00010101000000-000000000000
-	github.com/eventcenter/eventcenter/envelope v0.0.0-00010101000000-000000000000
+	github.com/eventcenter/eventcenter/clientlib v0.1.0
+	github.com/eventcenter/eventcenter/envelope v0.1.0
 )
 
 replace (
