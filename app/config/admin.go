@@ -1,0 +1,54 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Admin configures access to the admin API and console.
+type Admin struct {
+	Tokens []Token `yaml:"tokens"`
+	// TokensEnv holds tokens as "name:scope:token,..." (for secrets that
+	// should not be in the file).
+	TokensEnv string `yaml:"-" env:"EVENTCENTER_ADMIN_TOKENS"`
+	// Insecure opens the API without tokens (dev only).
+	Insecure bool `yaml:"insecure" env:"EVENTCENTER_ADMIN_INSECURE"`
+}
+
+// Token is one bearer token.
+type Token struct {
+	Name  string `yaml:"name"`
+	Token string `yaml:"token"`
+	// Scope is "read" or "admin".
+	Scope string `yaml:"scope"`
+	// TokenFile holds the token instead of Token (see security.go).
+	TokenFile string `yaml:"token_file"`
+}
+
+// validateAdmin checks admin: insecure only on loopback, and the tokens.
+func (c *Config) validateAdmin(bad func(string, string, ...any)) {
+	if c.Admin.Insecure && len(c.Admin.Tokens) == 0 && c.HTTP.Listen != "" && !LoopbackListen(c.HTTP.Listen) {
+		bad("admin.insecure", "opens the admin API without tokens and is refused on http.listen %s, which is reachable from other hosts: configure admin.tokens, or listen on 127.0.0.1", c.HTTP.Listen)
+	}
+	tokenNames, secrets := map[string]bool{}, map[string]bool{}
+	for i, t := range c.Admin.Tokens {
+		f := fmt.Sprintf("admin.tokens[%d]", i)
+		switch {
+		case strings.TrimSpace(t.Name) == "":
+			bad(f+".name", "is required")
+		case tokenNames[t.Name]:
+			bad(f+".name", "%q is used by another token", t.Name)
+		}
+		tokenNames[t.Name] = true
+		switch {
+		case len(t.Token) < 16:
+			bad(f+".token", "must be at least 16 characters")
+		case secrets[t.Token]:
+			bad(f+".token", "same secret as another token")
+		}
+		secrets[t.Token] = true
+		if t.Scope != "read" && t.Scope != "admin" {
+			bad(f+".scope", "want read or admin, got %q", t.Scope)
+		}
+	}
+}
