@@ -111,7 +111,8 @@ type Center struct {
 }
 
 // New builds a center; nothing runs until Start. On error everything
-// already opened is closed.
+// already opened is closed. Each component has a constructor of its own
+// below, called here in dependency order.
 func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -128,19 +129,13 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 			c.closeAll()
 		}
 	}()
-	var reg prometheus.Registerer = opt.Registry
+	c.registerer = opt.Registry
 	if opt.Registerer != nil {
-		reg = opt.Registerer
+		c.registerer = opt.Registerer
 	}
-	c.registerer = reg
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "eventcenter_build_info", Help: "Build information; always 1.",
-	}, []string{"version", "commit", "goversion"})
-	buildInfo.WithLabelValues(version.Version, version.Commit, version.GoVersion()).Set(1)
-	reg.MustRegister(buildInfo)
+	registerProcessMetrics(c.registerer)
 
-	c.secrets = newSecrets(cfg, opt.Logger.With("component", "secrets"), opt.SecretCheckInterval, reg)
+	c.secrets = newSecrets(cfg, opt.Logger.With("component", "secrets"), opt.SecretCheckInterval, c.registerer)
 	// The verifier's own checks (config.Validate covers them by YAML path)
 	// also run before the store is opened or migrated.
 	if err := verifierConfig(cfg, opt).Validate(); err != nil {
@@ -159,16 +154,61 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	if err := c.buildTargets(cfg, opt); err != nil {
 		return nil, err
 	}
-	if opt.TracerProvider != nil {
-		for name, t := range c.targets {
-			c.targets[name] = tracing.Target(name, t, opt.TracerProvider)
-		}
+	c.newTrends(opt)
+	if err := c.newForwarder(cfg, opt); err != nil {
+		return nil, err
 	}
-	// The console's charts of the last hour.
-	// The gauges and the console's trends share one count of the table:
-	// its cost grows with the table (a large scheduled backlog).
+	// The fast path: ingest, check-back answers and operator actions apply
+	// through the forwarder, which sends inline what they make sendable
+	// (written sent at once) and leases (forward.lease) and hands over the
+	// rest.
+	fast := c.Forwarder.FastPath(c.Store)
+	warnSendLease(cfg, opt.Logger)
+	checkAfter, err := c.newVerifier(cfg, opt, fast)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.newIngesters(cfg, opt, kafkaAuth, fast, checkAfter); err != nil {
+		return nil, err
+	}
+	c.newPurger(cfg, opt)
+	c.newStoreGauges(cfg, opt)
+
+	handler, err := c.httpHandler(cfg, opt)
+	if err != nil {
+		return nil, err
+	}
+	if c.producerAPI, err = c.newProducerAPI(cfg, opt); err != nil {
+		return nil, err
+	}
+	c.topics = newTopicWatch(cfg.Kafka, kadm.NewClient(c.dlqClient), opt.TopicCheckInterval, opt.Now, opt.Logger.With("component", "topics"))
+	c.level = c.newLevelGate(cfg, opt)
+	c.server = newHTTPServer(cfg.HTTP, handler)
+	c.listener = opt.Listener
+	return c, nil
+}
+
+// registerProcessMetrics registers the Go runtime's and the process's
+// metrics and eventcenter_build_info.
+func registerProcessMetrics(reg prometheus.Registerer) {
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eventcenter_build_info", Help: "Build information; always 1.",
+	}, []string{"version", "commit", "goversion"})
+	buildInfo.WithLabelValues(version.Version, version.Commit, version.GoVersion()).Set(1)
+	reg.MustRegister(buildInfo)
+}
+
+// newTrends makes the console's charts of the last hour. The gauges and
+// the console's trends share one count of the table: its cost grows with
+// the table (a large scheduled backlog).
+func (c *Center) newTrends(opt Options) {
 	c.counts = storemetrics.NewCountsCache(c.Store, 0, 0, opt.Now)
 	c.trends = trends.New(trends.Config{Now: opt.Now, Logger: opt.Logger.With("component", "trends")}, c.counts)
+}
+
+// newForwarder makes the forwarder over the targets (forward.*).
+func (c *Center) newForwarder(cfg config.Config, opt Options) (err error) {
 	c.Forwarder, err = forwarder.New(forwarder.Config{
 		Targets:       c.targets,
 		DefaultTarget: cfg.Forward.DefaultTarget,
@@ -186,23 +226,30 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		OldestFirst:   !cfg.Forward.FairClaims,
 		Now:           opt.Now,
 		Logger:        opt.Logger.With("component", "forwarder"),
-		Registerer:    reg,
+		Registerer:    c.registerer,
 		OnSent:        c.trends.Forwarded,
 	}, c.Store, c.Owned)
 	if err != nil {
-		return nil, fmt.Errorf("forwarder: %w", err)
+		return fmt.Errorf("forwarder: %w", err)
 	}
-	// The fast path: ingest, check-back answers and operator actions apply
-	// through the forwarder, which sends inline what they make sendable
-	// (written sent at once) and leases (forward.lease) and hands over the
-	// rest.
-	fast := c.Forwarder.FastPath(c.Store)
+	return nil
+}
+
+// warnSendLease reports an ingest.send_lease that is set: it no longer
+// sets a lease of its own.
+func warnSendLease(cfg config.Config, log *slog.Logger) {
 	if l := cfg.Ingest.SendLease; l != config.Default().Ingest.SendLease && l != cfg.Forward.Lease {
-		opt.Logger.Warn("ingest.send_lease is deprecated and ignored: handed-over messages are leased for forward.lease",
+		log.Warn("ingest.send_lease is deprecated and ignored: handed-over messages are leased for forward.lease",
 			"ingest.send_lease", l, "forward.lease", cfg.Forward.Lease)
 	}
+}
+
+// newVerifier makes the check-back verifier (checkback.*), applying
+// through the fast path; it returns the first check-back delay per bizID,
+// which ingest stamps on PREPAREs that carry none.
+func (c *Center) newVerifier(cfg config.Config, opt Options, fast store.Store) (checkAfter func(bizID string) time.Duration, err error) {
 	vcfg := verifierConfig(cfg, opt)
-	vcfg.Registerer = reg
+	vcfg.Registerer = c.registerer
 	vcfg.TracerProvider = opt.TracerProvider
 	vcfg.OnOutcome = func(endpoint, outcome string) {
 		if outcome == "error" {
@@ -218,6 +265,12 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	if err != nil {
 		return nil, fmt.Errorf("verifier: %w", err)
 	}
+	return vcfg.FirstDelay, nil
+}
+
+// newIngesters makes every lane's control-topic consumer (kafka.*,
+// ingest.*), storing through the fast path.
+func (c *Center) newIngesters(cfg config.Config, opt Options, kafkaAuth []kgo.Opt, fast store.Store, checkAfter func(bizID string) time.Duration) (err error) {
 	ingestOpts := []kgo.Opt{
 		kgo.ClientID(cfg.Kafka.ClientID),
 		kgo.SessionTimeout(cfg.Kafka.SessionTimeout),
@@ -242,7 +295,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		// kafka.create_topics creates the dead-letter topics too (each
 		// lane's ingester its own), with the control topic's partitions.
 		CreateDLQPartitions: createDLQPartitions(cfg.Kafka),
-		CheckAfter:          vcfg.FirstDelay,
+		CheckAfter:          checkAfter,
 		Parallelism:         cfg.Ingest.Parallelism,
 		MinApplyRecords:     cfg.Ingest.MinApplyRecords,
 		FreshFetchWait:      cfg.Ingest.FreshFetchWait,
@@ -256,31 +309,27 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 		Now:                 opt.Now,
 		Logger:              opt.Logger.With("component", "ingest"),
 	}
-	if c.ingesters, err = newIngesters(base, cfg.Kafka, reg, ingestStore, c.Owned); err != nil {
-		return nil, err
+	if c.ingesters, err = newLaneIngesters(base, cfg.Kafka, c.registerer, ingestStore, c.Owned); err != nil {
+		return err
 	}
 	c.Ingester = c.ingesters[0]
+	return nil
+}
+
+// newPurger makes the retention purge (retention.*).
+func (c *Center) newPurger(cfg config.Config, opt Options) {
 	c.purger = retention.New(retention.Config{
 		Period: cfg.Retention.Period, AuditPeriod: cfg.Retention.AuditPeriod, Interval: cfg.Retention.Interval, Batch: cfg.Retention.Batch,
-		Now: opt.Now, Logger: opt.Logger.With("component", "retention"), Registerer: reg,
+		Now: opt.Now, Logger: opt.Logger.With("component", "retention"), Registerer: c.registerer,
 	}, c.Store)
+}
+
+// newStoreGauges makes the gauges of the store's contents.
+func (c *Center) newStoreGauges(cfg config.Config, opt Options) {
 	c.gauges = storemetrics.New(storemetrics.Config{
-		BizIDs: cfg.MetricBizIDs(), Now: opt.Now, Logger: opt.Logger.With("component", "storemetrics"), Registerer: reg,
+		BizIDs: cfg.MetricBizIDs(), Now: opt.Now, Logger: opt.Logger.With("component", "storemetrics"), Registerer: c.registerer,
 		Counts: c.counts.Counts,
 	}, c.Store)
-
-	handler, err := c.httpHandler(cfg, opt)
-	if err != nil {
-		return nil, err
-	}
-	if c.producerAPI, err = c.newProducerAPI(cfg, opt); err != nil {
-		return nil, err
-	}
-	c.topics = newTopicWatch(cfg.Kafka, kadm.NewClient(c.dlqClient), opt.TopicCheckInterval, opt.Now, opt.Logger.With("component", "topics"))
-	c.level = c.newLevelGate(cfg, opt)
-	c.server = newHTTPServer(cfg.HTTP, handler)
-	c.listener = opt.Listener
-	return c, nil
 }
 
 func (c *Center) buildTargets(cfg config.Config, opt Options) error {

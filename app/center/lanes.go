@@ -14,12 +14,12 @@ import (
 	"github.com/eventcenter/eventcenter/ingest"
 )
 
-// newIngesters builds one ingester per control lane (kafka.lanes; issue
-// 28): the default lane's from base (kafka.control_topic in kafka.group,
+// newLaneIngesters builds one ingester per control lane (kafka.lanes):
+// the default lane's from base (kafka.control_topic in kafka.group,
 // so its committed offsets stay), then each extra lane's with its own
 // topic, dead-letter topic and consumer group (<group>.lane.<name>). All
 // share the ownership set and one set of metrics.
-func newIngesters(base ingest.Config, k config.Kafka, reg prometheus.Registerer, st ingest.Store, owned *ingest.Ownership) ([]*ingest.Ingester, error) {
+func newLaneIngesters(base ingest.Config, k config.Kafka, reg prometheus.Registerer, st ingest.Store, owned *ingest.Ownership) ([]*ingest.Ingester, error) {
 	met, err := ingest.NewMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
