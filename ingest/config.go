@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
 	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/internal/fieldcheck"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -150,6 +150,15 @@ type Config struct {
 	Metrics *Metrics
 }
 
+// DefaultConfig returns a Config with every field that has a default set
+// to it (what New makes of a zero field); the binary's configuration starts
+// from it and sets what its settings say.
+func DefaultConfig() Config {
+	var c Config
+	c.setDefaults()
+	return c
+}
+
 func (c *Config) setDefaults() {
 	if c.ControlTopic == "" {
 		c.ControlTopic = DefaultControlTopic
@@ -196,12 +205,12 @@ func (c *Config) setDefaults() {
 }
 
 // Validate checks a Config after defaults (New applies them first); its
-// errors name the field.
+// errors name the field (fieldcheck.Problems reads them back). It is the
+// one home of these limits: app/config reports its problems under the
+// settings' names rather than checking the fields again.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("ingest config: %s: %s", field, fmt.Sprintf(format, args...)))
-	}
+	check := fieldcheck.Checker{Prefix: "ingest config"}
+	bad := check.Bad
 	if len(c.Brokers) == 0 {
 		bad("Brokers", "at least one seed broker is required")
 	}
@@ -255,7 +264,7 @@ func (c *Config) Validate() error {
 	if _, err := kafkarec.Compression(c.DLQCompression); err != nil {
 		bad("DLQCompression", "%v", err)
 	}
-	return errors.Join(errs...)
+	return check.Err()
 }
 
 // MaxMaxPayload is the largest MaxPayload: a forwarded record and its

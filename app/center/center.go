@@ -286,29 +286,17 @@ func (c *Center) newIngesters(cfg config.Config, opt Options, kafkaAuth []kgo.Op
 	if opt.TracerProvider != nil {
 		ingestStore = tracing.Store(fast, opt.TracerProvider)
 	}
-	base := ingest.Config{
-		Brokers:      cfg.Kafka.Brokers,
-		ControlTopic: cfg.Kafka.ControlTopic,
-		DLQTopic:     cfg.Kafka.DLQ(),
-		Group:        cfg.Kafka.Group,
-		MaxPayload:   cfg.Ingest.MaxPayloadBytes,
-		// kafka.create_topics creates the dead-letter topics too (each
-		// lane's ingester its own), with the control topic's partitions.
-		CreateDLQPartitions: createDLQPartitions(cfg.Kafka),
-		CheckAfter:          checkAfter,
-		Parallelism:         cfg.Ingest.Parallelism,
-		MinApplyRecords:     cfg.Ingest.MinApplyRecords,
-		FreshFetchWait:      cfg.Ingest.FreshFetchWait,
-		DLQRetryBudget:      cfg.Ingest.DLQRetryBudget,
-		DLQCompression:      cfg.Kafka.Compression,
-		CheckTopic:          targetTopicCheck(cfg.Forward),
-		OrderByForwardKey:   cfg.Forward.Order.ByForwardKey,
-		MaxDelay:            cfg.Forward.MaxDelay,
-		Scheduling:          c.Scheduling,
-		ClientOptions:       append(append(ingestOpts, kafkaAuth...), opt.KafkaOptions...),
-		Now:                 opt.Now,
-		Logger:              opt.Logger.With("component", "ingest"),
-	}
+	// The settings' part (app/config maps them); the rest is the center's.
+	base := cfg.IngestConfig()
+	// kafka.create_topics creates the dead-letter topics too (each lane's
+	// ingester its own), with the control topic's partitions.
+	base.CreateDLQPartitions = createDLQPartitions(cfg.Kafka)
+	base.CheckAfter = checkAfter
+	base.CheckTopic = targetTopicCheck(cfg.Forward)
+	base.Scheduling = c.Scheduling
+	base.ClientOptions = append(append(ingestOpts, kafkaAuth...), opt.KafkaOptions...)
+	base.Now = opt.Now
+	base.Logger = opt.Logger.With("component", "ingest")
 	if c.ingesters, err = newLaneIngesters(base, cfg.Kafka, c.registerer, ingestStore, c.Owned); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package center
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -103,7 +104,12 @@ func TestStopTwiceReturns(t *testing.T) {
 // a message ingest accepts fits every target's producer.
 func TestConfigSizesMatchIngestAndTargets(t *testing.T) {
 	require.Equal(t, ingest.RecordOverhead+kafka.RecordFraming, config.RecordOverhead)
-	require.Equal(t, ingest.MaxMaxPayload, config.MaxPayloadBytes)
+	// ingest.max_payload_bytes is bounded by ingest's own limit.
+	big := config.Default()
+	big.Ingest.MaxPayloadBytes = ingest.MaxMaxPayload + 1
+	require.ErrorContains(t, big.Validate(), fmt.Sprintf("ingest.max_payload_bytes: must be 1 to %d, got %d", ingest.MaxMaxPayload, ingest.MaxMaxPayload+1))
+	big.Ingest.MaxPayloadBytes = ingest.MaxMaxPayload
+	require.NotContains(t, fmt.Sprint(big.Validate()), "ingest.max_payload_bytes:")
 	require.Equal(t, rocketmq.DefaultMaxMessageBytes, config.RocketMQMaxMessageBytes)
 	d := config.Default()
 	require.Equal(t, kafka.DefaultMaxMessageBytes, d.MessageBytes(d.Forward.Targets[0]))

@@ -60,7 +60,7 @@ func (c *Center) newProducerAPI(cfg config.Config, opt Options) (*producerAPI, e
 		kgo.RecordPartitioner(kafkarec.Partitioner()),
 		kgo.ProducerLinger(time.Millisecond),
 		// A whole batch request of the largest envelopes fits.
-		kgo.ProducerBatchMaxBytes(int32(min(max(cfg.Ingest.MaxPayloadBytes+ingest.RecordOverhead+4<<10, 1_000_012), 1<<30))),
+		kgo.ProducerBatchMaxBytes(int32(min(max(cfg.Ingest.MaxPayloadBytes+ingest.RecordOverhead+4<<10, kafka.DefaultBatchBytes), kafka.MaxBatchBytes))),
 		compression,
 		kgo.WithLogger(kafka.ClientLogger(log)),
 	}, auth...), opt.KafkaOptions...)

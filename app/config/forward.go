@@ -2,14 +2,14 @@ package config
 
 import (
 	"fmt"
-	"net"
-	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/eventcenter/eventcenter/clientlib/kafkaauth"
 	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
 	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/forwarder/kafka"
+	"github.com/eventcenter/eventcenter/forwarder/rocketmq"
+	"github.com/eventcenter/eventcenter/ingest"
 )
 
 // Forward configures forwarding.
@@ -121,9 +121,10 @@ const (
 	// RecordOverhead is what a forwarded Kafka record may take beyond the
 	// payload: ingest.RecordOverhead (64 KiB of forward key, headers and
 	// id) plus kafka.RecordFraming (2 KiB).
-	RecordOverhead = 64<<10 + 2<<10
-	// RocketMQMaxMessageBytes is rocketmq.DefaultMaxMessageBytes.
-	RocketMQMaxMessageBytes = 4 << 20
+	RecordOverhead = ingest.RecordOverhead + kafka.RecordFraming
+	// RocketMQMaxMessageBytes is a RocketMQ target's default
+	// max_message_bytes.
+	RocketMQMaxMessageBytes = rocketmq.DefaultMaxMessageBytes
 )
 
 // MinMessageBytes is the smallest max_message_bytes of a target of the
@@ -143,10 +144,10 @@ func (c *Config) MessageBytes(t Target) int {
 	case t.Type == "rocketmq":
 		return RocketMQMaxMessageBytes
 	}
-	// Never below the default: a Kafka target batches small records
-	// within min(1,000,012, this), and a small payload limit should not
-	// shrink its batches.
-	return max(c.MinMessageBytes(t.Type), 1<<20+RecordOverhead)
+	// Never below the target's default: a Kafka target batches small
+	// records within min(1,000,012, this), and a small payload limit
+	// should not shrink its batches.
+	return max(c.MinMessageBytes(t.Type), kafka.DefaultMaxMessageBytes)
 }
 
 func (c *Config) validateForward(bad func(string, string, ...any)) {
@@ -160,7 +161,9 @@ func (c *Config) validateForward(bad func(string, string, ...any)) {
 	if f.ScanInterval <= 0 {
 		bad("forward.scan_interval", "must be positive")
 	}
-	if f.MaxDelay <= 0 || f.MaxDelay > envelope.MaxDelay {
+	if f.MaxDelay == 0 {
+		// ingest.Config.Validate checks the range (validateIngest); its
+		// zero would mean its default, a setting of 0 means nothing.
 		bad("forward.max_delay", "must be within (0, %v]", envelope.MaxDelay)
 	}
 	if f.Lease < time.Second {
@@ -208,15 +211,17 @@ func (c *Config) validateForward(bad func(string, string, ...any)) {
 				bad(field+".name_servers", "at least one ip:port is required for a rocketmq target")
 			}
 			for j, a := range t.NameServers {
-				if err := checkNameServer(a); err != nil {
+				if err := rocketmq.CheckNameServer(a); err != nil {
 					bad(fmt.Sprintf("%s.name_servers[%d]", field, j), "%v", err)
 				}
 			}
 			if t.Compression != "" {
 				bad(field+".compression", "is for kafka targets")
 			}
-			if t.Group != "" && (len(t.Group) > 255 || !rocketmqGroup.MatchString(t.Group)) {
-				bad(field+".group", "%q must be 1 to 255 characters of letters, digits, %%, |, _ and -", t.Group)
+			if t.Group != "" {
+				if err := rocketmq.CheckGroup(t.Group); err != nil {
+					bad(field+".group", "%v", err)
+				}
 			}
 		default:
 			bad(field+".type", "want kafka or rocketmq, got %q", t.Type)
@@ -238,8 +243,8 @@ func (c *Config) validateMessageBytes(field string, t Target, bad func(string, s
 	switch {
 	case t.MaxMessageBytes < 0:
 		bad(field+".max_message_bytes", "must not be negative (0 means the default)")
-	case t.Type == "kafka" && n > 1<<30:
-		bad(field+".max_message_bytes", "must be at most %d (franz-go's largest batch), got %d", 1<<30, n)
+	case t.Type == "kafka" && n > kafka.MaxBatchBytes:
+		bad(field+".max_message_bytes", "must be at most %d (franz-go's largest batch), got %d", kafka.MaxBatchBytes, n)
 	case n < least && t.Type == "kafka":
 		// Lowering the payload limit is a fix only when n leaves room for
 		// a payload of at least one byte after the overhead.
@@ -256,23 +261,4 @@ func (c *Config) validateMessageBytes(field string, t Target, bad func(string, s
 		}
 		bad(field+".max_message_bytes", "%s %d, below ingest.max_payload_bytes (%d): a message ingest accepts could never be sent; raise the brokers' maxMessageSize and this, or lower ingest.max_payload_bytes", what, n, c.Ingest.MaxPayloadBytes)
 	}
-}
-
-// rocketmqGroup is what the RocketMQ target accepts as a producer group.
-var rocketmqGroup = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
-
-// checkNameServer accepts "ip:port" with an IP literal (IPv6 in
-// brackets), as the RocketMQ target does.
-func checkNameServer(a string) error {
-	host, port, err := net.SplitHostPort(a)
-	if err != nil {
-		return fmt.Errorf("%q is not ip:port", a)
-	}
-	if net.ParseIP(host) == nil {
-		return fmt.Errorf("%q: host %q must be an IP literal (the RocketMQ client does not resolve names)", a, host)
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-		return fmt.Errorf("%q: port %q must be 1-65535", a, port)
-	}
-	return nil
 }

@@ -2,6 +2,8 @@ package config
 
 import (
 	"time"
+
+	"github.com/eventcenter/eventcenter/ingest"
 )
 
 // Ingest tunes the control-topic consumer.
@@ -24,28 +26,55 @@ type Ingest struct {
 	DLQRetryBudget time.Duration `yaml:"dlq_retry_budget" env:"EVENTCENTER_INGEST_DLQ_RETRY_BUDGET"`
 }
 
-// validateIngest checks ingest.
+// MaxFreshFetchWait bounds ingest.fresh_fetch_wait and each lane's: the
+// wait delays every batch that waits in full.
+const MaxFreshFetchWait = time.Second
+
+// ingestPaths are the settings behind ingest.Config's fields.
+var ingestPaths = fieldPaths{
+	"Brokers":         "kafka.brokers",
+	"ControlTopic":    "kafka.control_topic",
+	"DLQTopic":        "kafka.dlq_topic",
+	"Group":           "kafka.group",
+	"DLQCompression":  "kafka.compression",
+	"MaxPayload":      "ingest.max_payload_bytes",
+	"Parallelism":     "ingest.parallelism",
+	"MinApplyRecords": "ingest.min_apply_records",
+	"FreshFetchWait":  "ingest.fresh_fetch_wait",
+	"DLQRetryBudget":  "ingest.dlq_retry_budget",
+	"MaxDelay":        "forward.max_delay",
+}
+
+// IngestConfig is the default lane's ingest.Config as the settings make
+// it (ingestPaths): ingest's defaults, then kafka.*, ingest.* and
+// forward.max_delay. What is not a setting (clients, callbacks, the
+// clock, the logger) the center adds.
+func (c *Config) IngestConfig() ingest.Config {
+	ic := ingest.DefaultConfig()
+	ic.Brokers = c.Kafka.Brokers
+	ic.ControlTopic = c.Kafka.ControlTopic
+	ic.DLQTopic = c.Kafka.DLQ()
+	ic.Group = c.Kafka.Group
+	ic.DLQCompression = c.Kafka.Compression
+	ic.MaxPayload = c.Ingest.MaxPayloadBytes
+	ic.Parallelism = c.Ingest.Parallelism
+	ic.MinApplyRecords = c.Ingest.MinApplyRecords
+	ic.FreshFetchWait = c.Ingest.FreshFetchWait
+	ic.DLQRetryBudget = c.Ingest.DLQRetryBudget
+	ic.MaxDelay = c.Forward.MaxDelay
+	ic.OrderByForwardKey = c.Forward.Order.ByForwardKey
+	return ic
+}
+
+// validateIngest checks ingest: ingest.Config.Validate's limits under the
+// settings' names, and what only the binary has.
 func (c *Config) validateIngest(bad func(string, string, ...any)) {
-	if c.Ingest.MaxPayloadBytes < 1 || c.Ingest.MaxPayloadBytes > MaxPayloadBytes {
-		bad("ingest.max_payload_bytes", "must be 1 to %d", MaxPayloadBytes)
-	}
-	if c.Ingest.DLQRetryBudget < 0 {
-		bad("ingest.dlq_retry_budget", "must not be negative (0 means 30s)")
-	}
+	ic := c.IngestConfig()
+	ingestPaths.report("ingest", ic.Validate(), bad)
 	if c.Ingest.SendLease < time.Second {
 		bad("ingest.send_lease", "must be at least 1s")
 	}
-	if c.Ingest.Parallelism < 1 {
-		bad("ingest.parallelism", "must be at least 1")
-	}
-	if c.Ingest.MinApplyRecords < 1 {
-		bad("ingest.min_apply_records", "must be at least 1")
-	}
-	if c.Ingest.FreshFetchWait >= time.Second {
-		bad("ingest.fresh_fetch_wait", "must be under 1s (it delays every batch that waits in full; negative: no wait)")
+	if c.Ingest.FreshFetchWait >= MaxFreshFetchWait {
+		bad("ingest.fresh_fetch_wait", "must be under %s (it delays every batch that waits in full; negative: no wait)", MaxFreshFetchWait)
 	}
 }
-
-// MaxPayloadBytes is the largest ingest.max_payload_bytes
-// (ingest.MaxMaxPayload).
-const MaxPayloadBytes = 1<<30 - 64<<10 - 8<<10

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/ingest"
+	"github.com/eventcenter/eventcenter/producerapi"
 )
 
 // Ingress is the producer HTTP API (package producerapi): its own listener,
@@ -60,18 +62,10 @@ type IngressTLS struct {
 	KeyFile  string `yaml:"key_file"`
 }
 
-// Defaults of the producer API.
-const (
-	DefaultIngressRate           = 1000
-	DefaultIngressBurst          = 2000
-	DefaultIngressMaxBatch       = 500
-	DefaultIngressMaxBatchBytes  = 8 << 20
-	DefaultIngressProduceTimeout = 10 * time.Second
-)
-
+// defaultIngress is the producer API's defaults (producerapi's own), off.
 func defaultIngress() Ingress {
-	return Ingress{Rate: DefaultIngressRate, Burst: DefaultIngressBurst, MaxBatch: DefaultIngressMaxBatch,
-		MaxBatchBytes: DefaultIngressMaxBatchBytes, ProduceTimeout: DefaultIngressProduceTimeout,
+	return Ingress{Rate: producerapi.DefaultRate, Burst: producerapi.DefaultBurst, MaxBatch: producerapi.DefaultMaxBatch,
+		MaxBatchBytes: producerapi.DefaultMaxBatchBytes, ProduceTimeout: producerapi.DefaultProduceTimeout,
 		ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 }
 
@@ -110,7 +104,7 @@ func (c *Config) validateIngress(bad func(string, string, ...any)) {
 	if in.MaxBatch < 1 {
 		bad("ingress.max_batch", "must be at least 1")
 	}
-	if least := c.Ingest.MaxPayloadBytes + 64<<10; in.MaxBatchBytes < least {
+	if least := c.Ingest.MaxPayloadBytes + ingest.RecordOverhead; in.MaxBatchBytes < least {
 		bad("ingress.max_batch_bytes", "must be at least ingest.max_payload_bytes + 64 KiB (%d), to fit a batch of one largest envelope", least)
 	}
 	if in.ProduceTimeout <= 0 {

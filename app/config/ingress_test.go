@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/producerapi"
 )
 
 func parseValidate(t *testing.T, body string) (Config, error) {
@@ -29,7 +31,7 @@ func TestIngressConfig(t *testing.T) {
 	cfg, err = parseValidate(t, "ingress:\n  listen: 127.0.0.1:8081\n  tokens:\n    - {name: orders, biz_ids: [orders, \"1001\"], token: 0123456789abcdef, rate: 50}\n")
 	require.NoError(t, err)
 	require.Equal(t, []IngressToken{{Name: "orders", BizIDs: []string{"orders", "1001"}, Token: "0123456789abcdef", Rate: 50}}, cfg.Ingress.Tokens)
-	require.Equal(t, float64(DefaultIngressRate), cfg.Ingress.Rate)
+	require.Equal(t, float64(producerapi.DefaultRate), cfg.Ingress.Rate)
 
 	_, err = parseValidate(t, "ingress:\n  listen: 127.0.0.1:8081\n  insecure: true\n")
 	require.NoError(t, err, "insecure on loopback (dev)")

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/eventcenter/eventcenter/clientlib/kafkaauth"
-	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
 	"github.com/eventcenter/eventcenter/forwarder/kafka"
+	"github.com/eventcenter/eventcenter/ingest"
 )
 
 // Kafka is the control topic's cluster.
@@ -57,45 +57,37 @@ func (k Kafka) DLQ() string {
 	if k.DLQTopic != "" {
 		return k.DLQTopic
 	}
-	return k.ControlTopic + ".dlq"
+	return k.ControlTopic + ingest.DLQSuffix
 }
 
-// validateKafka checks kafka: the brokers, the control and dead-letter topics, the group.
+// validateKafka checks kafka: broker addresses, topic names, timeouts and
+// the partitions of a created control topic.
 func (c *Config) validateKafka(bad func(string, string, ...any)) {
-	if len(c.Kafka.Brokers) == 0 {
-		bad("kafka.brokers", "at least one broker address is required")
-	}
+	// That there are brokers, that the topics and the group are set and
+	// the compression known ingest.Config.Validate checks (validateIngest);
+	// here what the address and topic names must be.
 	for i, b := range c.Kafka.Brokers {
-		if !hostPort(b) {
+		if b != "" && !hostPort(b) {
 			bad(fmt.Sprintf("kafka.brokers[%d]", i), "%q is not host:port", b)
 		}
 	}
-	if c.Kafka.ControlTopic == "" {
-		bad("kafka.control_topic", "is required")
-	} else if err := kafka.CheckTopic(c.Kafka.ControlTopic); err != nil {
-		bad("kafka.control_topic", "%v", err)
-	} else if err := kafka.CheckTopic(c.Kafka.DLQ()); err != nil && c.Kafka.DLQTopic == "" {
-		bad("kafka.control_topic", "the dead-letter topic named after it (kafka.dlq_topic's default): %v", err)
+	if c.Kafka.ControlTopic != "" {
+		if err := kafka.CheckTopic(c.Kafka.ControlTopic); err != nil {
+			bad("kafka.control_topic", "%v", err)
+		} else if err := kafka.CheckTopic(c.Kafka.DLQ()); err != nil && c.Kafka.DLQTopic == "" {
+			bad("kafka.control_topic", "the dead-letter topic named after it (kafka.dlq_topic's default): %v", err)
+		}
 	}
 	if c.Kafka.DLQTopic != "" {
 		if err := kafka.CheckTopic(c.Kafka.DLQTopic); err != nil {
 			bad("kafka.dlq_topic", "%v", err)
 		}
 	}
-	if c.Kafka.DLQTopic != "" && c.Kafka.DLQTopic == c.Kafka.ControlTopic {
-		bad("kafka.dlq_topic", "must differ from kafka.control_topic %q", c.Kafka.ControlTopic)
-	}
-	if c.Kafka.Group == "" {
-		bad("kafka.group", "is required")
-	}
 	if c.Kafka.SessionTimeout < time.Second {
 		bad("kafka.session_timeout", "must be at least 1s")
 	}
 	if c.Kafka.MetadataMaxAge != 0 && c.Kafka.MetadataMaxAge < time.Second {
 		bad("kafka.metadata_max_age", "must be 0 (default) or at least 1s")
-	}
-	if _, err := kafkarec.Compression(c.Kafka.Compression); err != nil {
-		bad("kafka.compression", "%v", err)
 	}
 	if c.Kafka.ControlPartitions < 1 || c.Kafka.ControlPartitions > MaxControlPartitions {
 		bad("kafka.control_partitions", "must be 1 to %d, got %d", MaxControlPartitions, c.Kafka.ControlPartitions)

@@ -120,8 +120,8 @@ func (c *Config) validateLanes(bad func(string, string, ...any)) {
 			}
 			bizIDs[b] = i
 		}
-		if l.FreshFetchWait >= time.Second {
-			bad(field+".fresh_fetch_wait", "must be under 1s (negative: no wait)")
+		if l.FreshFetchWait >= MaxFreshFetchWait {
+			bad(field+".fresh_fetch_wait", "must be under %s (negative: no wait)", MaxFreshFetchWait)
 		}
 	}
 }

@@ -74,11 +74,11 @@ const (
 	// DefaultMaxMessageBytes fits the largest record ingest accepts with
 	// its default payload limit (1 MiB plus 64 KiB of key, headers and id).
 	DefaultMaxMessageBytes = 1<<20 + 64<<10 + RecordFraming
-	// defaultBatchMax is franz-go's default ProducerBatchMaxBytes, below
+	// DefaultBatchBytes is franz-go's default ProducerBatchMaxBytes, below
 	// Kafka's default max.message.bytes (1,048,588).
-	defaultBatchMax = 1_000_012
-	// maxBatchMax is the largest batch franz-go accepts.
-	maxBatchMax = 1 << 30
+	DefaultBatchBytes = 1_000_012
+	// MaxBatchBytes is the largest batch franz-go accepts.
+	MaxBatchBytes = 1 << 30
 )
 
 func (c *Config) validate() error {
@@ -97,8 +97,8 @@ func (c *Config) validate() error {
 	if c.MetadataMinAge < 0 {
 		errs = append(errs, fmt.Errorf("MetadataMinAge must not be negative, got %s", c.MetadataMinAge))
 	}
-	if c.MaxMessageBytes != 0 && (c.MaxMessageBytes < 512 || c.MaxMessageBytes > maxBatchMax) {
-		errs = append(errs, fmt.Errorf("MaxMessageBytes must be 0 (default %d) or 512 to %d, got %d", DefaultMaxMessageBytes, maxBatchMax, c.MaxMessageBytes))
+	if c.MaxMessageBytes != 0 && (c.MaxMessageBytes < 512 || c.MaxMessageBytes > MaxBatchBytes) {
+		errs = append(errs, fmt.Errorf("MaxMessageBytes must be 0 (default %d) or 512 to %d, got %d", DefaultMaxMessageBytes, MaxBatchBytes, c.MaxMessageBytes))
 	}
 	if _, err := kafkarec.Compression(c.Compression); err != nil {
 		errs = append(errs, fmt.Errorf("Compression: %w", err))
@@ -157,7 +157,7 @@ func New(cfg Config) (*Target, error) {
 	if maxMsg == 0 {
 		maxMsg = DefaultMaxMessageBytes
 	}
-	smallMax := min(defaultBatchMax, maxMsg)
+	smallMax := min(DefaultBatchBytes, maxMsg)
 	compression, err := kafkarec.CompressionOpt(cfg.Compression)
 	if err != nil {
 		return nil, fmt.Errorf("kafka target %q: %w", cfg.Name, err)

@@ -3,10 +3,12 @@ package kafka
 import (
 	"errors"
 	"fmt"
+
+	"github.com/eventcenter/eventcenter/envelope"
 )
 
-// MaxTopicLen is the longest Kafka topic name.
-const MaxTopicLen = 249
+// MaxTopicLen is the longest Kafka topic name (the envelope's rule).
+const MaxTopicLen = envelope.MaxTopicLen
 
 // CheckTopic returns an error when name is not a legal Kafka topic name: 1
 // to 249 characters of letters, digits, '.', '_' and '-', and neither "."

@@ -73,6 +73,15 @@ type Config struct {
 
 var groupPattern = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
 
+// CheckGroup accepts a producer group as the RocketMQ client does: 1 to
+// 255 characters of letters, digits, %, |, _ and -.
+func CheckGroup(g string) error {
+	if len(g) > 255 || !groupPattern.MatchString(g) {
+		return fmt.Errorf("%q must be 1 to 255 characters of letters, digits, %%, |, _ and -", g)
+	}
+	return nil
+}
+
 func (c *Config) validate() error {
 	var errs []error
 	if c.Name == "" {
@@ -82,12 +91,14 @@ func (c *Config) validate() error {
 		errs = append(errs, errors.New("NameServers: at least one name server address (ip:port) is required"))
 	}
 	for i, a := range c.NameServers {
-		if err := checkNameServer(a); err != nil {
+		if err := CheckNameServer(a); err != nil {
 			errs = append(errs, fmt.Errorf("NameServers[%d]: %w", i, err))
 		}
 	}
-	if c.Group != "" && (len(c.Group) > 255 || !groupPattern.MatchString(c.Group)) {
-		errs = append(errs, fmt.Errorf("Group: %q must be 1 to 255 characters of letters, digits, %%, |, _ and -", c.Group))
+	if c.Group != "" {
+		if err := CheckGroup(c.Group); err != nil {
+			errs = append(errs, fmt.Errorf("Group: %w", err))
+		}
 	}
 	if c.SendTimeout < 0 {
 		errs = append(errs, fmt.Errorf("SendTimeout: must not be negative, got %s", c.SendTimeout))
@@ -107,8 +118,9 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// checkNameServer accepts "ip:port" with an IP literal (IPv6 in brackets).
-func checkNameServer(a string) error {
+// CheckNameServer accepts "ip:port" with an IP literal (IPv6 in brackets):
+// the client does not resolve names.
+func CheckNameServer(a string) error {
 	host, port, err := net.SplitHostPort(a)
 	if err != nil {
 		return fmt.Errorf("%q is not ip:port: %w", a, err)
