@@ -10,4 +10,9 @@
 // graph and fails on a folder-level arrow running back up, and fails when
 // a package under internal/ (the leaf utilities) imports, in its tests
 // too, a component or the wiring.
+//
+// And it reads the source for configuration limits declared twice
+// (limits_test.go): a limit constant copied into another package, a size
+// spelt again with literals in app/, or a setting app/config compares
+// while the component's own validation bounds it.
 package archtest

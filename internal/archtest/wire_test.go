@@ -5,7 +5,6 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -101,11 +100,7 @@ func TestWireConstantsHaveOneHome(t *testing.T) {
 func TestWireLiteralsFindsThem(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	write := func(path, src string) {
-		full := filepath.Join(root, path)
-		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
-		require.NoError(t, os.WriteFile(full, []byte(src), 0o644))
-	}
+	write := func(path, src string) { writeFile(t, root, path, src) }
 	write("a/a.go", "package a\n\nconst h = \"ec-id\"\n\nvar m = map[string]int{`verifyMessage`: 1}\n\nfunc f() string { return \"x\" + \"eventcenter.control\" }\n")
 	write("a/a_test.go", "package a\n\nconst t = \"ec-id\"\n")
 	write("envelope/e.go", "package envelope\n\nconst HeaderID = \"ec-id\"\n")
