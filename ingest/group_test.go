@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/eventcenter/eventcenter/internal/fieldcheck"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -234,6 +235,32 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 	require.Equal(t, "eventcenter.control.dlq", c.DLQTopic)
 	require.Equal(t, "eventcenter", c.Group)
 	require.Equal(t, 1<<20, c.MaxPayload)
+}
+
+// DefaultConfig is what New makes of a zero Config, and every problem
+// Validate finds names its field for fieldcheck.Problems.
+func TestDefaultConfigIsNewsDefaults(t *testing.T) {
+	t.Parallel()
+	var zero Config
+	zero.setDefaults()
+	d := DefaultConfig()
+	require.Equal(t, zero.MaxPayload, d.MaxPayload)
+	require.Equal(t, zero.Parallelism, d.Parallelism)
+	require.Equal(t, zero.MaxPollRecords, d.MaxPollRecords)
+	require.Equal(t, zero.RetryMax, d.RetryMax)
+	require.Equal(t, zero.DLQTopic, d.DLQTopic)
+	require.Equal(t, zero.MaxDelay, d.MaxDelay)
+	d.Brokers = []string{"b:9092"}
+	require.NoError(t, d.Validate())
+
+	d.Brokers, d.Parallelism, d.MaxPayload = nil, 0, MaxMaxPayload+1
+	problems, others := fieldcheck.Problems(d.Validate())
+	require.Empty(t, others)
+	var fields []string
+	for _, p := range problems {
+		fields = append(fields, p.Field)
+	}
+	require.Equal(t, []string{"Brokers", "MaxPayload", "Parallelism"}, fields)
 }
 
 func TestMetricsRegisterOnceOnARegistry(t *testing.T) {
