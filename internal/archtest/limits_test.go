@@ -99,24 +99,7 @@ type source struct {
 // readSource parses the non-test Go files under root.
 func readSource(root string) (*source, error) {
 	src := &source{fset: token.NewFileSet(), consts: map[string]map[string]*ast.ValueSpec{}, fileOf: map[*ast.ValueSpec]goFile{}, values: map[*ast.ValueSpec]constant.Value{}}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if d.Name() == "testdata" || d.Name() == "vendor" || d.Name() == "node_modules" || (strings.HasPrefix(d.Name(), ".") && rel != ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
-			return nil
-		}
+	err := walkSource(root, nil, func(path, rel string) error {
 		f, err := parser.ParseFile(src.fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
 			return err
@@ -770,4 +753,31 @@ func writeFile(t *testing.T, root, path, src string) {
 	full := filepath.Join(root, path)
 	require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
 	require.NoError(t, os.WriteFile(full, []byte(src), 0o644))
+}
+
+// walkSource calls fn with every non-test Go file under root (path, and
+// rel: its slash path from root), past testdata, vendor, node_modules,
+// hidden directories and the directories skipDir (if not nil) names.
+func walkSource(root string, skipDir func(rel string) bool, fn func(path, rel string) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if d.Name() == "testdata" || d.Name() == "vendor" || d.Name() == "node_modules" || (strings.HasPrefix(d.Name(), ".") && rel != ".") ||
+				(skipDir != nil && skipDir(rel)) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		return fn(path, rel)
+	})
 }
