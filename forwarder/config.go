@@ -80,6 +80,9 @@ const (
 	DefaultBusyScanInterval = 100 * time.Millisecond
 	DefaultLease            = 30 * time.Second
 	DefaultSendTimeout      = 10 * time.Second
+	// DefaultClaimLimit: Config.ClaimLimit, one claim of due messages
+	// (the unit of fair claims' turns).
+	DefaultClaimLimit = 1000
 )
 
 func (b *Backoff) setDefaults() {
@@ -149,7 +152,8 @@ type Config struct {
 	// a stream of scheduled messages goes out within it; an idle center
 	// scans every ScanInterval. 0 means min(100ms, ScanInterval).
 	BusyScanInterval time.Duration
-	// ClaimLimit is the most messages one scan claims; 0 means 1000.
+	// ClaimLimit is the most messages one scan claims; 0 means
+	// DefaultClaimLimit.
 	ClaimLimit int
 	// Lease is how long claimed messages stay leased to this instance; 0
 	// means 30s. It must exceed SendTimeout.
@@ -265,7 +269,7 @@ func (c *Config) setDefaults() {
 	}
 	def(&c.ScanInterval, DefaultScanInterval)
 	def(&c.BusyScanInterval, min(DefaultBusyScanInterval, c.ScanInterval))
-	defInt(&c.ClaimLimit, 1000)
+	defInt(&c.ClaimLimit, DefaultClaimLimit)
 	def(&c.Lease, DefaultLease)
 	def(&c.SendTimeout, DefaultSendTimeout)
 	def(&c.InlineTimeout, DefaultInlineTimeout)

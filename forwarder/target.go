@@ -41,6 +41,30 @@ type Target interface {
 	Close() error
 }
 
+// OrderedTarget is a Target that keeps the order of a forward key's
+// records without head-of-line waits: SendInOrder produces the records of
+// one forward key (the same Topic and a non-empty Key) one after the other
+// without waiting for one's acknowledgement before the next goes out, and
+// the target's transport keeps them in that order. A target implements it
+// only where the transport guarantees that order across retries
+// (forwarder/kafka: the idempotent producer on the key's one partition);
+// RocketMQ, and any other target, sends a key's messages head of line.
+type OrderedTarget interface {
+	Target
+	// SendInOrder sends recs as Send does (one result per record, in
+	// order) and keeps, for each forward key, this rule: its records are
+	// acknowledged in the order of recs, and once one fails, every later
+	// one of the key fails too (an error wrapping ErrBehindFailed, never
+	// Permanent: it is not the record's fault) and is not written, so none
+	// is delivered ahead of an earlier one of its key. Records without a
+	// Key are sent as Send does.
+	SendInOrder(ctx context.Context, recs []Record) []Result
+}
+
+// ErrBehindFailed is the error of a record that SendInOrder did not
+// deliver because an earlier record of its forward key failed.
+var ErrBehindFailed = errors.New("not sent: an earlier record of its forward key failed")
+
 // permanentError marks an error retrying cannot fix.
 type permanentError struct{ err error }
 

@@ -8,7 +8,7 @@ import (
 
 // noisyFlags are the noisy-neighbour run's flags (docs/performance.md).
 func noisyFlags(f *pflag.FlagSet, n *bench.Noisy, noFreshWait *bool) {
-	f.IntVar(&n.FloodMessages, "flood-messages", 0, "noisy-neighbour run: bizID \"flood\" sends this many messages as fast as it can, alone and then while bizID \"quiet\" sends --quiet-rate; the report compares quiet's commit-to-forward p99 during the flood with alone, and flood's throughput with and without quiet (0: off)")
+	f.IntVar(&n.FloodMessages, "flood-messages", 0, "noisy-neighbour run: bizID \"flood\" sends this many messages as fast as it can, alone and then while bizID \"quiet\" sends --quiet-rate; the report compares quiet's commit-to-forward p99 during the flood with alone, flood's throughput with and without quiet, and gives quiet's place in line (flood messages forwarded between a quiet message's commit and its forward) (0: off)")
 	f.Float64Var(&n.QuietRate, "quiet-rate", n.QuietRate, "noisy-neighbour run: bizID \"quiet\"'s messages per second")
 	f.DurationVar(&n.QuietAlone, "quiet-alone", n.QuietAlone, "noisy-neighbour run: how long \"quiet\" runs alone first")
 	f.IntVar(&n.QuietConcurrency, "quiet-concurrency", n.QuietConcurrency, "noisy-neighbour run: goroutines sending \"quiet\"'s messages")

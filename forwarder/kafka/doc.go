@@ -12,4 +12,11 @@
 //
 // Records are produced with the forward key as Kafka key (none when empty),
 // so Kafka's default partitioner keeps one key on one partition.
+//
+// The target is a forwarder.OrderedTarget: SendInOrder pipelines a forward
+// key's records (produced without waiting for each other's
+// acknowledgement) and keeps their order, relying on the idempotent
+// producer's per-partition order; a record that fails fails every later
+// record of its key, which is never written. What exactly it relies on in
+// franz-go is at the top of inorder.go.
 package kafka

@@ -125,9 +125,16 @@ type Target struct {
 	maxMsg   int
 	// throttled hears the brokers' throttle_time_ms (see OnThrottle).
 	throttled *throttleHook
+	// ord sends SendInOrder's records (inorder.go): the same options,
+	// flushed by hand, one SendInOrder at a time (ordMu); pipelines tells
+	// whether its settings keep a partition's order across retries.
+	ord       *kgo.Client
+	ordMu     sync.Mutex
+	pipelines bool
+	log       *slog.Logger
 }
 
-var _ forwarder.Target = (*Target)(nil)
+var _ forwarder.OrderedTarget = (*Target)(nil)
 
 // New returns a Kafka target. It does not contact the brokers; the first
 // Send does.
@@ -176,21 +183,27 @@ func New(cfg Config) (*Target, error) {
 	if cfg.AutoCreateTopics {
 		opts = append(opts, kgo.AllowAutoTopicCreation())
 	}
-	client := func(batchMax int) (*kgo.Client, error) {
-		o := append(append(slices.Clip(opts), kgo.ProducerBatchMaxBytes(int32(batchMax))), cfg.ClientOptions...)
+	client := func(batchMax int, extra ...kgo.Opt) (*kgo.Client, error) {
+		o := append(append(append(slices.Clip(opts), kgo.ProducerBatchMaxBytes(int32(batchMax))), extra...), cfg.ClientOptions...)
 		return kgo.NewClient(o...)
 	}
 	cl, err := client(smallMax)
 	if err != nil {
 		return nil, fmt.Errorf("kafka target %q: new client: %w", cfg.Name, err)
 	}
-	t := &Target{name: cfg.Name, brokers: strings.Join(cfg.Brokers, ","), cl: cl, smallMax: smallMax, maxMsg: maxMsg, throttled: hook}
+	t := &Target{name: cfg.Name, brokers: strings.Join(cfg.Brokers, ","), cl: cl, smallMax: smallMax, maxMsg: maxMsg, throttled: hook,
+		log: cfg.Logger}
 	if maxMsg > smallMax {
 		if t.big, err = client(maxMsg); err != nil {
 			cl.Close()
 			return nil, fmt.Errorf("kafka target %q: new client for large records: %w", cfg.Name, err)
 		}
 	}
+	if t.ord, err = client(smallMax, orderedOpts()...); err != nil {
+		_ = t.Close()
+		return nil, fmt.Errorf("kafka target %q: new client for ordered sends: %w", cfg.Name, err)
+	}
+	t.pipelines = keepsPartitionOrder(t.ord)
 	return t, nil
 }
 
@@ -255,6 +268,9 @@ func (t *Target) Close() error {
 	t.cl.Close()
 	if t.big != nil {
 		t.big.Close()
+	}
+	if t.ord != nil {
+		t.ord.Close()
 	}
 	return nil
 }

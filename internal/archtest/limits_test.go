@@ -44,6 +44,7 @@ var limitExceptions = map[string]string{
 	"app/retention.DefaultBatch = producerapi.DefaultMaxBatch":    "rows deleted per statement vs envelopes per producer API batch",
 	"app/center/httpserver.go: 64<<10 is ingest.RecordOverhead":   "the admin listener's http.Server.MaxHeaderBytes, not a record size",
 	"app/center/httpserver.go: 64<<10 is verifier.maxAnswerBytes": "the admin listener's http.Server.MaxHeaderBytes, not a check-back answer",
+	"app/storemetrics.blockedLimit = forwarder.DefaultClaimLimit": "blocked keys one gauge refresh reads vs due messages one forwarder claim takes",
 	// Copies not yet removed. franz-go's batch facts: ingest (its dead
 	// letters) and forwarder/kafka share a layer, so neither may import
 	// the other; their shared home would be clientlib/kafkarec, in the

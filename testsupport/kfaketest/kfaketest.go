@@ -27,8 +27,17 @@ func TopicID(t *testing.T, c *kfake.Cluster, topic string) [16]byte {
 // function reporting how many requests it failed.
 func FailProduce(t *testing.T, c *kfake.Cluster, topic string, code int16, times int) func() int {
 	t.Helper()
+	return FailProduceAfter(t, c, topic, code, 0, times)
+}
+
+// FailProduceAfter is FailProduce once `after` produce requests touching
+// topic went through: the broker writes those, then fails the next `times`
+// (a fault in the middle of a pipeline of requests).
+func FailProduceAfter(t *testing.T, c *kfake.Cluster, topic string, code int16, after, times int) func() int {
+	t.Helper()
 	id := TopicID(t, c, topic)
 	failed := make(chan struct{}, 1<<16)
+	passed := 0
 	c.ControlKey(kmsg.Produce.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		pr := req.(*kmsg.ProduceRequest)
 		hit := false
@@ -36,6 +45,11 @@ func FailProduce(t *testing.T, c *kfake.Cluster, topic string, code int16, times
 			hit = hit || rt.Topic == topic || rt.TopicID == id
 		}
 		if !hit {
+			return nil, nil, false
+		}
+		if passed < after {
+			passed++
+			c.KeepControl()
 			return nil, nil, false
 		}
 		if times >= 0 && len(failed) >= times {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eventcenter/eventcenter/app/config"
+	"github.com/eventcenter/eventcenter/forwarder"
 )
 
 // Noisy configures the noisy-neighbour run (docs/performance.md): a flooding bizID
@@ -17,7 +18,10 @@ import (
 // then the flood with the quiet bizID sending until the flood is
 // forwarded. The report compares the quiet bizID's commit-to-forward p99
 // during the flood with its p99 alone, and the flood's throughput with
-// and without the quiet bizID.
+// and without the quiet bizID; and it gives the quiet bizID's place in
+// line (placeinline.go): how many of the flood's messages the center
+// forwarded between a quiet message's commit and its forward, a measure
+// CPU contention does not move.
 type Noisy struct {
 	// FloodMessages is the flooding bizID's message count; 0 turns the
 	// noisy-neighbour run off.
@@ -137,6 +141,15 @@ type NoisyReport struct {
 	FloodRateAlone float64 `json:"flood_forward_rate_alone"`
 	FloodRateWith  float64 `json:"flood_forward_rate_with_quiet"`
 	FloodRateRatio float64 `json:"flood_rate_ratio"`
+
+	// The place in line (placeinline.go): for each quiet message, the
+	// messages forwarded between its commit and its forward. Alone they
+	// are quiet's own (its floor: its concurrent sends); during the flood,
+	// the flood's. ClaimLimit is one claim of due messages, the bound fair
+	// claims aim at for the p99 during the flood.
+	QuietPlaceAlone  PlaceInLine `json:"quiet_place_in_line_alone"`
+	QuietPlaceDuring PlaceInLine `json:"quiet_place_in_line_during_flood"`
+	ClaimLimit       int         `json:"claim_limit"`
 }
 
 // noisyRun runs the three phases on the running center.
@@ -176,8 +189,10 @@ func noisyRun(ctx context.Context, cfg Config, runID string, brokers []string, t
 	out := progress(cfg)
 
 	var err error
+	quietAloneFwd, quietAlonePlaces := &forwardLog{}, &placeLog{}
 	fmt.Fprintf(out, "phase 1: bizID %s alone, %.0f msg/s for %s\n", quietBizID, n.QuietRate, n.QuietAlone)
-	if rep.QuietAlone, err = load(ctx, quiet, pass{via: ViaKafka, keyPrefix: runID + "-q1", bizID: quietBizID}, brokers, topics["quiet.1"], cb); err != nil {
+	if rep.QuietAlone, err = load(ctx, quiet, pass{via: ViaKafka, keyPrefix: runID + "-q1", bizID: quietBizID,
+		forwards: quietAloneFwd, places: quietAlonePlaces}, brokers, topics["quiet.1"], cb); err != nil {
 		return nil, fmt.Errorf("phase 1: %w", err)
 	}
 	fmt.Fprintf(out, "phase 2: bizID %s alone, %d messages as fast as it can\n", floodBizID, n.FloodMessages)
@@ -194,13 +209,14 @@ func noisyRun(ctx context.Context, cfg Config, runID string, brokers []string, t
 	}
 	qdone := make(chan result, 1)
 	floodSent := make(chan struct{})
+	floodFwd, quietPlaces := &forwardLog{}, &placeLog{}
 	go func() {
-		r, err := load(ctx, quiet, pass{via: ViaKafka, keyPrefix: runID + "-q3", bizID: quietBizID, stop: stop, split: floodSent},
-			brokers, topics["quiet.3"], cb)
+		r, err := load(ctx, quiet, pass{via: ViaKafka, keyPrefix: runID + "-q3", bizID: quietBizID, stop: stop, split: floodSent,
+			places: quietPlaces}, brokers, topics["quiet.3"], cb)
 		qdone <- result{r, err}
 	}()
-	rep.FloodWithQuiet.Flood, err = load(ctx, flood, pass{via: ViaKafka, keyPrefix: runID + "-f3", bizID: floodBizID, sent: floodSent},
-		brokers, topics["flood.3"], cb)
+	rep.FloodWithQuiet.Flood, err = load(ctx, flood, pass{via: ViaKafka, keyPrefix: runID + "-f3", bizID: floodBizID, sent: floodSent,
+		forwards: floodFwd}, brokers, topics["flood.3"], cb)
 	close(stop)
 	q := <-qdone
 	if err != nil {
@@ -215,6 +231,9 @@ func noisyRun(ctx context.Context, cfg Config, runID string, brokers []string, t
 	if rep.QuietP99AloneMs > 0 {
 		rep.QuietP99Ratio = rep.QuietP99DuringMs / rep.QuietP99AloneMs
 	}
+	rep.ClaimLimit = forwarder.DefaultClaimLimit
+	rep.QuietPlaceAlone = placesInLine(quietAlonePlaces.samples(), quietAloneFwd.sorted(), true)
+	rep.QuietPlaceDuring = placesInLine(quietPlaces.samples(), floodFwd.sorted(), false)
 	rep.FloodRateAlone = rep.FloodAlone.ForwardRate
 	rep.FloodRateWith = rep.FloodWithQuiet.Flood.ForwardRate
 	if rep.FloodRateAlone > 0 {
@@ -271,6 +290,10 @@ func (r *Report) WriteNoisyTable(w io.Writer) error {
 			fmt.Fprintf(tw, "  goroutines' wait for a CPU, %s: p50 %.3f ms, p99 %.2f ms, p99.9 %.2f ms\n", p.phase, p.s.P50Ms, p.s.P99Ms, p.s.P999Ms)
 		}
 	}
+	fmt.Fprintf(tw, "%s place in line alone (%s's own messages forwarded between its commit and its forward), p50/p99/max\t%d/%d/%d\n",
+		n.QuietBizID, n.QuietBizID, n.QuietPlaceAlone.P50, n.QuietPlaceAlone.P99, n.QuietPlaceAlone.Max)
+	fmt.Fprintf(tw, "%s place in line during the flood (%s's messages forwarded between), p50/p99/max\t%d/%d/%d\t(target p99 ≤ one claim, %d)\n",
+		n.QuietBizID, n.FloodBizID, n.QuietPlaceDuring.P50, n.QuietPlaceDuring.P99, n.QuietPlaceDuring.Max, n.ClaimLimit)
 	fmt.Fprintf(tw, "%s p99 during the flood / alone\t%.2f×\t(target ≤ 2)\n", n.QuietBizID, n.QuietP99Ratio)
 	fmt.Fprintf(tw, "%s throughput with %s / alone\t%.2f\t(target ≥ 0.85)\n", n.FloodBizID, n.QuietBizID, n.FloodRateRatio)
 	return tw.Flush()

@@ -37,8 +37,16 @@ func TestNoisyQuietLane(t *testing.T) {
 		require.Positive(t, c.Forwarded)
 		require.Zero(t, c.Missing)
 	}
+	// Every quiet message forwarded has a place in line, alone and during
+	// the flood.
+	require.EqualValues(t, n.QuietAlone.Forwarded, n.QuietPlaceAlone.Count)
+	require.EqualValues(t, n.FloodWithQuiet.Quiet.Forwarded, n.QuietPlaceDuring.Count)
+	require.LessOrEqual(t, n.QuietPlaceDuring.P50, n.QuietPlaceDuring.P99)
+	require.LessOrEqual(t, n.QuietPlaceDuring.Max, n.FloodMessages)
+	require.Equal(t, 1000, n.ClaimLimit)
 	var table bytes.Buffer
 	require.NoError(t, rep.WriteNoisyTable(&table))
+	require.Contains(t, table.String(), "place in line during the flood")
 	require.Contains(t, table.String(), "quiet on its own control lane "+cfg.ControlTopic+".lane.quiet")
 }
 

@@ -642,12 +642,18 @@ type pass struct {
 	// closing (CenterResult.BeforeSplit, AfterSplit).
 	sent  chan struct{}
 	split <-chan struct{}
+	// forwards and places, when set, collect this load's forward
+	// timestamps and its messages' commits and forwards (the
+	// place-in-line measure, placeinline.go).
+	forwards *forwardLog
+	places   *placeLog
 }
 
 func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic string, cb *checkbackServer) (CenterResult, error) {
 	var res CenterResult
 	tr := newTracker()
 	tr.split = ps.split
+	tr.forwards, tr.places = ps.forwards, ps.places
 
 	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))

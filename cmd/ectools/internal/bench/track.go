@@ -65,9 +65,14 @@ type tracker struct {
 	// for the messages whose clock started after it was closed.
 	split           <-chan struct{}
 	beforeH, afterH hist
-	firstFwd        time.Time
-	lastFwd         time.Time
-	lastCB          time.Time
+	// forwards and places, when set, keep what the place-in-line measure
+	// needs (placeinline.go): every forward's timestamp, and each
+	// committed message's commit and forward.
+	forwards *forwardLog
+	places   *placeLog
+	firstFwd time.Time
+	lastFwd  time.Time
+	lastCB   time.Time
 
 	forwarded  atomic.Int64
 	duplicates atomic.Int64
@@ -128,6 +133,9 @@ func (t *tracker) forget(seq int64) {
 // at produced (its timestamp; zero if unknown); a record not expected
 // (forwarded twice, or never sent by this run) counts as a duplicate.
 func (t *tracker) seen(seq int64, now, produced time.Time) {
+	if t.forwards != nil && !produced.IsZero() {
+		t.forwards.add(produced) // duplicates went ahead too
+	}
 	s := &t.shards[seq%shards]
 	s.mu.Lock()
 	e, ok := s.m[seq]
@@ -161,6 +169,9 @@ func (t *tracker) seen(seq int64, now, produced time.Time) {
 		}
 		if !produced.IsZero() {
 			t.sendH.add(max(produced.Sub(time.Unix(0, e.at)), 0))
+			if t.places != nil {
+				t.places.add(time.Unix(0, e.at), produced)
+			}
 		}
 	}
 	t.mu.Unlock()

@@ -70,6 +70,8 @@ var StandardRuns = []Run{
 		Metrics: []Metric{
 			{Name: "quiet p99 during the flood ms", Path: "noisy_neighbour.quiet_p99_during_flood_ms"},
 			{Name: "quiet p99 ÷ alone", Path: "noisy_neighbour.quiet_p99_ratio"},
+			{Name: "quiet place in line p50 during the flood (flood msgs ahead)", Path: "noisy_neighbour.quiet_place_in_line_during_flood.p50"},
+			{Name: "quiet place in line p99 during the flood (flood msgs ahead)", Path: "noisy_neighbour.quiet_place_in_line_during_flood.p99"},
 			{Name: "flood msg/s with quiet", Path: "noisy_neighbour.flood_forward_rate_with_quiet", Higher: true},
 		},
 	},
