@@ -48,7 +48,9 @@
 //     stopping, is left to its lease: the scan picks it up when the lease
 //     ends. The scan itself never waits (a stuck target must not stop the
 //     others); what it claims but cannot queue is released for its next
-//     round.
+//     round. Its claim runs to its end even when Stop comes (only Stop's
+//     context cuts it), and what a claim brings back after Stop came is
+//     released, due at once for the partitions' next owner.
 //   - The scan runs every ScanInterval and at once when the owned partitions
 //     change; it claims (leases) due sends in the owned partitions, no more
 //     than the queues have room for.
@@ -59,7 +61,11 @@
 //     order key that is all: a retry can overtake it. Messages with an
 //     order key keep their order across failures (see "Order keys"). A
 //     message whose partition is no longer owned when its turn comes is
-//     skipped (the new owner gets it after the lease).
+//     skipped and its lease released, so the new owner claims it at its
+//     next scan. So is one whose lease ran out while it waited (fencing: a
+//     center cut off from its store and broker may have lost it to another
+//     center, which may have sent it); eventcenter_forward_total counts
+//     it as deferred.
 //   - A success becomes a sent mark, written in batches of MarkBatch or every
 //     MarkInterval (like River's job completer). While the store fails, marks
 //     are kept and retried with StoreBackoff; the workers slow down when too

@@ -302,7 +302,7 @@ func (f *Forwarder) enqueue(msgs []state.Message, wait time.Duration, release, h
 			}
 			continue
 		}
-		if !f.track.add(m.ID, m.LeaseToken, m.BizID) {
+		if !f.track.add(m.ID, m.LeaseToken, m.BizID, f.leaseEnd(m)) {
 			continue // already queued or in flight; its newer lease is noted
 		}
 		ch := l.shard(m)
@@ -339,6 +339,16 @@ func (f *Forwarder) enqueue(msgs []state.Message, wait time.Duration, release, h
 		}
 	}
 	return dropped, released, unknown
+}
+
+// leaseEnd is when a handed-over or claimed message's lease runs out: its
+// due time, which the claim (or the fast path's Apply) set to the lease's
+// end. Zero when the row is not leased (due already).
+func (f *Forwarder) leaseEnd(m *state.Message) time.Time {
+	if m.LeaseToken == 0 || !m.SendNextAt.After(f.cfg.Now()) {
+		return time.Time{}
+	}
+	return m.SendNextAt
 }
 
 // settle records a batch's outcome in its target's breaker (failed: nothing
@@ -399,6 +409,24 @@ func (f *Forwarder) newFailure(label string, m *state.Message, err error, now ti
 				ReleaseOnDead: m.OrderSeq > 0 && f.cfg.ReleaseOnDead(m.BizID),
 			},
 		},
+	}
+}
+
+// giveBack releases the leases of claimed messages that will not be sent
+// (the scan's claim returned after Stop came): due at once for whoever
+// owns their partitions next. The recorder writes them; it runs until
+// the workers are gone, after the scan.
+func (f *Forwarder) giveBack(msgs []state.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	rel := make([]store.Change, 0, len(msgs))
+	for i := range msgs {
+		rel = append(rel, f.newRelease(&msgs[i], msgs[i].LeaseToken))
+	}
+	select {
+	case f.results <- batchResult{defers: rel}:
+	case <-f.hardCtx.Done():
 	}
 }
 
@@ -468,11 +496,19 @@ func (f *Forwarder) scan(ctx context.Context) int {
 	if !f.cfg.OldestFirst {
 		claim.FairSends, cut = f.fair.claim(limit)
 	}
-	msgs, err := f.st.ClaimSends(ctx, claim)
+	// The claim runs on the hard context, not ctx: cancelled by Stop, a
+	// claim whose statement had already committed on the server returned
+	// an error instead of its messages, which then stayed leased for the
+	// whole lease. What a claim returns once Stop came is given back.
+	msgs, err := f.st.ClaimSends(f.hardCtx, claim)
 	if err != nil {
 		if ctx.Err() == nil {
 			f.log.Warn("claim due sends failed; retrying at the next scan", "err", err)
 		}
+		return scanIdle
+	}
+	if ctx.Err() != nil {
+		f.giveBack(msgs)
 		return scanIdle
 	}
 	res := scanIdle
@@ -551,16 +587,46 @@ func (f *Forwarder) work(l *lane, ch chan state.Message) {
 func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record {
 	owned := f.view.snapshot()
 	keep := batch[:0]
+	var br batchResult
+	expired := 0
+	checkedAt := f.cfg.Now()
 	for _, m := range batch {
-		if _, ok := owned[m.Partition]; ok {
+		_, ours := owned[m.Partition]
+		// Fencing: a message whose lease ran out while it waited here (a
+		// slow or cut-off target ahead of it, an instance cut off from its
+		// store and its broker) may have been claimed and sent by another
+		// instance since; it is not sent. The partition's owner claims it
+		// again if it is still due.
+		until := f.track.until(m.ID)
+		lapsed := !until.IsZero() && !checkedAt.Before(until)
+		if ours && !lapsed {
 			keep = append(keep, m)
 			continue
 		}
-		f.track.done(m.ID)
-		f.log.Debug("skipping send of a message whose partition is no longer owned",
+		// Its lease is released (if the row still carries it), so the
+		// partition's owner sends it at its next scan instead of after
+		// the lease.
+		tok := f.track.done(m.ID)
+		if tok == 0 {
+			tok = m.LeaseToken
+		}
+		if m.ID != 0 {
+			br.defers = append(br.defers, f.newRelease(&m, tok))
+		}
+		if lapsed {
+			expired++
+			continue
+		}
+		f.log.Debug("skipping send of a message whose partition is no longer owned; lease released",
 			"id", m.MessageID(), "partition", m.Partition)
 	}
+	if expired > 0 {
+		l.deferred.Add(float64(expired))
+		f.log.Warn("messages whose send lease ran out before their send were not sent (another instance may own them now); leases released",
+			"target", l.name, "n", expired)
+	}
 	if len(keep) == 0 {
+		f.hand(l, br)
 		return recs
 	}
 	// While the target throttles, wait (not past a stop; then the leases
@@ -576,6 +642,7 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 			f.track.done(keep[i].ID)
 		}
 		l.deferred.Add(float64(len(keep)))
+		f.hand(l, br)
 		return recs
 	}
 	for i := range keep {
@@ -588,7 +655,6 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 	l.duration.Observe(time.Since(began).Seconds())
 	aborted := f.hardCtx.Err() != nil
 
-	var br batchResult
 	now := f.cfg.Now()
 	retryable := 0
 	var busy []*state.Message // answered busy: put off, no attempt spent
@@ -657,8 +723,15 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 		default:
 		}
 	}
+	f.hand(l, br)
+	return recs[:0]
+}
+
+// hand gives a worker's results to the recorder (which runs until the
+// workers are gone), unless the forwarder is aborted.
+func (f *Forwarder) hand(l *lane, br batchResult) {
 	if len(br.marks) == 0 && len(br.fails) == 0 && len(br.defers) == 0 {
-		return recs[:0]
+		return
 	}
 	select {
 	case f.results <- br:
@@ -668,5 +741,4 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 				"target", l.name, "n", len(br.marks))
 		}
 	}
-	return recs[:0]
 }

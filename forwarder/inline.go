@@ -76,7 +76,7 @@ func (f *Forwarder) sendInline(ctx context.Context, msgs []state.Message, todo [
 			f.fair.inlineDone(m.BizID)
 			continue
 		}
-		added := f.track.add(m.ID, m.LeaseToken, m.BizID)
+		added := f.track.add(m.ID, m.LeaseToken, m.BizID, time.Time{}) // sent before its row is written: no lease yet
 		if m.ID != 0 || !added {
 			// The tracker counts it (or it is queued already); only new
 			// rows, without an id, count as inline sends.

@@ -1,6 +1,9 @@
 package forwarder
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // tracker knows the messages queued or in flight, by id, with the newest
 // lease token seen for each. A message handed over or claimed again while it
@@ -16,11 +19,14 @@ type tracker struct {
 type tracked struct {
 	token int64
 	biz   string
+	// until is when the newest lease runs out (zero: not leased, or not
+	// known); past it another instance may claim and send the message.
+	until time.Time
 }
 
 // add tells whether the message is new (to be queued); for a known one it
-// only keeps the newer lease token.
-func (t *tracker) add(id, token int64, biz string) bool {
+// only keeps the newer lease token and its end (until).
+func (t *tracker) add(id, token int64, biz string, until time.Time) bool {
 	if id == 0 {
 		return true // not from a store; cannot be tracked
 	}
@@ -31,13 +37,21 @@ func (t *tracker) add(id, token int64, biz string) bool {
 		t.byBiz = make(map[string]int)
 	}
 	if x, ok := t.m[id]; ok {
-		x.token = token
+		x.token, x.until = token, until
 		t.m[id] = x
 		return false
 	}
-	t.m[id] = tracked{token: token, biz: biz}
+	t.m[id] = tracked{token: token, biz: biz, until: until}
 	t.byBiz[biz]++
 	return true
+}
+
+// until returns when the newest lease of a tracked message runs out (zero
+// when it is not tracked or not leased).
+func (t *tracker) until(id int64) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[id].until
 }
 
 // done forgets the message and returns its newest lease token (0 if it was

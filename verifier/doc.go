@@ -190,7 +190,10 @@
 // otherwise when a worker frees after an endpoint was full, when the owned
 // partitions change, and every PollInterval. An answer the store does not
 // take is logged and counted; the message is asked again when its lease
-// runs out. Stop cancels calls in flight (their attempt stays counted, as
+// runs out. Stop lets a claim in flight finish (only Stop's context cuts
+// it: cut by Stop itself, a claim the store had committed left its
+// messages leased for the whole lease), cancels calls in flight (their
+// attempt stays counted, as
 // the producer may have seen them: they are recorded as unknown and come
 // back after their backoff), gives back what is still buffered or in an
 // endpoint's queue (due at once, no attempt burned), writes the answers

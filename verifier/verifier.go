@@ -124,10 +124,11 @@ func New(cfg Config, st Store, owned Owned) (*Verifier, error) {
 func (v *Verifier) Config() *Config { return &v.cfg }
 
 // Start runs the verifier until Stop or until ctx ends; it returns at once.
-// Stop (startstop.Base's) stops claiming, cancels the calls in flight
-// (their attempts stay counted, as the producer may have seen them; they
-// are checked again after their backoff), gives the claimed messages not
-// called yet back (due at once, no attempt burned), writes the answers
+// Stop (startstop.Base's) stops claiming, waits for a claim in flight,
+// cancels the calls in flight (their attempts stay counted, as the
+// producer may have seen them; they are checked again after their
+// backoff), gives the claimed messages not called yet back (due at once,
+// no attempt burned), writes the answers
 // already received and waits for every goroutine. When Stop's ctx ends
 // first, pending writes are abandoned (those messages are checked again
 // when their lease runs out) and Stop returns ctx's error once the
@@ -155,8 +156,14 @@ type claimed struct {
 // loop is the state of the run goroutine: the claim-ahead buffer and what
 // decides the next claim. Only the run goroutine touches it.
 type loop struct {
-	ctx   context.Context
-	calls sync.WaitGroup // dispatched calls not finished yet
+	ctx context.Context
+	// claimCtx is the claims' context: Stop does not cancel it (only the
+	// end of Stop's context does), so a claim in flight when Stop comes
+	// returns what it leased, and that is given back. Cancelled, a claim
+	// whose statement had already committed on the server returned an
+	// error instead, and its messages stayed leased for the whole lease.
+	claimCtx context.Context
+	calls    sync.WaitGroup // dispatched calls not finished yet
 	// work feeds the worker goroutines (at most Config.Workers, started
 	// as concurrency first needs them, kept until the loop stops: a
 	// goroutine per call grew a fresh stack for every call).
@@ -186,7 +193,7 @@ type loop struct {
 
 func (v *Verifier) run(ctx, applyCtx context.Context) {
 	applied := v.startAppliers(applyCtx)
-	l := &loop{ctx: ctx, claimed: make(chan claimed, 1), due: true, changed: v.owned.Changed(), fb: newFairBuf(),
+	l := &loop{ctx: ctx, claimCtx: applyCtx, claimed: make(chan claimed, 1), due: true, changed: v.owned.Changed(), fb: newFairBuf(),
 		// Never full: a task is sent only with a slot taken, and there
 		// are as many slots as room here.
 		work: make(chan task, cap(v.slots))}
@@ -241,9 +248,9 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 			break
 		}
 	}
-	// Stopping: a claim in flight ends with ctx (what it leased but did
-	// not return is left to its lease); what was claimed but not called is
-	// given back, due at once for whoever owns it next.
+	// Stopping: a claim in flight is waited for (it runs on claimCtx);
+	// what it and earlier claims leased but did not call is given back,
+	// due at once for whoever owns it next.
 	l.claims.Wait()
 	select {
 	case c := <-l.claimed:
@@ -287,7 +294,7 @@ func (v *Verifier) claim(l *loop) {
 	go func() {
 		defer l.claims.Done()
 		at := v.cfg.Now()
-		msgs, err := v.st.ClaimCheckbacks(l.ctx, store.Claim{Partitions: parts, Limit: limit, Lease: v.cfg.Lease, FairCheckbacks: fair})
+		msgs, err := v.st.ClaimCheckbacks(l.claimCtx, store.Claim{Partitions: parts, Limit: limit, Lease: v.cfg.Lease, FairCheckbacks: fair})
 		l.claimed <- claimed{msgs: msgs, limit: limit, err: err, at: at}
 	}()
 }

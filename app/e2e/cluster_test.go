@@ -38,14 +38,16 @@ type countingCheckback struct {
 	*httptest.Server
 	mu    sync.Mutex
 	calls map[string]int
+	times map[string][]time.Time
 }
 
 func newCountingCheckback(t *testing.T) *countingCheckback {
 	t.Helper()
-	s := &countingCheckback{calls: map[string]int{}}
+	s := &countingCheckback{calls: map[string]int{}, times: map[string][]time.Time{}}
 	s.Server = httptest.NewServer(clientlib.NewCheckbackHandler(func(_ context.Context, _, key string) (clientlib.Decision, error) {
 		s.mu.Lock()
 		s.calls[key]++
+		s.times[key] = append(s.times[key], time.Now())
 		s.mu.Unlock()
 		switch {
 		case strings.HasPrefix(key, "cbcommit-"):
@@ -57,6 +59,18 @@ func newCountingCheckback(t *testing.T) *countingCheckback {
 	}))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// callsOf says when the producer saw check-backs of a message.
+func (s *countingCheckback) callsOf(id string) string {
+	_, key, _ := envelope.SplitKey(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var at []string
+	for _, x := range s.times[key] {
+		at = append(at, x.UTC().Format("15:04:05.000"))
+	}
+	return fmt.Sprintf("check-back calls seen by the producer: %d %v", len(at), at)
 }
 
 func (s *countingCheckback) snapshot() map[string]int {
@@ -320,14 +334,20 @@ func TestClusterJoinAndLeaveMidStream(t *testing.T) {
 
 	// a leaves mid-stream (a graceful stop: ingest commits, sends drain).
 	sentA := sent(t, a)
+	t.Logf("a stops at %s", time.Now().UTC().Format("15:04:05.000"))
 	stopA()
+	t.Logf("a stopped at %s", time.Now().UTC().Format("15:04:05.000"))
 	waitOwnedBy(t, partitions, b, c)
 	t.Logf("after a left: b %v, c %v", b.Owned.Partitions(), c.Owned.Partitions())
 	waitProduced(s.n.Load() + 300)
 	close(stop)
 	pl := s.wait(t)
 
-	col.waitFor(t, pl.committed, 2*time.Minute)
+	// Every committed message within two minutes; one a center left
+	// leased arrives after that lease at the latest, and is shown with
+	// its row's history.
+	col.waitForEach(t, b.Store, pl.committed, 20*time.Second, 2*time.Minute,
+		e.cfg.Checkback.Lease+e.cfg.Forward.Lease+30*time.Second, srv.callsOf)
 	checkRolledBackInStore(t, b, pl.rolled)
 	checkForwarded(t, col, pl)
 	sentB, sentC := sent(t, b), sent(t, c)

@@ -11,4 +11,8 @@
 // Cluster starts a throwaway PostgreSQL cluster of its own (initdb into a
 // temporary directory, a free port) for tests that need several servers or
 // restart one; it skips without the binaries, or fails with CI=true.
+// Server.Standby makes a streaming standby of such a cluster (pg_basebackup,
+// synchronous or asynchronous), Server.Promote promotes it, and FailoverDSN
+// lists both hosts with target_session_attrs=read-write, for failover
+// tests.
 package pgtest

@@ -21,6 +21,7 @@ const (
 	faultFetchErr   = "broker fetch errors"
 	faultCBOutage   = "check-back outage"
 	faultPartitions = "partition increase"
+	faultPGCut      = "center-postgres link cut"
 )
 
 // chaos injects faults from one seeded source.
@@ -34,6 +35,10 @@ type chaos struct {
 	truth   *truth
 	grow    int // partitions to add, once
 	growAt  time.Duration
+	// pgLinks are the centers' links to PostgreSQL (by center index);
+	// one is cut at cutAt for sure, others at random.
+	pgLinks []*netProxy
+	cutAt   time.Duration
 	out     func(format string, args ...any)
 
 	mu     sync.Mutex
@@ -69,6 +74,7 @@ func (c *chaos) between(lo, hi time.Duration) time.Duration {
 func (c *chaos) run(ctx context.Context) {
 	start := time.Now()
 	grown := c.grow == 0
+	cut := len(c.pgLinks) == 0
 	for ctx.Err() == nil {
 		sleep(ctx, c.between(c.every/2, c.every*3/2))
 		if ctx.Err() != nil {
@@ -77,6 +83,11 @@ func (c *chaos) run(ctx context.Context) {
 		if !grown && time.Since(start) >= c.growAt {
 			grown = true
 			c.growPartitions(ctx)
+			continue
+		}
+		if !cut && time.Since(start) >= c.cutAt {
+			cut = true
+			c.cutPG(context.WithoutCancel(ctx))
 			continue
 		}
 		// One membership change at a time: kfake's group coordinator
@@ -89,7 +100,11 @@ func (c *chaos) run(ctx context.Context) {
 		}
 		// The fault's own waits are not cut short by ctx: it is undone first.
 		undo := context.WithoutCancel(ctx)
-		switch c.r.IntN(6) {
+		n := 6
+		if len(c.pgLinks) > 0 {
+			n = 7
+		}
+		switch c.r.IntN(n) {
 		case 0:
 			cp := c.centers[c.r.IntN(len(c.centers))]
 			// Restarted after the session timeout, so the group drops the
@@ -139,8 +154,25 @@ func (c *chaos) run(ctx context.Context) {
 			sleep(undo, d)
 			c.truth.outage.Store(false)
 			c.count(faultCBOutage, nil)
+		case 6:
+			c.cutPG(undo)
 		}
 	}
+}
+
+// cutPG cuts one center's link to PostgreSQL, one way or both, for up to
+// twice the send lease (past it, other centers may claim what it leased),
+// then heals it.
+func (c *chaos) cutPG(ctx context.Context) {
+	i := c.r.IntN(len(c.pgLinks))
+	dirs := []int{bothWays, toDependency, toCenter}[c.r.IntN(3)]
+	how := map[int]string{bothWays: "both ways", toDependency: "center to postgres", toCenter: "postgres to center"}[dirs]
+	d := c.between(2*time.Second, 2*sendLease)
+	c.out("fault: center %d's link to PostgreSQL cut (%s) for %s", i, how, d)
+	c.pgLinks[i].cut(dirs)
+	sleep(ctx, d)
+	c.pgLinks[i].heal()
+	c.count(faultPGCut, nil)
 }
 
 // waitStable waits until the consumer group is Stable (up to 90s; a group

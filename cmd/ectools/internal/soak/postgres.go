@@ -73,8 +73,11 @@ func (p *pgCluster) serverOptions() string {
 }
 
 // DSN is the superuser's URL.
-func (p *pgCluster) DSN() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p.port)
+func (p *pgCluster) DSN() string { return p.dsnAt(p.port) }
+
+// dsnAt is DSN through another port (a center's fault point).
+func (p *pgCluster) dsnAt(port int) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 }
 
 func (p *pgCluster) ctl(ctx context.Context, args ...string) error {

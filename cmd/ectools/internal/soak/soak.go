@@ -221,14 +221,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer func() { _ = cbSrv.Close() }()
 	cbURL := "http://" + l.Addr().String()
 
-	// Centers: migrate once, then start them all.
+	// Centers: migrate once, then start them all. Each reaches PostgreSQL
+	// through a fault point of its own (netProxy), which the chaos cuts.
 	centers := make([]*centerProc, cfg.Centers)
+	pgLinks := make([]*netProxy, cfg.Centers)
+	defer func() {
+		for _, p := range pgLinks {
+			if p != nil {
+				_ = p.close()
+			}
+		}
+	}()
 	for i := range centers {
 		port, err := freePort()
 		if err != nil {
 			return rep, err
 		}
-		if centers[i], err = newCenterProc(i, cfg.EventcenterBin, workDir, centerConfig(brokers, pg.DSN(), port, cbURL)); err != nil {
+		if pgLinks[i], err = newNetProxy(fmt.Sprintf("center %d - postgres", i), fmt.Sprintf("127.0.0.1:%d", pgPort)); err != nil {
+			return rep, err
+		}
+		if centers[i], err = newCenterProc(i, cfg.EventcenterBin, workDir, centerConfig(brokers, pg.dsnAt(pgLinks[i].Port()), port, cbURL)); err != nil {
 			return rep, err
 		}
 	}
@@ -275,7 +287,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer cancelFinish()
 	w := &workload{cfg: &cfg, truth: tr, verify: cbURL + "/checkback", brokers: brokers}
 	ch := &chaos{r: newRand(cfg.Seed, 1000), every: cfg.FaultEvery, centers: centers, pg: pg, broker: br, adm: adm, truth: tr,
-		growAt: cfg.Duration * 2 / 5, out: out, counts: map[string]int{}}
+		growAt: cfg.Duration * 2 / 5, cutAt: cfg.Duration / 5, pgLinks: pgLinks, out: out, counts: map[string]int{}}
 	if cfg.Faults {
 		ch.grow = 2
 	}

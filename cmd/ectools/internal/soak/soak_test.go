@@ -56,6 +56,7 @@ func TestSoakShort(t *testing.T) {
 	require.NotZero(t, rep.OrderedRecords, "no message with an order key was forwarded: the ordering invariant checked nothing")
 	require.NotZero(t, rep.OrderedAhead, "no ordered message was written ahead: the invariant never checked that path")
 	require.Equal(t, 1, rep.Faults[faultPartitions], "the partition increase did not happen")
+	require.GreaterOrEqual(t, rep.Faults[faultPGCut], 1, "no center's link to PostgreSQL was cut")
 }
 
 type tWriter struct{ t *testing.T }
