@@ -8,7 +8,7 @@ import (
 	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/forwarder/kafka"
-	"github.com/eventcenter/eventcenter/forwarder/rocketmq"
+	"github.com/eventcenter/eventcenter/forwarder/rocketmq/rmqrules"
 	"github.com/eventcenter/eventcenter/ingest"
 )
 
@@ -124,7 +124,7 @@ const (
 	RecordOverhead = ingest.RecordOverhead + kafka.RecordFraming
 	// RocketMQMaxMessageBytes is a RocketMQ target's default
 	// max_message_bytes.
-	RocketMQMaxMessageBytes = rocketmq.DefaultMaxMessageBytes
+	RocketMQMaxMessageBytes = rmqrules.DefaultMaxMessageBytes
 )
 
 // MinMessageBytes is the smallest max_message_bytes of a target of the
@@ -211,7 +211,7 @@ func (c *Config) validateForward(bad func(string, string, ...any)) {
 				bad(field+".name_servers", "at least one ip:port is required for a rocketmq target")
 			}
 			for j, a := range t.NameServers {
-				if err := rocketmq.CheckNameServer(a); err != nil {
+				if err := rmqrules.CheckNameServer(a); err != nil {
 					bad(fmt.Sprintf("%s.name_servers[%d]", field, j), "%v", err)
 				}
 			}
@@ -219,7 +219,7 @@ func (c *Config) validateForward(bad func(string, string, ...any)) {
 				bad(field+".compression", "is for kafka targets")
 			}
 			if t.Group != "" {
-				if err := rocketmq.CheckGroup(t.Group); err != nil {
+				if err := rmqrules.CheckGroup(t.Group); err != nil {
 					bad(field+".group", "%v", err)
 				}
 			}

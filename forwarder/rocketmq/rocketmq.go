@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +16,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
+	"github.com/eventcenter/eventcenter/forwarder/rocketmq/rmqrules"
 )
 
 // Defaults.
@@ -29,7 +27,7 @@ const (
 	DefaultConcurrency = 16
 	// DefaultMaxMessageBytes is a RocketMQ broker's default maxMessageSize
 	// (4 MiB), which the Java client also checks before sending.
-	DefaultMaxMessageBytes = 4 << 20
+	DefaultMaxMessageBytes = rmqrules.DefaultMaxMessageBytes
 )
 
 // Config configures a RocketMQ target.
@@ -71,16 +69,9 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-var groupPattern = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
-
-// CheckGroup accepts a producer group as the RocketMQ client does: 1 to
-// 255 characters of letters, digits, %, |, _ and -.
-func CheckGroup(g string) error {
-	if len(g) > 255 || !groupPattern.MatchString(g) {
-		return fmt.Errorf("%q must be 1 to 255 characters of letters, digits, %%, |, _ and -", g)
-	}
-	return nil
-}
+// CheckGroup accepts a producer group as the RocketMQ client does
+// (rmqrules.CheckGroup).
+func CheckGroup(g string) error { return rmqrules.CheckGroup(g) }
 
 func (c *Config) validate() error {
 	var errs []error
@@ -118,21 +109,9 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// CheckNameServer accepts "ip:port" with an IP literal (IPv6 in brackets):
-// the client does not resolve names.
-func CheckNameServer(a string) error {
-	host, port, err := net.SplitHostPort(a)
-	if err != nil {
-		return fmt.Errorf("%q is not ip:port: %w", a, err)
-	}
-	if net.ParseIP(host) == nil {
-		return fmt.Errorf("%q: host %q must be an IP literal (the RocketMQ client does not resolve names)", a, host)
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-		return fmt.Errorf("%q: port %q must be 1-65535", a, port)
-	}
-	return nil
-}
+// CheckNameServer accepts "ip:port" with an IP literal
+// (rmqrules.CheckNameServer).
+func CheckNameServer(a string) error { return rmqrules.CheckNameServer(a) }
 
 // Target sends to RocketMQ. Create it with New; it is safe for concurrent
 // Send calls.
