@@ -29,6 +29,7 @@ func (h *handler) routesAPI() {
 	h.mux.Handle("POST "+p+"/messages/{bizID}/{rest...}", h.api(ScopeAdmin, h.apiAction))
 	h.mux.Handle("POST "+p+"/bizids/{bizID}/retry", h.api(ScopeAdmin, h.apiBizRetry))
 	h.mux.Handle("GET "+p+"/bizids", h.api(ScopeRead, h.apiBizShares))
+	h.mux.Handle("GET "+p+"/registries", h.api(ScopeRead, h.apiRegistries))
 	h.mux.Handle("GET "+p+"/dlq", h.api(ScopeRead, h.apiDLQList))
 	h.mux.Handle("GET "+p+"/dlq/{partition}/{offset}", h.api(ScopeRead, h.apiDLQGet))
 	h.mux.Handle("POST "+p+"/dlq/{partition}/{offset}/replay", h.api(ScopeAdmin, h.apiDLQReplay))

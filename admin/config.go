@@ -89,6 +89,9 @@ type Config struct {
 	// Targets, when set, gives this center's forward targets and their
 	// broker throttles, for the same page.
 	Targets func() []adminapi.TargetThrottle
+	// Registries, when set, gives this center's check-back registries
+	// (GET /api/v1/registries).
+	Registries func() []adminapi.CheckbackRegistry
 
 	// LaneDLQs are the dead-letter topics of the center's extra lanes
 	// (kafka.lanes), one per lane; the DLQ given to NewHandler is the

@@ -85,3 +85,17 @@ func (h *handler) uiBizShares(w http.ResponseWriter, r *http.Request, _ principa
 	}
 	return &page{tmpl: "bizids", Title: "Fair share per bizID", Data: map[string]any{"BizIDs": out.BizIDs, "Targets": out.Targets}}, nil
 }
+
+// apiRegistries is GET /api/v1/registries: the check-back registries
+// (Config.Registries), none when the center gives no view.
+func (h *handler) apiRegistries(w http.ResponseWriter, r *http.Request, _ principal) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	out := adminapi.CheckbackRegistries{Registries: []adminapi.CheckbackRegistry{}}
+	if h.cfg.Registries != nil {
+		out.Registries = append(out.Registries, h.cfg.Registries()...)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

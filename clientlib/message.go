@@ -34,7 +34,8 @@ type Message struct {
 	// Headers are copied to the forwarded message.
 	Headers []Header
 	// Verify is the check-back endpoint (http://, https://, tri://,
-	// jsonrpc://...); empty means the producer's WithDefaultVerify, and
+	// jsonrpc://..., or zookeeper://registry:2181/<interface> for a Dubbo
+	// service found in its registry); empty means the producer's WithDefaultVerify, and
 	// without that the center's configuration for BizID.
 	Verify string
 	// CheckAfter delays the first check-back (rounded up to whole

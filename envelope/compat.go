@@ -210,24 +210,89 @@ func compatDubboEndpoint(vi *compatVerify, numericBiz bool) (string, *problem) {
 	if iface == "" {
 		return "", invalid("verifyInfo.interface", "required for protocolType 2 (dubbo)")
 	}
-	if addr == "" {
-		return "", invalid("verifyInfo.address", "Dubbo endpoint %s has only a registry address (%s %s); registry lookup is not supported: give a direct host:port in verifyInfo.address or url tri://host:port/<interface>/<method>, or send ec-verify in the native format",
-			quote(iface), quote(vi.RegistryProtocol), quote(vi.RegistryAddress))
-	}
-	if strings.ContainsAny(addr, "/?#@") {
-		return "", invalid("verifyInfo.address", "%s is not host:port", quote(addr))
-	}
 	if method == "" {
 		method = checkback.DefaultMethod
 	}
 	if strings.Contains(iface, "/") || strings.Contains(method, "/") {
 		return "", invalid("verifyInfo.interface", "%s/%s: interface and method cannot contain '/'", quote(iface), quote(method))
 	}
+	if addr == "" {
+		return compatRegistryEndpoint(vi, iface, method, version, group, numericBiz)
+	}
+	if strings.ContainsAny(addr, "/?#@") {
+		return "", invalid("verifyInfo.address", "%s is not host:port", quote(addr))
+	}
 	t := checkback.Triple{TLS: scheme == "tris", Host: addr, Interface: iface, Method: method, Version: version, Group: group}
 	if numericBiz {
 		t.BizID = checkback.BizIDInt
 	}
 	s := t.String()
+	if p := checkVerify("verifyInfo", s); p != nil {
+		return "", p
+	}
+	return s, nil
+}
+
+// compatRegistryEndpoint maps a Dubbo verifyInfo without a direct address
+// onto zookeeper://host:port/<interface>?version=..&group=..&method=..
+// &bizid=int[&backup=host:port,...]: registryAddress is host:port, a list
+// of them (comma-separated: one ZooKeeper ensemble) or the same behind
+// zookeeper://. Other registries are refused with the reason.
+func compatRegistryEndpoint(vi *compatVerify, iface, method, version, group string, numericBiz bool) (string, *problem) {
+	proto := strings.ToLower(vi.RegistryProtocol)
+	addr := strings.TrimSpace(vi.RegistryAddress)
+	if scheme, rest, ok := strings.Cut(addr, "://"); ok {
+		if proto == "" {
+			proto = strings.ToLower(scheme)
+		}
+		addr = rest
+	}
+	if addr == "" {
+		return "", invalid("verifyInfo.address", "Dubbo endpoint %s has neither an address nor a registryAddress", quote(iface))
+	}
+	if proto != "zookeeper" {
+		return "", invalid("verifyInfo.registryProtocol", "Dubbo endpoint %s names a %s registry (%s): only zookeeper registries are supported; give a direct host:port in verifyInfo.address or url tri://host:port/<interface>/<method>, or send ec-verify in the native format",
+			quote(iface), quote(vi.RegistryProtocol), quote(vi.RegistryAddress))
+	}
+	// zookeeper://zk1:2181?backup=zk2:2181 as Dubbo spells it, or
+	// zk1:2181,zk2:2181.
+	addr, query, _ := strings.Cut(addr, "?")
+	addr = strings.TrimSuffix(addr, "/")
+	var backup []string
+	if query != "" {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return "", invalid("verifyInfo.registryAddress", "%s: %v", quote(vi.RegistryAddress), err)
+		}
+		if b := q.Get("backup"); b != "" {
+			backup = strings.Split(b, ",")
+		}
+	}
+	hosts := strings.Split(addr, ",")
+	for _, h := range hosts {
+		if h == "" || strings.ContainsAny(h, "/?#@") {
+			return "", invalid("verifyInfo.registryAddress", "%s is not host:port[,host:port...]", quote(vi.RegistryAddress))
+		}
+	}
+	backup = append(hosts[1:], backup...)
+	q := url.Values{}
+	if version != "" {
+		q.Set("version", version)
+	}
+	if group != "" {
+		q.Set("group", group)
+	}
+	if method != checkback.DefaultMethod {
+		q.Set("method", method)
+	}
+	if numericBiz {
+		q.Set("bizid", "int")
+	}
+	if len(backup) > 0 {
+		q.Set("backup", strings.Join(backup, ","))
+	}
+	u := url.URL{Scheme: "zookeeper", Host: hosts[0], Path: "/" + iface, RawQuery: q.Encode()}
+	s := u.String()
 	if p := checkVerify("verifyInfo", s); p != nil {
 		return "", p
 	}

@@ -37,7 +37,7 @@ func parseAllowRule(s string) (allowRule, error) {
 	scheme := strings.ToLower(u.Scheme)
 	port, ok := checkback.DefaultPort(scheme)
 	if !ok {
-		return allowRule{}, fmt.Errorf("scheme %q (want http, https, tri, tris, jsonrpc or jsonrpcs)", u.Scheme)
+		return allowRule{}, fmt.Errorf("scheme %q (want http, https, tri, tris, jsonrpc, jsonrpcs or zookeeper)", u.Scheme)
 	}
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return allowRule{}, errors.New("an allow entry is an origin or a URL prefix: no query, fragment or user")

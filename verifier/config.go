@@ -189,6 +189,10 @@ type Config struct {
 	// order, so concurrent batches are safe. Default 4.
 	Appliers int
 
+	// Resolver finds the providers of registry endpoints (zookeeper://,
+	// resolver.ZooKeeper); without it such endpoints are parked with the
+	// reason.
+	Resolver Resolver
 	// Transport carries the calls; nil builds one with limits suited to
 	// EndpointConcurrency (tests pass httptest transports; set TLS here).
 	Transport http.RoundTripper

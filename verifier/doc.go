@@ -210,11 +210,25 @@
 // # Metrics
 //
 //	eventcenter_checkback_total{protocol,outcome}     commit, rollback, unknown, error, deferred, parked
-//	                                                  (protocol http, triple, jsonrpc; "none" for a
-//	                                                  missing or unreadable endpoint)
+//	                                                  (protocol http, triple, jsonrpc, registry; "none"
+//	                                                  for a missing or unreadable endpoint)
 //	eventcenter_checkback_duration_seconds{protocol}
 //	eventcenter_checkback_circuit_open                endpoints with an open or half-open circuit
 //	eventcenter_verify_failed_total{biz_id}           configured bizIDs by name, others as "other"
 //	eventcenter_checkback_disallowed_total            parked because the endpoint is not allowed
 //	eventcenter_checkback_apply_errors_total          answer batches the store refused
+//	eventcenter_checkback_registry_total{registry,outcome}  through a registry; outcome also no_provider
+//	eventcenter_checkback_registry_provider_skipped_total{registry}  providers skipped for the next
+//
+// # Registries
+//
+// A zookeeper:// endpoint names a Dubbo service in its registry. The
+// registry (each of its servers) must be on the bizID's allow list; the
+// Resolver (verifier/resolver.ZooKeeper in the center) gives the
+// providers, each of which must pass the allow list too, or the message
+// is parked with the reason. The providers are called in a weighted
+// random order (resolver.Order); one that refuses or does not answer in
+// time is skipped for the next within the same attempt, which takes at
+// most twice the timeout. No provider: the attempt fails with the
+// resolver's reason (service and registry) and backs off.
 package verifier

@@ -26,6 +26,9 @@ type metrics struct {
 	verifyFailed *prometheus.CounterVec
 	disallowed   prometheus.Counter
 	applyErrors  prometheus.Counter
+	// registryTotal and providerSkipped: check-backs through a registry.
+	registryTotal   *prometheus.CounterVec
+	providerSkipped *prometheus.CounterVec
 	fairMetrics
 }
 
@@ -56,6 +59,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "eventcenter_checkback_apply_errors_total",
 			Help: "Batches of check-back results the store did not take (the messages are checked again when their lease runs out).",
 		}),
+		registryTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_checkback_registry_total",
+			Help: "Check-backs through a registry by registry (its first server, as an allow entry names it; \"other\" otherwise) and outcome (commit, rollback, unknown, error, no_provider, parked).",
+		}, []string{"registry", "outcome"}),
+		providerSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_checkback_registry_provider_skipped_total",
+			Help: "Providers found through a registry that refused or did not answer in time, so the next one was called within the same check-back.",
+		}, []string{"registry"}),
 		fairMetrics: newFairMetrics(),
 	}
 	for _, p := range checkback.Protocols {
@@ -68,7 +79,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range append([]prometheus.Collector{m.total, m.duration, m.circuitOpen, m.verifyFailed, m.disallowed, m.applyErrors}, m.collectors()...) {
+	for _, c := range append([]prometheus.Collector{m.total, m.duration, m.circuitOpen, m.verifyFailed, m.disallowed, m.applyErrors,
+		m.registryTotal, m.providerSkipped}, m.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}
@@ -77,4 +89,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, fmt.Errorf("register verifier metrics: %w", err)
 	}
 	return m, nil
+}
+
+// touchRegistries creates the registry series of the configured
+// registries, so that they read 0 before the first check-back.
+func (m *metrics) touchRegistries(regs map[string]struct{}) {
+	for r := range regs {
+		for _, o := range []string{outcomeCommit, outcomeRollback, outcomeUnknown, outcomeError, outcomeNoProvider, outcomeParked} {
+			m.registryTotal.WithLabelValues(r, o)
+		}
+		m.providerSkipped.WithLabelValues(r)
+	}
 }

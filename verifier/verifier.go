@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/tracing"
+	"github.com/eventcenter/eventcenter/verifier/resolver"
 )
 
 // Store is what the verifier needs from the store. Its Apply should be the
@@ -63,6 +65,9 @@ type Verifier struct {
 	weights   map[string]int
 	// view is what BizStatus shows of the queues (status.go).
 	view bizView
+	// registries are the registries (first servers) the allow lists
+	// name: the registry label values of the metrics.
+	registries map[string]struct{}
 
 	// Base gives Stop and the shared start/stop semantics.
 	startstop.Base
@@ -111,7 +116,17 @@ func New(cfg Config, st Store, owned Owned) (*Verifier, error) {
 
 		bizStates: map[string]*bizState{},
 		weights:   map[string]int{},
+
+		registries: map[string]struct{}{},
 	}
+	for _, r := range biz {
+		for _, rule := range r.allow {
+			if rule.scheme == "zookeeper" {
+				v.registries[rule.host] = struct{}{}
+			}
+		}
+	}
+	m.touchRegistries(v.registries)
 	for id, r := range biz {
 		if id != "" && r.weight > 1 {
 			v.weights[id] = r.weight
@@ -364,13 +379,13 @@ const (
 // dispatch puts off, queues or starts the call of j.
 func (v *Verifier) dispatch(l *loop, j job) dispatched {
 	now := v.cfg.Now()
-	if waited := now.Sub(j.claimedAt); waited > v.cfg.Lease-2*j.r.policy.Timeout {
+	if waited := now.Sub(j.claimedAt); waited > v.cfg.Lease-j.r.policy.Timeout-attemptBudget(j.ep, j.r.policy.Timeout) {
 		// Its lease may run out before an answer is written: give it
 		// back to the next claim.
 		v.giveBack(&j, fmt.Sprintf("waited %s for a worker", waited))
 		return dispatchPutOff
 	}
-	g := v.gates.get(j.ep.Host)
+	g := v.gates.get(gateKey(j.ep))
 	if at, why, hold := v.breakerHold(g, &j, now); hold {
 		v.deferMsg(&j.m, j.ep, at, why)
 		return dispatchPutOff
@@ -448,7 +463,7 @@ func (v *Verifier) serveOne(ctx context.Context, j *job, g *gate) {
 		return
 	}
 	now := v.cfg.Now()
-	if waited := now.Sub(j.claimedAt); waited > v.cfg.Lease-2*j.r.policy.Timeout {
+	if waited := now.Sub(j.claimedAt); waited > v.cfg.Lease-j.r.policy.Timeout-attemptBudget(j.ep, j.r.policy.Timeout) {
 		// Its lease may run out before an answer is written: give it
 		// back to the next claim.
 		v.giveBack(j, fmt.Sprintf("waited %s for its endpoint", waited))
@@ -489,6 +504,13 @@ func (v *Verifier) endpointFor(m *state.Message, r *resolved) (ep checkback.Endp
 	}
 	if r.endpoint != nil && r.endpoint.Origin() == ep.Origin() && r.endpoint.Path == ep.Path {
 		return ep, "", false
+	}
+	if ep.Protocol == checkback.ProtoRegistry {
+		if registryAllowed(r.allow, ep) {
+			return ep, "", false
+		}
+		return ep, fmt.Sprintf("check-back registry %s (servers %s) is not allowed for bizID %q: add zookeeper://%s (and each backup server) to that bizID's allow list, with the origins of its providers, then retry the message",
+			ep, strings.Join(ep.Registry, ","), m.BizID, ep.Host), true
 	}
 	for _, rule := range r.allow {
 		if rule.allows(ep) {
@@ -588,8 +610,24 @@ func (v *Verifier) check(ctx context.Context, j *job, g *gate, done func(error))
 	n := max(m.VerifyAttempts, 1)
 	ctx, endSpan := v.checkSpan(ctx, m, ep, n)
 	id := g.begin()
-	a := v.caller.do(ctx, call{ep: ep, bizID: m.BizID, key: m.Key, attempt: n,
-		timeout: r.policy.Timeout, secret: r.currentSecret(), signV1: r.signV1})
+	var a answer
+	if ep.Protocol == checkback.ProtoRegistry {
+		var park string
+		if a, park = v.viaRegistry(ctx, j, n); park != "" {
+			g.finish(id)
+			endSpan(answer{Err: errors.New(park)})
+			done(nil)
+			v.m.total.WithLabelValues(ep.Protocol.String(), outcomeParked).Inc()
+			v.m.registryTotal.WithLabelValues(v.registryLabel(ep), outcomeParked).Inc()
+			v.m.disallowed.Inc()
+			v.log.Warn("check-back not called; message parked as VERIFY_FAILED", "biz_id", m.BizID, "key", m.Key, "reason", park)
+			v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckParked, At: v.cfg.Now(), Err: park})
+			return
+		}
+	} else {
+		a = v.caller.do(ctx, call{ep: ep, bizID: m.BizID, key: m.Key, attempt: n,
+			timeout: r.policy.Timeout, secret: r.currentSecret(), signV1: r.signV1})
+	}
 	took := g.finish(id)
 	j.biz.observe(took)
 	endSpan(a)
@@ -624,6 +662,13 @@ func (v *Verifier) check(ctx context.Context, j *job, g *gate, done func(error))
 		}
 	}
 	v.m.total.WithLabelValues(ep.Protocol.String(), outcome).Inc()
+	if ep.Protocol == checkback.ProtoRegistry {
+		ro := outcome
+		if errors.Is(a.Err, resolver.ErrNoProvider) {
+			ro = outcomeNoProvider
+		}
+		v.m.registryTotal.WithLabelValues(v.registryLabel(ep), ro).Inc()
+	}
 	if v.cfg.OnOutcome != nil {
 		v.cfg.OnOutcome(j.name, outcome)
 	}

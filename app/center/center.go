@@ -31,6 +31,7 @@ import (
 	"github.com/eventcenter/eventcenter/store"
 	"github.com/eventcenter/eventcenter/tracing"
 	"github.com/eventcenter/eventcenter/verifier"
+	"github.com/eventcenter/eventcenter/verifier/resolver"
 )
 
 // Options are the things a configuration file cannot say: test hooks and
@@ -85,6 +86,8 @@ type Center struct {
 	targets   map[string]forwarder.Target
 	Forwarder *forwarder.Forwarder
 	Verifier  *verifier.Verifier
+	// resolver finds the providers of registry check-back endpoints.
+	resolver *resolver.ZooKeeper
 	// Ingester consumes the default lane (kafka.control_topic).
 	Ingester *ingest.Ingester
 	// ingesters are every lane's, the default lane's first (lanes.go).
@@ -261,6 +264,13 @@ func (c *Center) newVerifier(cfg config.Config, opt Options, fast store.Store) (
 		b.SecretSource = c.secrets.BizSecret(id)
 		vcfg.BizIDs[id] = b
 	}
+	// Check-backs addressed to a registry (zookeeper://) find their
+	// providers here; a registry's session opens at its first use.
+	c.resolver, err = resolver.NewZooKeeper(resolver.Config{Registerer: c.registerer, Logger: opt.Logger.With("component", "resolver")})
+	if err != nil {
+		return nil, fmt.Errorf("registry resolver: %w", err)
+	}
+	vcfg.Resolver = c.resolver
 	c.Verifier, err = verifier.New(vcfg, fast, c.Owned)
 	if err != nil {
 		return nil, fmt.Errorf("verifier: %w", err)
@@ -398,6 +408,7 @@ func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, erro
 		Forwarding:        c.bizForwarding,
 		Checkbacks:        c.bizCheckbacks,
 		Targets:           c.targetThrottles,
+		Registries:        c.registries,
 		// Each extra lane's dead letters replay to its own control topic.
 		LaneDLQs:   laneDLQs(cfg.Kafka, dlqClient),
 		Now:        opt.Now,
@@ -468,6 +479,9 @@ func (c *Center) ready(w http.ResponseWriter, r *http.Request) {
 	}
 	on, _ := c.Scheduling()
 	_, _ = fmt.Fprintln(w, schedulingState(on, lv))
+	for _, line := range registryLines(c.resolver.Status()) {
+		_, _ = fmt.Fprintln(w, line)
+	}
 }
 
 // Addr is the HTTP server's address once started.
@@ -514,6 +528,7 @@ func (c *Center) Start(ctx context.Context) error {
 	}{
 		{"secret files", c.secrets.Start},
 		{"forwarder", c.Forwarder.Start},
+		{"registry resolver", c.resolver.Start},
 		{"verifier", c.Verifier.Start},
 		{"control topic check", c.topics.Start},
 		{"ingest", c.startIngest},
@@ -559,6 +574,7 @@ func (c *Center) stop(ctx context.Context) error {
 	step("ingest", c.stopIngest)
 	// 2. Check-backs and sends drain; sent marks are flushed.
 	step("verifier", c.Verifier.Stop)
+	step("registry resolver", c.resolver.Stop)
 	step("forwarder", c.Forwarder.Stop)
 	step("retention", c.purger.Stop)
 	step("store metrics", c.gauges.Stop)

@@ -24,7 +24,9 @@ type Checkback struct {
 	// least 3 × the longest timeout.
 	Lease time.Duration `yaml:"lease" env:"EVENTCENTER_CHECKBACK_LEASE"`
 	// Allow lists check-back endpoints allowed for every bizID: exact
-	// origins (http://10.0.0.1:8080) or URL prefixes. Nothing else is called.
+	// origins (http://10.0.0.1:8080) or URL prefixes; a registry
+	// (zookeeper://zk1:2181) lets PREPAREs name a Dubbo service there,
+	// whose providers must be allowed too. Nothing else is called.
 	Allow []string `yaml:"allow" env:"EVENTCENTER_CHECKBACK_ALLOW" envSeparator:","`
 	Biz   []Biz    `yaml:"biz"`
 }

@@ -165,6 +165,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 	f.IntVar(&cfg.Partitions, "partitions", cfg.Partitions, "partitions of the topics the tool creates")
 	f.StringVar(&cfg.CheckbackListen, "checkback-listen", cfg.CheckbackListen, "address of the tool's check-back server")
 	f.StringVar(&cfg.CheckbackURL, "checkback-url", "", "check-back endpoint named in messages (default: http://<checkback-listen>/check)")
+	f.StringVar(&cfg.CheckbackZooKeeper, "checkback-zookeeper", "", "register the check-back server in this ZooKeeper (host:port) as a Dubbo Triple provider and name it by the registry: zookeeper://<it>/ecbench.Checker?protocol=tri")
 	f.DurationVar(&cfg.FirstDelay, "checkback-first-delay", cfg.FirstDelay, "embedded center: checkback.first_delay")
 	f.IntVar(&cfg.CheckbackConcurrency, "checkback-concurrency", cfg.CheckbackConcurrency, "embedded center: checkback.endpoint_concurrency")
 	f.IntVar(&cfg.CheckbackWorkers, "checkback-workers", cfg.CheckbackWorkers, "embedded center: checkback.workers")

@@ -67,3 +67,36 @@ func BuildTriple(t Triple) (string, error) {
 	}
 	return s, nil
 }
+
+// Provider returns the direct endpoint of one provider of the registry
+// endpoint e (ProtoRegistry): proto is the provider's (ProtoTriple or
+// ProtoJSONRPC), host its host:port and path its service path as the
+// registry lists it (JSON-RPC calls go there; Triple calls to
+// /<interface>/<method>). Method, version, group and bizid come from e. The
+// error is an *EndpointError.
+func (e Endpoint) Provider(proto Protocol, host, path string) (Endpoint, error) {
+	var s string
+	switch proto {
+	case ProtoTriple:
+		s = Triple{Host: host, Interface: e.Interface, Method: e.Method, Version: e.Version, Group: e.Group, BizID: e.BizID}.String()
+	case ProtoJSONRPC:
+		q := url.Values{}
+		if e.Method != DefaultMethod {
+			q.Set("method", e.Method)
+		}
+		switch e.BizID {
+		case BizIDInt:
+			q.Set("bizid", "int")
+		case BizIDString:
+			q.Set("bizid", "string")
+		}
+		if strings.Trim(path, "/") == "" {
+			path = e.Interface
+		}
+		u := url.URL{Scheme: "jsonrpc", Host: host, Path: "/" + strings.TrimPrefix(path, "/"), RawQuery: q.Encode()}
+		s = u.String()
+	default:
+		return Endpoint{}, &EndpointError{Endpoint: host, Reason: "a provider is called over Triple or JSON-RPC, not " + proto.String()}
+	}
+	return ParseEndpoint(s)
+}

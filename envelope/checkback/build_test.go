@@ -3,6 +3,8 @@ package checkback
 import (
 	"errors"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestBuildTripleRoundTrips(t *testing.T) {
@@ -52,4 +54,33 @@ func TestBuildTripleRefuses(t *testing.T) {
 			t.Errorf("%s: BuildTriple(%+v) = %v, want an *EndpointError", name, in, err)
 		}
 	}
+}
+
+func TestRegistryProvider(t *testing.T) {
+	t.Parallel()
+	reg, err := ParseEndpoint("zookeeper://zk:2181/com.example.TxChecker?version=1.0.0&group=order&bizid=int")
+	require.NoError(t, err)
+	tri, err := reg.Provider(ProtoTriple, "10.0.0.1:50051", "/com.example.TxChecker")
+	require.NoError(t, err)
+	require.Equal(t, "tri://10.0.0.1:50051/com.example.TxChecker/verifyMessage?bizid=int&group=order&version=1.0.0", tri.Raw)
+	require.Equal(t, ProtoTriple, tri.Protocol)
+	require.Equal(t, "1.0.0", tri.Version)
+	require.Equal(t, "order", tri.Group)
+	require.Equal(t, BizIDInt, tri.BizID)
+
+	rpc, err := reg.Provider(ProtoJSONRPC, "10.0.0.2:8080", "")
+	require.NoError(t, err)
+	require.Equal(t, "jsonrpc://10.0.0.2:8080/com.example.TxChecker?bizid=int", rpc.Raw)
+	require.Equal(t, "verifyMessage", rpc.Method)
+
+	reg, err = ParseEndpoint("zookeeper://zk/a.B?method=check")
+	require.NoError(t, err)
+	rpc, err = reg.Provider(ProtoJSONRPC, "h:1", "/svc/path")
+	require.NoError(t, err)
+	require.Equal(t, "jsonrpc://h:1/svc/path?method=check", rpc.Raw)
+
+	_, err = reg.Provider(ProtoHTTP, "h:1", "/x")
+	require.ErrorIs(t, err, ErrBadEndpoint)
+	_, err = reg.Provider(ProtoTriple, "h:1/../x", "")
+	require.ErrorIs(t, err, ErrBadEndpoint)
 }

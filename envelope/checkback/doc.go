@@ -8,8 +8,10 @@
 //
 //   - the endpoint grammar (ParseEndpoint, CheckEndpoint): http(s):// for the
 //     TrustMessage GET shape, tri(s):// for Dubbo Triple JSON,
-//     jsonrpc(s):// for JSON-RPC 2.0; schemes in any case;
-//     ?bizid=int|string on tri and jsonrpc endpoints;
+//     jsonrpc(s):// for JSON-RPC 2.0, zookeeper:// for a Dubbo service
+//     found in its registry (ProtoRegistry; Endpoint.Provider builds the
+//     direct endpoint of one of its providers); schemes in any case;
+//     ?bizid=int|string on tri, jsonrpc and zookeeper endpoints;
 //   - Decision, the answer: commit, rollback or unknown;
 //   - request encoding (Endpoint.Request) and reading (ParseArgs);
 //   - answer encoding (HTTPAnswer, TripleAnswer, JSONRPCAnswer) and strict

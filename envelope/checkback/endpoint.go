@@ -21,10 +21,14 @@ const (
 	// ProtoJSONRPC is JSON-RPC 2.0 over HTTP, Dubbo's "http" protocol
 	// (jsonrpc://, jsonrpcs://).
 	ProtoJSONRPC
+	// ProtoRegistry is a Dubbo service found through its registry
+	// (zookeeper://): the call goes to one of the providers registered
+	// there, in that provider's protocol (Triple or JSON-RPC).
+	ProtoRegistry
 )
 
 // Protocols lists every protocol, for metrics that want all label values.
-var Protocols = [...]Protocol{ProtoHTTP, ProtoTriple, ProtoJSONRPC}
+var Protocols = [...]Protocol{ProtoHTTP, ProtoTriple, ProtoJSONRPC, ProtoRegistry}
 
 // String returns the metric label of p: http, triple or jsonrpc.
 func (p Protocol) String() string {
@@ -35,6 +39,8 @@ func (p Protocol) String() string {
 		return "triple"
 	case ProtoJSONRPC:
 		return "jsonrpc"
+	case ProtoRegistry:
+		return "registry"
 	default:
 		return "none"
 	}
@@ -61,7 +67,8 @@ func (e *EndpointError) Unwrap() error { return ErrBadEndpoint }
 // Endpoint is a parsed check-back endpoint.
 type Endpoint struct {
 	Protocol Protocol
-	// Scheme is lower-cased: http, https, tri, tris, jsonrpc or jsonrpcs.
+	// Scheme is lower-cased: http, https, tri, tris, jsonrpc, jsonrpcs or
+	// zookeeper.
 	Scheme string
 	// TLS tells whether the call goes over https.
 	TLS bool
@@ -84,6 +91,14 @@ type Endpoint struct {
 	// BizID is how Triple and JSON-RPC calls send the bizID (the bizid
 	// query parameter); HTTP calls always send it in the query string.
 	BizID BizIDEncoding
+	// Registry holds, for a registry endpoint (ProtoRegistry), the
+	// registry's servers as host:port: Host first, then the backup
+	// parameter's, in order.
+	Registry []string
+	// Via is, for a registry endpoint, the one provider protocol to call
+	// (the protocol parameter: ProtoTriple for tri, ProtoJSONRPC for
+	// jsonrpc), or 0 for either.
+	Via Protocol
 	// Raw is the endpoint as written.
 	Raw string
 }
@@ -111,7 +126,7 @@ const (
 const DefaultMethod = "verifyMessage"
 
 // DefaultPort returns the port a scheme (lower case) uses when the
-// endpoint names none, and whether the scheme is one of the six.
+// endpoint names none, and whether the scheme is one an endpoint may have.
 func DefaultPort(scheme string) (string, bool) {
 	switch scheme {
 	case "http", "jsonrpc":
@@ -120,18 +135,24 @@ func DefaultPort(scheme string) (string, bool) {
 		return "443", true
 	case "tri", "tris":
 		return "50051", true
+	case "zookeeper":
+		return "2181", true
 	}
 	return "", false
 }
 
-// registrySchemes are Dubbo registry addresses, refused with a hint.
-var registrySchemes = [...]string{"dubbo", "zookeeper", "nacos", "registry"}
+// schemes are the schemes an endpoint may have.
+var schemes = [...]string{"http", "https", "tri", "tris", "jsonrpc", "jsonrpcs", "zookeeper"}
+
+// registrySchemes are other Dubbo registry addresses, refused with a hint.
+var registrySchemes = [...]string{"dubbo", "nacos", "registry"}
 
 // CheckEndpoint reports whether s is a valid check-back endpoint:
 //
 //	http://host[:port][/path][?query]                               https://...
 //	tri://host[:port]/<interface>/<method>[?version=&group=&bizid=int|string]  tris://...
 //	jsonrpc://host[:port]/<path>[?method=verifyMessage&bizid=int|string]      jsonrpcs://...
+//	zookeeper://host[:port]/<interface>[?version=&group=&protocol=tri|jsonrpc&method=&bizid=&backup=host:port,...]
 //
 // The scheme is case-insensitive. The host is a name of letters, digits,
 // '.', '-', '_' or a bracketed IPv6 address without zone; the port is 1 to
@@ -140,8 +161,10 @@ var registrySchemes = [...]string{"dubbo", "zookeeper", "nacos", "registry"}
 // backslash (%2F, %5C in any case, or a bare '\', which is sent as %5C),
 // so that no server decoding it can route it outside the path it shows
 // (the allow list matches that path as written). No credentials, no fragment. bizid, where given, is int or
-// string. An endpoint without a direct host (a Dubbo registry address) is
-// refused until registry lookup exists.
+// string. A zookeeper endpoint names a Dubbo service in a ZooKeeper
+// registry (the default port 2181, further servers of the same ensemble
+// in backup): the call goes to one of its providers. Other registries
+// (nacos://, dubbo://) are refused with the reason.
 //
 // It does not allocate when s is valid (it runs on every PREPARE); whatever
 // it accepts, ParseEndpoint and net/url parse. The error is an
@@ -160,10 +183,10 @@ func check(s string) string {
 	}
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
-		return "no scheme: scheme must be one of http, https, tri, tris, jsonrpc, jsonrpcs (scheme://host:port/...)"
+		return "no scheme: scheme must be one of http, https, tri, tris, jsonrpc, jsonrpcs, zookeeper (scheme://host:port/...)"
 	}
 	lower := ""
-	for _, sc := range [...]string{"http", "https", "tri", "tris", "jsonrpc", "jsonrpcs"} {
+	for _, sc := range schemes {
 		if strings.EqualFold(scheme, sc) {
 			lower = sc
 			break
@@ -172,10 +195,10 @@ func check(s string) string {
 	if lower == "" {
 		for _, sc := range registrySchemes {
 			if strings.EqualFold(scheme, sc) {
-				return "registry addresses are not supported; give the provider's direct tri:// or jsonrpc:// address"
+				return strings.ToLower(scheme) + " registry addresses are not supported (only zookeeper://); give zookeeper://host:port/<interface> or the provider's direct tri:// or jsonrpc:// address"
 			}
 		}
-		return "unsupported scheme " + strconv.Quote(scheme) + ": scheme must be one of http, https, tri, tris, jsonrpc, jsonrpcs"
+		return "unsupported scheme " + strconv.Quote(scheme) + ": scheme must be one of http, https, tri, tris, jsonrpc, jsonrpcs, zookeeper"
 	}
 	if strings.IndexByte(rest, '#') >= 0 {
 		return "a fragment is not allowed"
@@ -186,7 +209,7 @@ func check(s string) string {
 	}
 	authority, pathQuery := rest[:end], rest[end:]
 	if authority == "" {
-		return "no host (a registry-only address is not supported; give the provider's direct address)"
+		return "no host"
 	}
 	if strings.IndexByte(authority, '@') >= 0 {
 		return "credentials in the URL are not allowed"
@@ -227,10 +250,36 @@ func check(s string) string {
 		if strings.Trim(path, "/") == "" {
 			return "want " + lower + "://host:port/<service path>"
 		}
+	case "zookeeper":
+		if r := checkRegistry(path, query); r != "" {
+			return r
+		}
 	}
 	if lower != "http" && lower != "https" {
 		if b, _ := queryParam(query, "bizid"); b != "" && b != "int" && b != "string" {
 			return "bizid=" + strconv.Quote(b) + " (want int or string)"
+		}
+	}
+	return ""
+}
+
+// checkRegistry checks the path and query of a zookeeper endpoint.
+func checkRegistry(path, query string) string {
+	iface := strings.TrimPrefix(path, "/")
+	if iface == "" || strings.IndexByte(iface, '/') >= 0 {
+		return "want zookeeper://host:port/<interface>"
+	}
+	if p, _ := queryParam(query, "protocol"); p != "" && p != "tri" && p != "jsonrpc" {
+		return "protocol=" + strconv.Quote(p) + " (want tri or jsonrpc: the center calls providers over Triple with JSON or JSON-RPC)"
+	}
+	if m, _ := queryParam(query, "method"); strings.IndexByte(m, '/') >= 0 {
+		return "a method cannot contain '/'"
+	}
+	if b, ok := queryParam(query, "backup"); ok {
+		for hp := range strings.SplitSeq(b, ",") {
+			if hp == "" || checkHostPort(hp) != "" {
+				return "backup=" + strconv.Quote(b) + " (want host:port,host:port)"
+			}
 		}
 	}
 	return ""
@@ -363,6 +412,8 @@ func ParseEndpoint(raw string) (Endpoint, error) {
 		e.Protocol = ProtoHTTP
 	case "tri", "tris":
 		e.Protocol = ProtoTriple
+	case "zookeeper":
+		e.Protocol = ProtoRegistry
 	default:
 		e.Protocol = ProtoJSONRPC
 	}
@@ -389,6 +440,30 @@ func ParseEndpoint(raw string) (Endpoint, error) {
 		e.Method = param("method")
 		if e.Method == "" {
 			e.Method = DefaultMethod
+		}
+	case ProtoRegistry:
+		e.Interface = strings.TrimPrefix(u.Path, "/")
+		e.Path = "/" + url.PathEscape(e.Interface)
+		e.Method = param("method")
+		if e.Method == "" {
+			e.Method = DefaultMethod
+		}
+		e.Version, e.Group = param("version"), param("group")
+		switch param("protocol") {
+		case "tri":
+			e.Via = ProtoTriple
+		case "jsonrpc":
+			e.Via = ProtoJSONRPC
+		}
+		e.Registry = []string{e.Host}
+		if b := param("backup"); b != "" {
+			for hp := range strings.SplitSeq(b, ",") {
+				h, p, err := net.SplitHostPort(hp)
+				if err != nil {
+					h, p = strings.Trim(hp, "[]"), "2181"
+				}
+				e.Registry = append(e.Registry, net.JoinHostPort(strings.ToLower(h), p))
+			}
 		}
 	}
 	if e.Protocol != ProtoHTTP {

@@ -86,8 +86,14 @@ type Config struct {
 	// CheckbackURL what the messages name as endpoint (empty: derived from
 	// the listener). FirstDelay is the embedded center's first check-back
 	// delay; CheckbackConcurrency its per-endpoint concurrency.
-	CheckbackListen      string
-	CheckbackURL         string
+	CheckbackListen string
+	CheckbackURL    string
+	// CheckbackZooKeeper, when set (host:port), registers the check-back
+	// server in that ZooKeeper as a Dubbo Triple provider of
+	// ecbench.Checker and has the messages name
+	// zookeeper://<it>/ecbench.Checker?protocol=tri, so that the center
+	// finds the provider through the registry (its resolver's cached list).
+	CheckbackZooKeeper   string
 	FirstDelay           time.Duration
 	CheckbackConcurrency int
 	CheckbackWorkers     int

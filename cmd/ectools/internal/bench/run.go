@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -18,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -186,7 +188,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			cfg.centerDSN = &centerDSN
 		}
 		pprof.Do(ctx, pprof.Labels(profilePart, "center"), func(ctx context.Context) {
-			c, stopCenter, err = startCenter(ctx, cfg, runID, brokers, cb.origin)
+			c, stopCenter, err = startCenter(ctx, cfg, runID, brokers, cb.allow)
 		})
 		if err != nil {
 			return nil, err
@@ -332,7 +334,11 @@ type checkbackServer struct {
 	done   chan struct{}
 	origin string
 	url    string
-	calls  atomic.Int64
+	// allow is the center's check-back allow list for this server.
+	allow []string
+	// zk holds the provider's registration with --checkback-zookeeper.
+	zk    *zk.Conn
+	calls atomic.Int64
 	// first is when the first check-back call came (Unix ns; 0: none).
 	first atomic.Int64
 }
@@ -353,6 +359,15 @@ func startCheckback(cfg Config) (*checkbackServer, error) {
 	s.url = cfg.CheckbackURL
 	if s.url == "" {
 		s.url = s.origin + "/check"
+	}
+	s.allow = []string{s.origin, "tri://" + l.Addr().String(), "jsonrpc://" + l.Addr().String()}
+	if zkAddr := cfg.CheckbackZooKeeper; zkAddr != "" {
+		if err := s.register(zkAddr, l.Addr().String()); err != nil {
+			_ = l.Close()
+			return nil, err
+		}
+		s.url = "zookeeper://" + zkAddr + "/" + benchInterface + "?protocol=tri"
+		s.allow = append(s.allow, "zookeeper://"+zkAddr)
 	}
 	go func() {
 		defer close(s.done)
@@ -384,10 +399,47 @@ func (s *checkbackServer) stop() {
 	defer cancel()
 	_ = s.srv.Shutdown(ctx)
 	<-s.done
+	if s.zk != nil {
+		s.zk.Close()
+	}
 }
 
+// benchInterface is the Dubbo interface the check-back server registers
+// as with --checkback-zookeeper.
+const benchInterface = "ecbench.Checker"
+
+// register registers the check-back server in ZooKeeper as Dubbo does: an
+// ephemeral node under /dubbo/<interface>/providers named by the
+// URL-encoded provider URL, held by a session of its own.
+func (s *checkbackServer) register(zkAddr, addr string) error {
+	conn, _, err := zk.Connect([]string{zkAddr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
+	if err != nil {
+		return fmt.Errorf("check-back server: connect to ZooKeeper %s: %w", zkAddr, err)
+	}
+	dir := "/dubbo/" + benchInterface + "/providers"
+	cur := ""
+	for _, part := range strings.Split(strings.Trim(dir, "/"), "/") {
+		cur += "/" + part
+		if _, err := conn.Create(cur, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			conn.Close()
+			return fmt.Errorf("check-back server: create %s in ZooKeeper %s: %w", cur, zkAddr, err)
+		}
+	}
+	provider := "tri://" + addr + "/" + benchInterface + "?interface=" + benchInterface + "&methods=verifyMessage&side=provider"
+	if _, err := conn.Create(dir+"/"+url.QueryEscape(provider), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		conn.Close()
+		return fmt.Errorf("check-back server: register in ZooKeeper %s: %w", zkAddr, err)
+	}
+	s.zk = conn
+	return nil
+}
+
+type zkQuiet struct{}
+
+func (zkQuiet) Printf(string, ...any) {}
+
 // startCenter starts a center in this process and returns its stop.
-func startCenter(ctx context.Context, bc Config, runID string, brokers []string, cbOrigin string) (*center.Center, func() error, error) {
+func startCenter(ctx context.Context, bc Config, runID string, brokers []string, cbAllow []string) (*center.Center, func() error, error) {
 	cfg := config.Default()
 	cfg.Kafka.Brokers = brokers
 	cfg.Kafka.ControlTopic = bc.ControlTopic
@@ -400,7 +452,7 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 	cfg.Checkback.BackoffBase = time.Second
 	cfg.Checkback.EndpointConcurrency = bc.CheckbackConcurrency
 	cfg.Checkback.Workers = bc.CheckbackWorkers
-	cfg.Checkback.Allow = []string{cbOrigin}
+	cfg.Checkback.Allow = cbAllow
 	if bc.ScanInterval > 0 {
 		cfg.Forward.ScanInterval = bc.ScanInterval
 	}

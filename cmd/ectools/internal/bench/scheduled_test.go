@@ -30,7 +30,7 @@ func TestSeedWritesWhatIngestWrites(t *testing.T) {
 	cfg.Partitions, cfg.Payload, cfg.Scheduled = 3, 16, 5
 	cfg.tempDir = t.TempDir()
 	require.NoError(t, createTopics(t.Context(), brokers, cfg.Partitions, time.Minute, cfg.ControlTopic, cfg.ControlTopic+".dlq"))
-	ctr, stop, err := startCenter(t.Context(), cfg, "seedtest", brokers, "http://127.0.0.1:1")
+	ctr, stop, err := startCenter(t.Context(), cfg, "seedtest", brokers, []string{"http://127.0.0.1:1"})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, stop()) })
 
