@@ -98,45 +98,40 @@ type Provider interface {
 }
 
 // FromEnv builds the center's tracer provider from the standard
-// OpenTelemetry variables. It returns nil (tracing off, nothing wrapped)
-// unless OTEL_TRACES_EXPORTER is "otlp" and OTEL_SDK_DISABLED is not
-// "true". The exporter speaks OTLP over HTTP with JSON bodies
-// (OTEL_EXPORTER_OTLP_PROTOCOL must be unset or "http/json"; "grpc" and
-// "http/protobuf" are refused, see the OTLP exporter's doc), to
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_EXPORTER_OTLP_ENDPOINT plus
-// /v1/traces (default http://localhost:4318/v1/traces), with the headers of
-// OTEL_EXPORTER_OTLP_(TRACES_)HEADERS and the timeout of
-// OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT (ms). The SDK itself reads
-// OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER(_ARG)
-// and OTEL_BSP_*. getenv is os.Getenv outside tests.
-func FromEnv(getenv func(string) string) (Provider, error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
+// OpenTelemetry variables of the process. It returns nil (tracing off,
+// nothing wrapped) unless OTEL_TRACES_EXPORTER is "otlp" and
+// OTEL_SDK_DISABLED is not "true". The exporter is OpenTelemetry's OTLP
+// exporter: over HTTP with protobuf bodies by default, over gRPC with
+// OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL=grpc; it reads the other
+// OTEL_EXPORTER_OTLP_* variables itself (endpoint, default
+// http://localhost:4318 or :4317, headers, timeout, compression,
+// certificates). The SDK reads OTEL_SERVICE_NAME,
+// OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER(_ARG) and OTEL_BSP_*.
+func FromEnv(ctx context.Context) (Provider, error) {
+	if strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
 		return nil, nil
 	}
-	switch exp := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))); exp {
+	switch exp := strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER"))); exp {
 	case "", "none":
 		return nil, nil
 	case "otlp":
 	default:
 		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: this build exports traces with otlp only (or none)", exp)
 	}
-	cfg, err := otlpConfigFromEnv(getenv)
-	if err != nil {
-		return nil, err
-	}
 	res := resource.Default() // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
-	if getenv("OTEL_SERVICE_NAME") == "" && !strings.Contains(getenv("OTEL_RESOURCE_ATTRIBUTES"), "service.name=") {
+	if os.Getenv("OTEL_SERVICE_NAME") == "" && !strings.Contains(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"), "service.name=") {
 		merged, err := resource.Merge(res, resource.NewSchemaless(attribute.String("service.name", "eventcenter")))
 		if err != nil {
 			return nil, fmt.Errorf("tracing resource: %w", err)
 		}
 		res = merged
 	}
+	exp, err := newExporter(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(newOTLPExporter(cfg, res)),
+		sdktrace.WithBatcher(exp),
 		sdktrace.WithResource(res),
 	), nil
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-resty/resty/v2"
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/eventcenter/eventcenter/envelope/checkback"
@@ -40,11 +41,11 @@ type answer struct {
 	Err      error
 }
 
-// caller speaks the three protocols over one shared HTTP client.
+// caller speaks the three protocols over one shared resty client.
 type caller struct {
-	client *http.Client
-	now    func() time.Time
-	ids    atomic.Int64
+	rc  *resty.Client
+	now func() time.Time
+	ids atomic.Int64
 }
 
 // errRedirect refuses redirects: a check-back goes where the allow list
@@ -68,14 +69,27 @@ func newTransport(perHost int) *http.Transport {
 	}
 }
 
-// newCaller builds the caller on rt. It uses net/http directly: a
-// general-purpose client library's per-request middleware (URL and
-// header parsing, content-type regular expressions) cost about as much
-// CPU as the rest of a check-back's work in the center.
-func newCaller(rt http.RoundTripper, now func() time.Time, _ *slog.Logger) *caller {
+// newCaller builds the caller's one resty client on rt, set up for the
+// hot path: no retries (the verifier's backoff retries), no redirects, no
+// response parsing (the answer is read here, bounded, and decoded
+// strictly by checkback.DecodeAnswer), no debug or curl output, and
+// resty's warnings logged through log.
+func newCaller(rt http.RoundTripper, now func() time.Time, log *slog.Logger) *caller {
+	if log == nil {
+		log = slog.Default()
+	}
 	hc := &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return errRedirect }}
-	return &caller{client: hc, now: now}
+	rc := resty.NewWithClient(hc).
+		SetRetryCount(0).
+		SetDoNotParseResponse(true).
+		SetHeader("User-Agent", "eventcenter-verifier").
+		SetLogger(restyLogger{log}).
+		SetDisableWarn(true)
+	return &caller{rc: rc, now: now}
 }
+
+// closeIdle closes the transport's idle connections.
+func (c *caller) closeIdle() { c.rc.GetClient().CloseIdleConnections() }
 
 // do runs one call and reads its answer.
 func (c *caller) do(ctx context.Context, cl call) answer {
@@ -86,21 +100,13 @@ func (c *caller) do(ctx context.Context, cl call) answer {
 		q.ID = c.ids.Add(1)
 	}
 	r := cl.ep.Request(q)
-	var body io.Reader
+	req := c.rc.R().SetContext(ctx)
+	req.Header = r.Header // a new map per call, the request's own
 	if r.Body != nil {
-		body = bytes.NewReader(r.Body)
+		// A reader, not the bytes: resty sends a reader as it is, without
+		// copying it into a buffer of its own.
+		req.SetBody(bytes.NewReader(r.Body))
 	}
-	// The request is built on r.URL as it is (rendering it to a string
-	// for NewRequest to parse back cost a parse per call).
-	req, err := http.NewRequestWithContext(ctx, r.Method, "/", body)
-	if err != nil {
-		return answer{Err: fmt.Errorf("build the request: %w", err)}
-	}
-	req.URL, req.Host = r.URL, r.URL.Host
-	for k, vs := range r.Header {
-		req.Header[k] = vs
-	}
-	req.Header.Set("User-Agent", "eventcenter-verifier")
 	// The W3C trace context (the check-back span's, or the producer's).
 	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	if len(cl.secret) > 0 {
@@ -110,23 +116,41 @@ func (c *caller) do(ctx context.Context, cl call) answer {
 		}
 		req.Header.Set(checkback.SignatureHeader, sign(cl.secret, c.now(), r.Signed()))
 	}
-	resp, err := c.client.Do(req)
+	resp, err := req.Execute(r.Method, r.URL.String())
 	if err != nil {
+		if resp != nil && resp.RawResponse != nil {
+			_ = resp.RawResponse.Body.Close()
+		}
 		return answer{Err: callError(ctx, cl, err)}
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
-	_ = resp.Body.Close()
+	body := resp.RawBody()
+	b, err := io.ReadAll(io.LimitReader(body, maxAnswerBytes+1))
+	_ = body.Close()
 	if err != nil {
 		return answer{Err: callError(ctx, cl, err)}
 	}
 	if len(b) > maxAnswerBytes {
 		return answer{Err: callError(ctx, cl, errTooLarge)}
 	}
-	if sc := resp.StatusCode; sc < 200 || sc > 299 {
+	if sc := resp.StatusCode(); sc < 200 || sc > 299 {
 		return answer{Err: &statusError{code: sc, body: checkback.Snippet(b)}}
 	}
-	d, err := checkback.DecodeAnswer(cl.ep.Protocol, q, resp.Header.Get("Content-Type"), b)
+	d, err := checkback.DecodeAnswer(cl.ep.Protocol, q, resp.Header().Get("Content-Type"), b)
 	return answer{Decision: d, Err: err}
+}
+
+// restyLogger is resty's logger on slog; resty logs only when something
+// is off (a body it could not read, a retry it gave up).
+type restyLogger struct{ log *slog.Logger }
+
+func (l restyLogger) Errorf(format string, v ...any) {
+	l.log.Error(fmt.Sprintf(format, v...), "part", "resty")
+}
+func (l restyLogger) Warnf(format string, v ...any) {
+	l.log.Warn(fmt.Sprintf(format, v...), "part", "resty")
+}
+func (l restyLogger) Debugf(format string, v ...any) {
+	l.log.Debug(fmt.Sprintf(format, v...), "part", "resty")
 }
 
 // errTooLarge is an answer over maxAnswerBytes.

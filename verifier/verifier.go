@@ -278,7 +278,7 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 	l.workers.Wait()
 	close(v.results)
 	<-applied
-	v.caller.client.CloseIdleConnections()
+	v.caller.closeIdle()
 }
 
 // claim starts a claim of up to ClaimLimit due check-backs, no more than

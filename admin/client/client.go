@@ -1,26 +1,25 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/go-resty/resty/v2"
+
 	"github.com/eventcenter/eventcenter/admin/adminapi"
 )
 
 // Client talks to one eventcenter admin API. It is safe for concurrent use.
 type Client struct {
-	base  string
-	token string
-	hc    *http.Client
+	rc *resty.Client
+	hc *http.Client
 }
 
 // Option configures a Client.
@@ -28,6 +27,9 @@ type Option func(*Client)
 
 // WithHTTPClient sets the HTTP client (default: one with a 30s timeout).
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// maxAnswerBytes bounds an answer of the server.
+const maxAnswerBytes = 64 << 20
 
 // New returns a client for the server at base (e.g. http://127.0.0.1:8080)
 // sending token as a bearer token ("" sends none, for an insecure dev
@@ -42,9 +44,21 @@ func New(base, token string, opts ...Option) (*Client, error) {
 		}
 		return nil, fmt.Errorf("admin server %q: want http://host:port or https://host:port%s", base, hint)
 	}
-	c := &Client{base: strings.TrimRight(base, "/"), token: token, hc: &http.Client{Timeout: 30 * time.Second}}
+	c := &Client{hc: &http.Client{Timeout: 30 * time.Second}}
 	for _, o := range opts {
 		o(c)
+	}
+	// One resty client: the base URL, the token, JSON both ways, no
+	// retries (an operator action must not run twice behind the
+	// operator's back) and a bound on what an answer may hold.
+	c.rc = resty.NewWithClient(c.hc).
+		SetBaseURL(strings.TrimRight(base, "/")).
+		SetHeader("Accept", "application/json").
+		SetRetryCount(0).
+		SetResponseBodyLimit(maxAnswerBytes).
+		SetDisableWarn(true)
+	if token != "" {
+		c.rc.SetAuthToken(token)
 	}
 	return c, nil
 }
@@ -69,40 +83,19 @@ func IsStatus(err error, code int) bool {
 	return errors.As(err, &e) && e.StatusCode == code
 }
 
+// do sends body (nil: none) as JSON and decodes a 2xx answer into out,
+// whatever its Content-Type says; another status is an *Error.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any) error {
-	u := c.base + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	var rd io.Reader
+	req := c.rc.R().SetContext(ctx).SetQueryParamsFromValues(q)
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return fmt.Errorf("encode request: %w", err)
-		}
-		rd = bytes.NewReader(b)
+		req.SetHeader("Content-Type", "application/json").SetBody(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	resp, err := req.Execute(method, path)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
-	}
-	if resp.StatusCode/100 != 2 {
+	b := resp.Body()
+	if !resp.IsSuccess() {
 		var e adminapi.Error
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {
 			e.Error = strings.TrimSpace(string(b))
@@ -110,7 +103,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 				e.Error = e.Error[:500] + "…"
 			}
 		}
-		return &Error{StatusCode: resp.StatusCode, Message: e.Error}
+		return &Error{StatusCode: resp.StatusCode(), Message: e.Error}
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel"
 
 	"github.com/eventcenter/eventcenter/admin/cli"
 	"github.com/eventcenter/eventcenter/app/center"
@@ -102,12 +103,16 @@ func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
 // spans still buffered are flushed after the center stopped.
 func runCenter(ctx context.Context, cfg config.Config, opt center.Options, ready func(*center.Center)) error {
 	if opt.TracerProvider == nil {
-		tp, err := tracing.FromEnv(nil)
+		tp, err := tracing.FromEnv(ctx)
 		if err != nil {
 			return fmt.Errorf("tracing: %w", err)
 		}
 		if tp != nil {
 			opt.TracerProvider = tp
+			// The exporter reports failed exports (a collector down or
+			// refusing) to OpenTelemetry's error handler: into the log.
+			log := opt.Logger
+			otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing: export failed", "err", err) }))
 			defer func() {
 				flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 				defer cancel()

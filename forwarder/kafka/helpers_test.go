@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -56,3 +57,10 @@ func consume(t *testing.T, c *kfake.Cluster, topic string, n int) []*kgo.Record 
 
 // quiet discards logs; tests assert on state, not log lines.
 var quiet = slog.New(slog.DiscardHandler)
+
+// random returns n incompressible bytes (the producer compresses batches).
+func random(n int, seed byte) []byte {
+	b := make([]byte, n)
+	_, _ = rand.NewChaCha8([32]byte{seed}).Read(b)
+	return b
+}

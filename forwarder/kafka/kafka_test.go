@@ -1,11 +1,9 @@
 package kafka_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -33,35 +31,6 @@ func records(topic string, n int) []forwarder.Record {
 	return recs
 }
 
-func TestSendDeliversRecordsExactly(t *testing.T) {
-	t.Parallel()
-	c := newCluster(t, kfake.SeedTopics(3, "biz"))
-	tg := newTarget(t, c, nil)
-	recs := records("biz", 20)
-	recs[0].Key = "" // no forward key: a nil Kafka key
-	res := tg.Send(t.Context(), recs)
-	require.Len(t, res, 20)
-	refs := map[string]int{}
-	for i, r := range res {
-		require.NoError(t, r.Err)
-		require.Regexp(t, `^biz/[0-2]@\d+$`, r.Ref)
-		refs[r.Ref] = i
-	}
-	got := consume(t, c, "biz", 20)
-	for _, kr := range got {
-		i, ok := refs[fmt.Sprintf("%s/%d@%d", kr.Topic, kr.Partition, kr.Offset)]
-		require.True(t, ok, "consumed a record whose ref was not returned")
-		want := recs[i]
-		if want.Key == "" {
-			require.Nil(t, kr.Key)
-		} else {
-			require.Equal(t, want.Key, string(kr.Key))
-		}
-		require.Equal(t, want.Value, kr.Value)
-		require.Equal(t, []kgo.RecordHeader{{Key: "trace", Value: []byte("x")}, {Key: "ec-id", Value: []byte(want.ID)}}, kr.Headers)
-	}
-}
-
 func TestAutoCreatedTopic(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, kfake.AllowAutoTopicCreation())
@@ -72,17 +41,6 @@ func TestAutoCreatedTopic(t *testing.T) {
 		require.True(t, strings.HasPrefix(r.Ref, "brand-new/"), r.Ref)
 	}
 	require.Len(t, consume(t, c, "brand-new", 2), 2)
-}
-
-func TestUnknownTopicIsPermanent(t *testing.T) {
-	t.Parallel()
-	c := newCluster(t, kfake.SeedTopics(1, "biz"))
-	tg := newTarget(t, c, nil)
-	res := tg.Send(t.Context(), records("missing", 1))
-	require.Error(t, res[0].Err)
-	require.True(t, forwarder.IsPermanent(res[0].Err), "%v", res[0].Err)
-	require.ErrorContains(t, res[0].Err, `kafka topic "missing" does not exist`)
-	require.ErrorIs(t, res[0].Err, kerr.UnknownTopicOrPartition)
 }
 
 func TestBrokerErrorsAreClassified(t *testing.T) {
@@ -111,19 +69,6 @@ func TestBrokerErrorsAreClassified(t *testing.T) {
 			res = tg.Send(t.Context(), records("biz", 1))
 			require.NoError(t, res[0].Err)
 		})
-	}
-}
-
-func TestCancelledSendIsRetryable(t *testing.T) {
-	t.Parallel()
-	c := newCluster(t, kfake.SeedTopics(1, "biz"))
-	tg := newTarget(t, c, nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	res := tg.Send(ctx, records("biz", 3))
-	for _, r := range res {
-		require.ErrorIs(t, r.Err, context.Canceled)
-		require.False(t, forwarder.IsPermanent(r.Err))
 	}
 }
 
@@ -180,69 +125,6 @@ func TestConfigValidation(t *testing.T) {
 	require.ErrorContains(t, err, "Brokers[0]: empty address")
 	require.ErrorContains(t, err, "UnknownTopicRetries must not be negative")
 	require.ErrorContains(t, err, "MetadataMinAge must not be negative, got -1s")
-}
-
-// random returns n incompressible bytes (the producer compresses batches).
-func random(n int, seed byte) []byte {
-	b := make([]byte, n)
-	_, _ = rand.NewChaCha8([32]byte{seed}).Read(b)
-	return b
-}
-
-// A payload just under ingest's default limit (1 MiB) is sent: the
-// producer's batch limit fits it (franz-go's default, 1,000,012 bytes, does
-// not), and records of its key sent with it keep their
-// order around it.
-func TestSendsAPayloadNearTheDefaultMaxPayload(t *testing.T) {
-	t.Parallel()
-	c := newCluster(t, kfake.SeedTopics(1, "biz"))
-	tg := newTarget(t, c, nil)
-	recs := []forwarder.Record{
-		{ID: "shop:a", Topic: "biz", Key: "k", Value: []byte("before")},
-		{ID: "shop:b", Topic: "biz", Key: "k", Value: random(1_020_000, 1),
-			Headers: []envelope.Header{{Key: "trace", Value: []byte("t")}, {Key: envelope.HeaderID, Value: []byte("shop:b")}}},
-		{ID: "shop:c", Topic: "biz", Key: "k", Value: []byte("after")},
-	}
-	res := tg.Send(t.Context(), recs)
-	for _, r := range res {
-		require.NoError(t, r.Err)
-	}
-	got := consume(t, c, "biz", 3)
-	require.Equal(t, []byte("before"), got[0].Value)
-	require.True(t, bytes.Equal(recs[1].Value, got[1].Value), "the large payload arrived intact")
-	require.Equal(t, []byte("after"), got[2].Value)
-	require.Equal(t, []kgo.RecordHeader{{Key: "trace", Value: []byte("t")}, {Key: "ec-id", Value: []byte("shop:b")}}, got[1].Headers)
-}
-
-// Many records of one partition are still batched within what a broker
-// with default settings accepts (max.message.bytes 1,048,588): raising the
-// limit for large records must not make batches of small ones too large.
-func TestManySmallRecordsStayInBatchesADefaultBrokerAccepts(t *testing.T) {
-	t.Parallel()
-	c := newCluster(t, kfake.SeedTopics(1, "biz"))
-	tg := newTarget(t, c, func(cfg *kafka.Config) { cfg.Linger = 50 * time.Millisecond })
-	recs := make([]forwarder.Record, 60)
-	for i := range recs {
-		recs[i] = forwarder.Record{ID: fmt.Sprintf("shop:%d", i), Topic: "biz", Key: "k", Value: random(40_000, byte(i))}
-	}
-	for i, r := range tg.Send(t.Context(), recs) {
-		require.NoError(t, r.Err, "record %d", i)
-	}
-}
-
-// A record larger than MaxMessageBytes fails for good, naming the limit.
-func TestRecordAboveMaxMessageBytesIsPermanent(t *testing.T) {
-	t.Parallel()
-	c := newCluster(t, kfake.SeedTopics(1, "biz"))
-	tg := newTarget(t, c, func(cfg *kafka.Config) { cfg.MaxMessageBytes = 10_000 })
-	res := tg.Send(t.Context(), []forwarder.Record{
-		{ID: "shop:a", Topic: "biz", Value: random(20_000, 1)},
-		{ID: "shop:b", Topic: "biz", Value: []byte("small")},
-	})
-	require.True(t, forwarder.IsPermanent(res[0].Err))
-	require.ErrorIs(t, res[0].Err, kerr.MessageTooLarge)
-	require.ErrorContains(t, res[0].Err, "max message bytes (10000)")
-	require.NoError(t, res[1].Err)
 }
 
 func TestMaxMessageBytesValidated(t *testing.T) {

@@ -1,7 +1,6 @@
 package rocketmq_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -29,35 +28,6 @@ func TestBuiltRecordIsSent(t *testing.T) {
 	require.Equal(t, "t", m[0].Properties["trace"])
 	require.Equal(t, []string{"order-1", "42:order:1"}, m[0].Keys)
 	require.Equal(t, "Paid", m[0].Tag)
-}
-
-func TestOneKeyInOrderOnOneQueue(t *testing.T) {
-	t.Parallel()
-	s := startFake(t, rocketmqfake.WithTopic("ordered", 8))
-	tg := newTarget(t, s)
-	var recs []forwarder.Record
-	for i := range 30 {
-		k := fmt.Sprintf("key-%d", i%3)
-		recs = append(recs, forwarder.Record{ID: fmt.Sprintf("1:%s-%02d", k, i), Topic: "ordered", Key: k, Value: []byte("v")})
-	}
-	for _, r := range tg.Send(t.Context(), recs) {
-		require.NoError(t, r.Err)
-	}
-	perKey := map[string][]string{}
-	queue := map[string]int{}
-	for _, m := range s.Messages("ordered") {
-		k := m.Keys[0]
-		perKey[k] = append(perKey[k], m.Properties[envelope.HeaderID])
-		if q, ok := queue[k]; ok {
-			require.Equal(t, q, m.Queue, "key %s changed queue", k)
-		}
-		queue[k] = m.Queue
-		require.Equal(t, k, m.Properties["SHARDING_KEY"])
-	}
-	for k, ids := range perKey {
-		require.IsNonDecreasing(t, ids, "order of %s", k)
-		require.Len(t, ids, 10)
-	}
 }
 
 func TestFailureStopsTheKeysLaterRecords(t *testing.T) {
