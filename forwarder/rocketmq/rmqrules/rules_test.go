@@ -26,13 +26,13 @@ func TestCheckNameServer(t *testing.T) {
 		}
 	}
 	for a, want := range map[string]string{
-		"127.0.0.1":            "not ip:port",
-		"namesrv:9876":         "IP literal",
-		"127.0.0.1:0":          "1-65535",
-		"127.0.0.1:65536":      "1-65535",
-		"127.0.0.1:port":       "1-65535",
-		"::1:9876":             "not ip:port",
-		"[fe80::1%eth0]:9876x": "1-65535",
+		"127.0.0.1":           "not ip:port",
+		"namesrv:9876":        "IP literal",
+		"127.0.0.1:0":         "1-65535",
+		"127.0.0.1:65536":     "1-65535",
+		"127.0.0.1:port":      "1-65535",
+		"::1:9876":            "not ip:port",
+		"[fe80::1%eth0]:9876": "IP literal",
 	} {
 		err := CheckNameServer(a)
 		if err == nil || !strings.Contains(err.Error(), want) {
