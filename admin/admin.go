@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/eventcenter/eventcenter/internal/httpguard"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -46,8 +46,6 @@ type handler struct {
 	actions *prometheus.CounterVec
 	pages   map[string]*template.Template
 	mux     *http.ServeMux
-	// cop rejects cross-origin state-changing browser requests.
-	cop *http.CrossOriginProtection
 }
 
 // NewHandler returns the admin API (/api/v1/...) and console (/ui/...)
@@ -71,7 +69,6 @@ func NewHandler(cfg Config, st Store, dlq DLQ) (http.Handler, error) {
 			Help: "Operator actions through the admin API and console, by action and result (applied, noop, rejected, error).",
 		}, []string{"action", "result"}),
 		mux: http.NewServeMux(),
-		cop: http.NewCrossOriginProtection(),
 	}
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(h.actions); err != nil {
@@ -87,12 +84,13 @@ func NewHandler(cfg Config, st Store, dlq DLQ) (http.Handler, error) {
 	if a.open {
 		h.log.Warn("admin API and console are open without authentication (insecure mode); only requests addressed to localhost, 127.0.0.1 or [::1] are answered")
 	}
-	h.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusForbidden, "cross-origin request refused")
-	}))
 	h.routesAPI()
 	h.routesUI()
-	out := h.cop.Handler(h.mux)
+	// Cross-origin state-changing browser requests are refused; reads are
+	// not (the console's links may be opened from anywhere).
+	out := httpguard.NewCrossOrigin(false).Handler(h.mux, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusForbidden, "cross-origin request refused")
+	}))
 	out = h.plainText(out)
 	if a.open {
 		out = loopbackHostOnly(out)
@@ -108,7 +106,7 @@ const openHostMsg = "the admin API and console run without tokens (insecure mode
 // 127.0.0.1 (DNS rebinding) could otherwise read and act.
 func loopbackHostOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !loopbackHost(r.Host) {
+		if !httpguard.LoopbackHost(r.Host) {
 			msg := fmt.Sprintf(openHostMsg, r.Host)
 			if strings.HasPrefix(r.URL.Path, "/api/") {
 				writeError(w, http.StatusForbidden, msg)
@@ -119,21 +117,6 @@ func loopbackHostOnly(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// loopbackHost tells whether a Host header names this machine: localhost,
-// 127.0.0.0/8 or ::1, with any port.
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	} else {
-		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	}
-	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // apiError is an error with its HTTP status.

@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/eventcenter/eventcenter/admin/adminapi"
 	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/internal/httpguard"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -81,23 +81,12 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 
 // badText tells whether s cannot be stored as text: a NUL byte or invalid
 // UTF-8 (PostgreSQL refuses both).
-func badText(s string) bool { return !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 }
+func badText(s string) bool { return httpguard.BadText(s) }
 
 // textErr is why a request's path or query cannot be used, or nil.
 func textErr(r *http.Request) error {
-	const why = "contains a NUL byte or invalid UTF-8"
-	if badText(r.URL.Path) {
-		return badRequest("path: %s", why)
-	}
-	for k, vs := range r.URL.Query() {
-		if badText(k) {
-			return badRequest("a query parameter name %s", why)
-		}
-		for _, v := range vs {
-			if badText(v) {
-				return badRequest("query parameter %q: %s", k, why)
-			}
-		}
+	if err := httpguard.TextErr(r); err != nil {
+		return badRequest("%v", err)
 	}
 	return nil
 }

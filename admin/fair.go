@@ -4,15 +4,18 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 
 	"github.com/eventcenter/eventcenter/admin/adminapi"
 	"github.com/eventcenter/eventcenter/store"
 )
 
 // bizShares joins the store's send backlog per bizID with this center's
-// forwarder view (Config.Forwarding).
-func (h *handler) bizShares(r *http.Request) (adminapi.BizShares, error) {
+// forwarder view (Config.Forwarding): the page of limit bizIDs after
+// after, in bizID order.
+func (h *handler) bizShares(r *http.Request, after string, limit int) (adminapi.BizShares, error) {
 	rows := map[string]*adminapi.BizShare{}
 	row := func(biz string) *adminapi.BizShare {
 		if rows[biz] == nil {
@@ -60,16 +63,42 @@ func (h *handler) bizShares(r *http.Request) (adminapi.BizShares, error) {
 		out.Targets = append(out.Targets, h.cfg.Targets()...)
 	}
 	for _, biz := range slices.Sorted(maps.Keys(rows)) {
+		if biz <= after {
+			continue
+		}
+		if len(out.BizIDs) == limit {
+			out.Next = out.BizIDs[limit-1].BizID
+			break
+		}
 		out.BizIDs = append(out.BizIDs, *rows[biz])
 	}
 	return out, nil
 }
 
+// bizPage reads the page parameters of GET /api/v1/bizids and
+// /ui/bizids: after (a bizID, exclusive) and limit.
+// limit is at most and by default Config.MaxLimit.
+func (h *handler) bizPage(q url.Values) (after string, limit int, err error) {
+	if err := checkQuery(q, "after", "limit"); err != nil {
+		return "", 0, err
+	}
+	limit = h.cfg.MaxLimit
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > h.cfg.MaxLimit {
+			return "", 0, badRequest("limit %q: want 1 to %d", s, h.cfg.MaxLimit)
+		}
+		limit = n
+	}
+	return q.Get("after"), limit, nil
+}
+
 func (h *handler) apiBizShares(w http.ResponseWriter, r *http.Request, _ principal) error {
-	if err := checkQuery(r.URL.Query()); err != nil {
+	after, limit, err := h.bizPage(r.URL.Query())
+	if err != nil {
 		return err
 	}
-	out, err := h.bizShares(r)
+	out, err := h.bizShares(r, after, limit)
 	if err != nil {
 		return err
 	}
@@ -79,11 +108,19 @@ func (h *handler) apiBizShares(w http.ResponseWriter, r *http.Request, _ princip
 
 // uiBizShares is the console's fair-share page.
 func (h *handler) uiBizShares(w http.ResponseWriter, r *http.Request, _ principal) (*page, error) {
-	out, err := h.bizShares(r)
+	after, limit, err := h.bizPage(r.URL.Query())
 	if err != nil {
 		return nil, err
 	}
-	return &page{tmpl: "bizids", Title: "Fair share per bizID", Data: map[string]any{"BizIDs": out.BizIDs, "Targets": out.Targets}}, nil
+	out, err := h.bizShares(r, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	next := ""
+	if out.Next != "" {
+		next = "/ui/bizids?" + url.Values{"after": {out.Next}, "limit": {strconv.Itoa(limit)}}.Encode()
+	}
+	return &page{tmpl: "bizids", Title: "Fair share per bizID", Data: map[string]any{"BizIDs": out.BizIDs, "Targets": out.Targets, "Next": next}}, nil
 }
 
 // apiRegistries is GET /api/v1/registries: the check-back registries

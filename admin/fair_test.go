@@ -3,7 +3,9 @@ package admin_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,4 +111,28 @@ func TestBizShares(t *testing.T) {
 		require.Regexp(t, `kafka-main</td>\s*<td><span class="hot">paused</span></td>\s*<td>1.5s</td>\s*<td>2.0s</td>\s*<td>broker throttle \(Kafka throttle_time_ms\)</td>`, p.body)
 		require.Regexp(t, `rocket</td>\s*<td><span class="muted">no</span></td>`, p.body)
 	})
+}
+
+// The console's fair-share page shows a page of bizIDs and links to the
+// next; a bad limit is a bad request.
+func TestUIBizSharesPages(t *testing.T) {
+	t.Parallel()
+	var rows []adminapi.BizForwarding
+	for i := range 25 {
+		rows = append(rows, adminapi.BizForwarding{BizID: fmt.Sprintf("biz-%02d", i), Weight: 1})
+	}
+	env := admintest.New(t, nil, func(c *admin.Config) {
+		c.Forwarding = func() []adminapi.BizForwarding { return rows }
+	})
+	b := newBrowser(t, env)
+	b.login(admintest.ReadToken)
+	p := b.get("/ui/bizids?limit=10")
+	require.Equal(t, http.StatusOK, p.code, p.body)
+	require.Equal(t, 10, strings.Count(p.body, `data-biz="biz-`))
+	require.Contains(t, p.body, `href="/ui/bizids?after=biz-09&amp;limit=10"`)
+	p = b.get("/ui/bizids?after=biz-19&limit=10")
+	require.Equal(t, 5, strings.Count(p.body, `data-biz="biz-`))
+	require.NotContains(t, p.body, "Next page")
+	require.Equal(t, http.StatusBadRequest, b.get("/ui/bizids?limit=0").code)
+	require.Equal(t, http.StatusBadRequest, get(t, env, "/api/v1/bizids?limit=1001").code)
 }

@@ -231,8 +231,15 @@ func (h *checkbackHandler) verify(r *http.Request, body []byte) error {
 		return err
 	}
 	// The signature is refused as stale after At+maxAge: remember it that long.
-	if h.replays.seen(v.MAC, v.At.Add(h.cfg.maxAge), now) {
+	// Keyed by the request, not by the MAC that matched; with v1
+	// accepted, what v1 covers is remembered too, so that a request signed
+	// "t,v2,v1" and sent again as "t,v1" (to any Host) is a replay.
+	until := v.At.Add(h.cfg.maxAge)
+	if h.replays.seen(v.Key, until, now) {
 		return errReplayed
+	}
+	if h.cfg.acceptV1 && v.V1Key != v.Key {
+		h.replays.seen(v.V1Key, until, now)
 	}
 	return nil
 }

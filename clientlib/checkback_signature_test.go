@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/envelope/checkback"
 )
 
 // The review's forgery: a signature the center sent for
@@ -223,4 +225,54 @@ func TestReplayCacheBound(t *testing.T) {
 		require.Equal(t, 200, w.Code, w.Body.String())
 	}
 	require.Equal(t, 2, h.(*checkbackHandler).replays.len())
+}
+
+// With the legacy v1 signature accepted, a captured "t,v2,v1" request sent
+// again as "t,v1" alone (or with the v2 entry spoiled, or to another Host,
+// which v1 does not cover) is a replay: the cache is keyed by the request,
+// not by whichever MAC matched.
+func TestCheckbackHandlerRefusesDowngradeReplay(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	h := newTestCheckbackHandler(WithSecret("s3cret"), WithLegacySignatureV1(), WithCheckbackClock(func() time.Time { return now }))
+	const target = "/cb?bizID=1&messageKey=c1"
+	do := func(host, header string) (int, string) {
+		r := httptest.NewRequest(http.MethodGet, target, nil)
+		if host != "" {
+			r.Host = host
+		}
+		r.Header.Set("EC-Signature", header)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code, w.Body.String()
+	}
+	both := checkback.SignWithV1([]byte("s3cret"), now, checkback.SignedRequest(httptest.NewRequest(http.MethodGet, target, nil), nil))
+	ts, rest, _ := strings.Cut(both, ",")
+	v2, v1, _ := strings.Cut(rest, ",")
+	require.True(t, strings.HasPrefix(v2, "v2=") && strings.HasPrefix(v1, "v1="), both)
+
+	code, b := do("", both)
+	require.Equal(t, http.StatusOK, code, b)
+	for _, replay := range []struct{ host, header string }{
+		{"", ts + "," + v1},
+		{"", ts + ",v2=" + strings.Repeat("0", 64) + "," + v1},
+		{"", v1 + "," + ts},
+		{"other.example:8090", ts + "," + v1},
+		{"", both},
+	} {
+		code, b = do(replay.host, replay.header)
+		require.Equal(t, http.StatusUnauthorized, code, "%+v: %s", replay, b)
+		require.Contains(t, b, "replay", replay)
+	}
+	// Two requests v1 cannot tell apart but v2 can (another Triple group,
+	// same second, target and body) are both answered.
+	for _, group := range []string{"a", "b"} {
+		r := httptest.NewRequest(http.MethodPost, "/a.B/verifyMessage", strings.NewReader(`[1,"c3"]`))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set(checkback.HeaderTriGroup, group)
+		r.Header.Set("EC-Signature", checkback.SignWithV1([]byte("s3cret"), now, checkback.SignedRequest(r, []byte(`[1,"c3"]`))))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		require.Equal(t, http.StatusOK, w.Code, "group %s: %s", group, w.Body.String())
+	}
 }

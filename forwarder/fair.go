@@ -96,6 +96,9 @@ type fairness struct {
 	lim       map[string]*rate.Limiter
 	throttled map[string]map[string]time.Time // bizID → limit → last time
 	sends     map[string]*window
+	// swept is when sweep last ran: bizIDs come and go (a one-off bizID
+	// sends once), so what shows nothing of them is dropped.
+	swept time.Time
 }
 
 func newFairness(limits map[string]BizLimits, labels []string, now func() time.Time, track *tracker, met *fairMetrics) *fairness {
@@ -267,10 +270,38 @@ func (fr *fairness) sent(biz string, n int) {
 	defer fr.mu.Unlock()
 	w := fr.sends[biz]
 	if w == nil {
+		fr.sweep(now)
 		w = &window{}
 		fr.sends[biz] = w
 	}
 	w.add(now, n)
+}
+
+// sweep drops, at most once per windowSeconds, the send windows of bizIDs
+// that sent nothing in the last windowSeconds and the throttle notes older
+// than throttledFor: the view would show zero and nothing for them, and
+// without this every bizID ever seen would stay for good. fr.mu must be
+// held.
+func (fr *fairness) sweep(now time.Time) {
+	if now.Sub(fr.swept) < windowSeconds*time.Second {
+		return
+	}
+	fr.swept = now
+	for b, w := range fr.sends {
+		if w.idle(now) {
+			delete(fr.sends, b)
+		}
+	}
+	for b, m := range fr.throttled {
+		for why, at := range m {
+			if now.Sub(at) >= throttledFor {
+				delete(m, why)
+			}
+		}
+		if len(m) == 0 {
+			delete(fr.throttled, b)
+		}
+	}
 }
 
 // BizStatus is one bizID's part of the forwarder, for the operator's view.
@@ -298,6 +329,7 @@ func (f *Forwarder) BizStatus() []BizStatus {
 	inFlight := fr.track.counts()
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
+	fr.sweep(now)
 	for b, n := range fr.inline {
 		inFlight[b] += n
 	}
@@ -347,6 +379,18 @@ func (w *window) add(now time.Time, n int) {
 		w.sec[i], w.n[i] = s, 0
 	}
 	w.n[i] += int64(n)
+}
+
+// idle tells whether nothing was added in now's second or the
+// windowSeconds before it.
+func (w *window) idle(now time.Time) bool {
+	s := now.Unix()
+	for i := range w.sec {
+		if w.n[i] > 0 && s-w.sec[i] <= windowSeconds {
+			return false
+		}
+	}
+	return true
 }
 
 // rate is the events per second over the last windowSeconds whole seconds

@@ -300,3 +300,30 @@ func TestFastPathHoldsOverTheLimit(t *testing.T) {
 	_, most := h.sendStats(t, "flood")
 	require.Zero(t, most)
 }
+
+// 300 one-off bizIDs, each sending one message, are in the fair-share view
+// while their sends count in its 10s rate, and gone once they have been
+// idle that long: the per-bizID state does not grow with every bizID ever
+// seen. A configured bizID stays.
+func TestIdleBizIDsLeaveTheView(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *forwarder.Config) {
+		c.Biz = map[string]forwarder.BizLimits{"configured": {Weight: 2}}
+	})
+	for i := range 300 {
+		h.f.Handoff(h.commitBiz(t, fmt.Sprintf("once-%03d", i), 1, testLease))
+	}
+	require.Eventually(t, func() bool { return len(h.targets["main"].sentIDs()) == 300 }, 10*time.Second, time.Millisecond)
+	shown := func() []string {
+		var out []string
+		for _, s := range h.f.BizStatus() {
+			out = append(out, s.BizID)
+		}
+		return out
+	}
+	// Each counts in the view once written sent, just after its send.
+	require.Eventually(t, func() bool { return len(shown()) == 301 }, 10*time.Second, time.Millisecond,
+		"300 one-off bizIDs sending, and the configured one")
+	h.clock.Advance(11 * time.Second)
+	require.Equal(t, []string{"configured"}, shown(), "idle for the whole rate window: dropped")
+}

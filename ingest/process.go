@@ -242,20 +242,34 @@ func (in *Ingester) schedule(e *envelope.Envelope, at time.Time) (field, reason 
 			return field, why
 		}
 	}
-	switch {
-	case e.Delay != 0:
-		if e.Delay > in.cfg.MaxDelay {
-			return envelope.HeaderDelay, fmt.Sprintf("%v is more than forward.max_delay (%v)", e.Delay, in.cfg.MaxDelay)
-		}
+	if field, reason := CheckSchedule(e, at, in.cfg.MaxDelay); field != "" {
+		return field, reason
+	}
+	if e.Delay != 0 {
 		e.DeliverAt = at.Add(e.Delay).Truncate(time.Millisecond).UTC()
 		e.Delay = 0
+	}
+	return "", ""
+}
+
+// CheckSchedule is ingest's rule for a PREPARE's schedule read at at (the
+// control record's time) with forward.max_delay maxDelay: an ec-delay of
+// at most maxDelay, an ec-deliver-at after at and at most maxDelay after
+// it. A problem is returned as the header it is about and the reason (the
+// dead letter's, and the producer API's 400).
+func CheckSchedule(e *envelope.Envelope, at time.Time, maxDelay time.Duration) (field, reason string) {
+	switch {
+	case e.Delay != 0:
+		if e.Delay > maxDelay {
+			return envelope.HeaderDelay, fmt.Sprintf("%v is more than forward.max_delay (%v)", e.Delay, maxDelay)
+		}
 	case !e.DeliverAt.IsZero():
 		if !e.DeliverAt.After(at) {
 			return envelope.HeaderDeliverAt, fmt.Sprintf("%s is not after the record's time %s", e.DeliverAt.Format(time.RFC3339Nano), at.UTC().Format(time.RFC3339Nano))
 		}
-		if e.DeliverAt.Sub(at) > in.cfg.MaxDelay {
+		if e.DeliverAt.Sub(at) > maxDelay {
 			return envelope.HeaderDeliverAt, fmt.Sprintf("%s is more than forward.max_delay (%v) after the record's time %s",
-				e.DeliverAt.Format(time.RFC3339Nano), in.cfg.MaxDelay, at.UTC().Format(time.RFC3339Nano))
+				e.DeliverAt.Format(time.RFC3339Nano), maxDelay, at.UTC().Format(time.RFC3339Nano))
 		}
 	}
 	return "", ""

@@ -36,7 +36,7 @@ const insecureName = "(insecure)"
 // authenticate finds the request's token. It compares the hash of every
 // configured token in constant time, whatever matches.
 func (h *Handler) authenticate(r *http.Request) (Token, bool) {
-	if h.cfg.Insecure && len(h.tokens()) == 0 {
+	if h.open() {
 		return Token{Name: insecureName, BizIDs: []string{"*"}}, true
 	}
 	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
@@ -58,6 +58,10 @@ func (h *Handler) authenticate(r *http.Request) (Token, bool) {
 	}
 	return ts[found], true
 }
+
+// open tells whether requests need no token: insecure mode without
+// tokens.
+func (h *Handler) open() bool { return h.cfg.Insecure && len(h.tokens()) == 0 }
 
 func (h *Handler) tokens() []Token {
 	if h.cfg.TokenSource != nil {
@@ -102,6 +106,19 @@ func (l *limiters) get(t *Token) *rate.Limiter {
 		lim.SetBurst(b)
 	}
 	return lim
+}
+
+// wait is how long until the token's bucket holds one envelope (0: it
+// does now); nothing is taken. A batch asks it before reading its body.
+func (l *limiters) wait(t *Token, now time.Time) time.Duration {
+	lim := l.get(t)
+	res := lim.ReserveN(now, 1)
+	if !res.OK() {
+		return 0 // a zero burst: take refuses it with the reason
+	}
+	d := res.DelayFrom(now)
+	res.CancelAt(now)
+	return d
 }
 
 // take takes n envelopes from the token's bucket at now. It returns 0 when

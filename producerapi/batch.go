@@ -1,15 +1,17 @@
 package producerapi
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
 
 	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/internal/httpguard"
 )
 
 // batchRequest is the body of POST /v1/batch.
@@ -35,51 +37,62 @@ type batchEnvelope struct {
 // invalid or not allowed), then produces them in order and answers when
 // the broker acknowledged all of them. Envelopes of one message keep their
 // order (one key, one partition).
+//
+// Nothing of the body is read before the token is known and its bucket
+// holds an envelope: a request that would be refused 401 or 429 costs no
+// memory. The body is then decoded as it arrives, one envelope at a time,
+// within ingress.max_batch_bytes and ingress.max_batch: an envelope for a
+// bizID the token may not act for ends the request at once (403), as does
+// invalid UTF-8 (400; JSON decoding would turn each bad byte into three).
 func (h *Handler) batch(w http.ResponseWriter, r *http.Request) int {
-	// A token is required before the body is read.
-	if _, ok := h.authenticate(r); !ok {
+	tok, ok := h.authenticate(r)
+	if !ok {
 		return writeError(w, &apiError{code: http.StatusUnauthorized, msg: "a producer token is required: Authorization: Bearer <token> (ingress.tokens)"})
+	}
+	if ct := r.Header.Get("Content-Type"); !httpguard.JSONContentType(ct) {
+		return writeError(w, &apiError{code: http.StatusUnsupportedMediaType, field: "Content-Type",
+			msg: fmt.Sprintf("%q: a batch is JSON, sent with Content-Type: application/json", ct)})
 	}
 	if r.ContentLength > int64(h.cfg.MaxBatchBytes) {
 		return writeError(w, batchTooLarge(strconv.FormatInt(r.ContentLength, 10), h.cfg.MaxBatchBytes))
 	}
-	body, err := readAtMost(r.Body, h.cfg.MaxBatchBytes)
+	if wait := h.lim.wait(&tok, h.cfg.Now()); wait > 0 {
+		return writeError(w, overRate(&tok, wait))
+	}
+	var es []outgoing
+	err := decodeBatch(http.MaxBytesReader(w, r.Body, int64(h.cfg.MaxBatchBytes)), func(i int, be batchEnvelope) *apiError {
+		if i >= h.cfg.MaxBatch {
+			return &apiError{code: http.StatusRequestEntityTooLarge, field: "envelopes", msg: fmt.Sprintf("at least %d envelopes, at most %d per batch", i+1, h.cfg.MaxBatch)}
+		}
+		if !tok.allows(be.BizID) {
+			return &apiError{code: http.StatusForbidden, field: fmt.Sprintf("envelopes[%d].biz_id", i), msg: fmt.Sprintf("token %q may not act for bizID %q", tok.Name, be.BizID)}
+		}
+		e, aerr := h.batchEnvelope(be)
+		if aerr != nil {
+			aerr.field = fmt.Sprintf("envelopes[%d].%s", i, aerr.field)
+			return aerr
+		}
+		es = append(es, e)
+		return nil
+	})
 	if err != nil {
-		return writeError(w, badRequest("body", "reading the body: %v", err))
+		if err.code == http.StatusRequestEntityTooLarge && err.field == "body" {
+			err = batchTooLarge("more than "+strconv.Itoa(h.cfg.MaxBatchBytes), h.cfg.MaxBatchBytes)
+		}
+		return writeError(w, err)
 	}
-	if len(body) > h.cfg.MaxBatchBytes {
-		return writeError(w, batchTooLarge("more than "+strconv.Itoa(h.cfg.MaxBatchBytes), h.cfg.MaxBatchBytes))
-	}
-	var req batchRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return writeError(w, badRequest("body", "not a batch (%v): want {\"envelopes\": [{\"type\": \"prepare\", \"biz_id\": ..., \"key\": ..., \"payload\": ..., \"headers\": {\"ec-topic\": ...}}]}", err))
-	}
-	n := len(req.Envelopes)
-	switch {
-	case n == 0:
+	n := len(es)
+	if n == 0 {
 		return writeError(w, badRequest("envelopes", "at least one envelope is required"))
-	case n > h.cfg.MaxBatch:
-		return writeError(w, &apiError{code: http.StatusRequestEntityTooLarge, field: "envelopes", msg: fmt.Sprintf("%d envelopes, at most %d per batch", n, h.cfg.MaxBatch)})
 	}
 	if err := h.allow(r, n, func(yield func(string, string) bool) {
-		for i, be := range req.Envelopes {
-			if !yield(fmt.Sprintf("envelopes[%d].biz_id", i), be.BizID) {
+		for i, o := range es {
+			if !yield(fmt.Sprintf("envelopes[%d].biz_id", i), o.e.BizID) {
 				return
 			}
 		}
 	}); err != nil {
 		return writeError(w, err)
-	}
-	es := make([]outgoing, n)
-	for i, be := range req.Envelopes {
-		e, aerr := h.batchEnvelope(be)
-		if aerr != nil {
-			aerr.field = fmt.Sprintf("envelopes[%d].%s", i, aerr.field)
-			return writeError(w, aerr)
-		}
-		es[i] = e
 	}
 	res, perr := h.produce(r.Context(), es)
 	if perr != nil {
@@ -90,6 +103,82 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) int {
 		return writeJSON(w, perr.code, map[string]any{"error": perr.msg, "results": res})
 	}
 	return writeJSON(w, http.StatusAccepted, map[string]any{"results": res})
+}
+
+// batchShape is the shape of a batch, for error answers.
+const batchShape = `want {"envelopes": [{"type": "prepare", "biz_id": ..., "key": ..., "payload": ..., "headers": {"ec-topic": ...}}]}`
+
+// decodeBatch reads {"envelopes": [...]} from body one envelope at a time,
+// calling each with the envelope's index; the first error ends it. The
+// body must be UTF-8 (RFC 8259) and hold nothing but the object; a read
+// past MaxBytesReader's limit is a 413 with field "body".
+func decodeBatch(body io.Reader, each func(i int, be batchEnvelope) *apiError) *apiError {
+	dec := json.NewDecoder(&utf8Reader{r: body})
+	fail := func(err error) *apiError {
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			return &apiError{code: http.StatusRequestEntityTooLarge, field: "body", msg: "too large"}
+		case errors.Is(err, errNotUTF8):
+			return badRequest("body", "%v", err)
+		case errors.Is(err, io.EOF):
+			err = io.ErrUnexpectedEOF
+		}
+		return badRequest("body", "not a batch (%v): %s", err, batchShape)
+	}
+	delim := func(want json.Delim) *apiError {
+		t, err := dec.Token()
+		if err != nil {
+			return fail(err)
+		}
+		if d, ok := t.(json.Delim); !ok || d != want {
+			return badRequest("body", "not a batch (%v where %v was expected): %s", t, want, batchShape)
+		}
+		return nil
+	}
+	if err := delim('{'); err != nil {
+		return err
+	}
+	seen := false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return fail(err)
+		}
+		switch name, _ := t.(string); {
+		case name != "envelopes":
+			return badRequest("body", "not a batch (unknown field %q): %s", name, batchShape)
+		case seen:
+			return badRequest("body", "not a batch (repeated field %q): %s", name, batchShape)
+		}
+		seen = true
+		if err := delim('['); err != nil {
+			return err
+		}
+		dec.DisallowUnknownFields()
+		for i := 0; dec.More(); i++ {
+			var be batchEnvelope
+			if err := dec.Decode(&be); err != nil {
+				return fail(err)
+			}
+			if aerr := each(i, be); aerr != nil {
+				return aerr
+			}
+		}
+		if err := delim(']'); err != nil {
+			return err
+		}
+	}
+	if err := delim('}'); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err == nil {
+			return badRequest("body", "not a batch (data after the object): %s", batchShape)
+		}
+		return fail(err)
+	}
+	return nil
 }
 
 func batchTooLarge(size string, limit int) *apiError {

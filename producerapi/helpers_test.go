@@ -120,8 +120,16 @@ func (f *fixture) do(method, target, token string, body io.Reader, headers ...st
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	req.Host = "127.0.0.1:8081" // a client on this machine, unless the test says otherwise
 	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "Host" {
+			req.Host = headers[i+1]
+			continue
+		}
 		req.Header.Add(headers[i], headers[i+1])
+	}
+	if req.URL.Path == "/v1/batch" && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json") // a batch is JSON
 	}
 	w := httptest.NewRecorder()
 	f.h.ServeHTTP(w, req)

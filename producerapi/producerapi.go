@@ -15,6 +15,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/ingest"
+	"github.com/eventcenter/eventcenter/internal/httpguard"
 	"github.com/eventcenter/eventcenter/state"
 )
 
@@ -47,6 +48,7 @@ const (
 	DefaultMaxBatch       = 500
 	DefaultMaxBatchBytes  = 8 << 20
 	DefaultProduceTimeout = 10 * time.Second
+	DefaultMaxConcurrent  = 64
 )
 
 // Config configures the handler.
@@ -88,6 +90,12 @@ type Config struct {
 	// MaxBatch bounds the envelopes of a batch, MaxBatchBytes its body.
 	MaxBatch      int
 	MaxBatchBytes int
+	// MaxConcurrent bounds the requests served at once; the rest are
+	// answered 503 with Retry-After at once.
+	MaxConcurrent int
+	// MaxDelay is ingest's bound on a schedule (forward.max_delay,
+	// ingest.Config.MaxDelay); 0 means ingest.DefaultMaxDelay.
+	MaxDelay time.Duration
 	// ProduceTimeout bounds waiting for the broker; then 503.
 	ProduceTimeout time.Duration
 	Now            func() time.Time
@@ -109,6 +117,10 @@ type Handler struct {
 	dec  envelope.Decoder
 	met  *metrics
 	docs []byte
+	// names maps a route's mux pattern to its name.
+	names map[string]string
+	cross *httpguard.CrossOrigin
+	slots httpguard.Slots
 }
 
 // route is one endpoint: its method and path (as in the OpenAPI document),
@@ -155,14 +167,21 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.ProduceTimeout == 0 {
 		cfg.ProduceTimeout = DefaultProduceTimeout
 	}
+	if cfg.MaxConcurrent == 0 {
+		cfg.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if cfg.MaxDelay == 0 {
+		cfg.MaxDelay = ingest.DefaultMaxDelay
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Rate < 0 || cfg.Burst < 0 || cfg.MaxBatch < 0 || cfg.MaxBatchBytes < 0 || cfg.ProduceTimeout < 0 || cfg.MaxPayload < 0 {
-		return nil, errors.New("producerapi: Rate, Burst, MaxBatch, MaxBatchBytes, ProduceTimeout and MaxPayload must not be negative")
+	if cfg.Rate < 0 || cfg.Burst < 0 || cfg.MaxBatch < 0 || cfg.MaxBatchBytes < 0 || cfg.ProduceTimeout < 0 || cfg.MaxPayload < 0 ||
+		cfg.MaxConcurrent < 0 || cfg.MaxDelay < 0 {
+		return nil, errors.New("producerapi: Rate, Burst, MaxBatch, MaxBatchBytes, ProduceTimeout, MaxPayload, MaxConcurrent and MaxDelay must not be negative")
 	}
 	met, err := newMetrics(cfg.Registerer)
 	if err != nil {
@@ -172,24 +191,78 @@ func New(cfg Config) (*Handler, error) {
 		cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), met: met,
 		lim:  newLimiters(cfg.Rate, cfg.Burst),
 		dec:  envelope.Decoder{MaxPayload: cfg.MaxPayload},
-		docs: openAPIDocument,
+		docs: openAPIDocument, names: map[string]string{},
+		cross: httpguard.NewCrossOrigin(true),
+		slots: httpguard.NewSlots(cfg.MaxConcurrent),
 	}
 	for _, rt := range routes {
-		h.mux.Handle(rt.method+" "+rt.path, h.instrument(rt.name, rt.serve))
+		pattern := rt.method + " " + rt.path
+		h.names[pattern] = rt.name
+		h.mux.Handle(pattern, h.instrument(rt.name, rt.serve))
 	}
 	return h, nil
 }
 
 // ServeHTTP serves the API; anything not a route is 404 (or 405 for a
-// route's path with another method).
+// route's path with another method). Before any route, the listener's
+// checks (screen) and its cap on requests at once (Config.MaxConcurrent).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, pattern := h.mux.Handler(r); pattern == "" {
+	_, pattern := h.mux.Handler(r)
+	name := h.names[pattern]
+	if e := h.screen(r); e != nil {
+		h.refused(w, name, e)
+		return
+	}
+	if !h.slots.TryAcquire() {
+		h.refused(w, name, &apiError{code: http.StatusServiceUnavailable, retryAfter: time.Second,
+			msg: fmt.Sprintf("too many producer API requests at once (ingress.max_concurrent, %d): retry", h.cfg.MaxConcurrent)})
+		return
+	}
+	defer h.slots.Release()
+	if name == "" {
 		rec := &statusWriter{ResponseWriter: w}
 		h.mux.ServeHTTP(rec, r)
 		h.met.requests.WithLabelValues("unmatched", strconv.Itoa(rec.code())).Inc()
 		return
 	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// openHostMsg is the answer of open mode to a request for another host.
+const openHostMsg = "the producer API runs without tokens (ingress.insecure) and answers only requests addressed to localhost, 127.0.0.1 or [::1]; " +
+	"Host %q refused (a page on another site may be reaching this server through DNS rebinding). Use http://127.0.0.1:<port>/, or configure ingress.tokens"
+
+// crossSiteMsg is the answer to a cross-origin browser request.
+const crossSiteMsg = "cross-origin browser request refused: the producer API serves services, not web pages (Sec-Fetch-Site or Origin names another site)"
+
+// screen is what the listener refuses before any route: in open mode a
+// Host that is not this machine's, a cross-origin browser request (for
+// every method: no page may read message states either), and a path or
+// query that is not text (which no bizID or key can be, and PostgreSQL
+// would refuse with an error that reads like an outage).
+func (h *Handler) screen(r *http.Request) *apiError {
+	if h.open() && !httpguard.LoopbackHost(r.Host) {
+		return &apiError{code: http.StatusForbidden, msg: fmt.Sprintf(openHostMsg, r.Host)}
+	}
+	if h.cross.Check(r) != nil {
+		return &apiError{code: http.StatusForbidden, msg: crossSiteMsg}
+	}
+	if err := httpguard.TextErr(r); err != nil {
+		return badRequest("", "%v", err)
+	}
+	return nil
+}
+
+// refused answers a request the listener refused before its route, counted
+// under the route it was for ("unmatched" for none).
+func (h *Handler) refused(w http.ResponseWriter, name string, e *apiError) {
+	code := writeError(w, e)
+	if name == "" {
+		name = "unmatched"
+	} else if h.cfg.observe != nil {
+		h.cfg.observe(name, code)
+	}
+	h.met.requests.WithLabelValues(name, strconv.Itoa(code)).Inc()
 }
 
 // instrument counts and times a route's answers.
@@ -274,10 +347,15 @@ func (h *Handler) allow(r *http.Request, n int, bizIDs func(yield func(field, bi
 	case tooMany:
 		return &apiError{code: http.StatusTooManyRequests, msg: fmt.Sprintf("%d envelopes in one request exceed token %q's burst: send fewer at once", n, tok.Name)}
 	case wait > 0:
-		return &apiError{code: http.StatusTooManyRequests, retryAfter: wait,
-			msg: fmt.Sprintf("token %q is over its rate limit: retry after %s", tok.Name, wait.Round(time.Millisecond))}
+		return overRate(&tok, wait)
 	}
 	return nil
+}
+
+// overRate is the answer to a request over its token's rate.
+func overRate(tok *Token, wait time.Duration) *apiError {
+	return &apiError{code: http.StatusTooManyRequests, retryAfter: wait,
+		msg: fmt.Sprintf("token %q is over its rate limit: retry after %s", tok.Name, wait.Round(time.Millisecond))}
 }
 
 // one yields a single bizID for allow.
@@ -417,6 +495,12 @@ func (h *Handler) envelope(typ envelope.Type, bizID, key string, payload []byte,
 			// off is temporary.
 			return outgoing{}, &apiError{code: http.StatusServiceUnavailable, field: field, msg: why, retryAfter: 30 * time.Second}
 		}
+	}
+	// Ingest's limit, counted from now as ingest counts from the record's
+	// time: what it would dead-letter (leaving the COMMIT an orphan) is
+	// refused here.
+	if field, reason := ingest.CheckSchedule(&e, h.cfg.Now(), h.cfg.MaxDelay); field != "" {
+		return outgoing{}, badRequest(field, "%s", reason)
 	}
 	if n, limit := ingest.ForwardedSize(&e), h.cfg.MaxPayload+ingest.RecordOverhead; n > limit {
 		return outgoing{}, &apiError{code: http.StatusRequestEntityTooLarge, field: "value",

@@ -22,7 +22,7 @@ func CheckAllowEntry(s string) error {
 type allowRule struct {
 	scheme string
 	host   string
-	path   string // "" for an origin rule
+	path   string // "" for an origin rule; else checkback.NormalPath's form, no trailing "/"
 }
 
 func parseAllowRule(s string) (allowRule, error) {
@@ -57,8 +57,15 @@ func parseAllowRule(s string) (allowRule, error) {
 	if hasEncodedEscape(p) {
 		return allowRule{}, errors.New("an encoded slash, backslash or dot segment in the path (%2F, %5C, %2E)")
 	}
-	if p == "/" {
+	if strings.Trim(p, "/") == "" {
 		p = ""
+	} else {
+		// Compared as endpoints are: as a server reads the path.
+		np, ok := checkback.NormalPath(p)
+		if !ok {
+			return allowRule{}, errors.New("a path segment a server could read as a dot segment or as two segments (\"..;\", %252e, %252f...)")
+		}
+		p = np
 	}
 	// Endpoint.Host is lower-cased host:port with the default port filled in.
 	return allowRule{scheme: scheme, host: net.JoinHostPort(strings.ToLower(h), port), path: p}, nil
@@ -80,9 +87,14 @@ func (r allowRule) allows(e checkback.Endpoint) bool {
 	if hasEncodedEscape(e.Path) {
 		return false
 	}
-	p := "/" + strings.Trim(e.Path, "/")
-	rp := strings.TrimSuffix(r.path, "/")
-	return p == rp || strings.HasPrefix(p, rp+"/")
+	// Compared as a server reads them: segments unescaped and without
+	// ;parameters, so that /cb/..;/admin or /cb/%252e%252e/admin (which
+	// the endpoint grammar refuses anyway) is never "below" /cb/.
+	p, ok := checkback.NormalPath(e.Path)
+	if !ok {
+		return false
+	}
+	return p == r.path || strings.HasPrefix(p, r.path+"/")
 }
 
 // hasEncodedEscape tells whether an escaped path holds %2F, %5C or %2E in

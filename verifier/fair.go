@@ -89,6 +89,9 @@ type bizQueue struct {
 	// shown and shownLen are what the gauges say of it.
 	shown    string
 	shownLen int
+	// active is when it last had check-backs waiting or running (see
+	// expireIdle).
+	active time.Time
 }
 
 func (q *bizQueue) len() int { return len(q.jobs) - q.head }
@@ -277,9 +280,13 @@ func (v *Verifier) drain(l *loop) time.Duration {
 // after a drain.
 func (v *Verifier) countHeld(b *fairBuf) {
 	b.heldN = 0
+	now := v.cfg.Now()
 	for _, q := range b.qs {
 		if q.len() == 0 {
 			q.held = ""
+		}
+		if q.len() > 0 || q.st.running.Load() > 0 || q.active.IsZero() {
+			q.active = now
 		}
 		if q.held != "" {
 			b.heldN += q.len()
@@ -298,6 +305,32 @@ func (v *Verifier) countHeld(b *fairBuf) {
 			q.shownLen = n
 		}
 		v.view.show(q) // BizStatus (status.go)
+	}
+	v.expireIdle(b, now)
+}
+
+// bizIdle is how long a bizID the configuration does not name stays
+// known with nothing waiting or running: its queue, its state (limiter,
+// moving average) and its row in BizStatus are then dropped. A one-off
+// bizID would otherwise stay for good. Its limiter's bucket would have
+// refilled long before, so dropping it changes no decision.
+const bizIdle = 10 * time.Minute
+
+// expireIdle drops what is kept of bizIDs idle for bizIdle (countHeld
+// notes when each was last active), looking at most once a minute. Only
+// the run goroutine calls it.
+func (v *Verifier) expireIdle(b *fairBuf, now time.Time) {
+	if now.Sub(v.swept) < time.Minute {
+		return
+	}
+	v.swept = now
+	for id, q := range b.qs {
+		if _, configured := v.cfg.BizIDs[id]; configured || now.Sub(q.active) < bizIdle || q.shownLen != 0 || q.shown != "" {
+			continue
+		}
+		delete(b.qs, id)
+		delete(v.bizStates, id)
+		v.view.forget(id)
 	}
 }
 

@@ -56,8 +56,16 @@ func (w *bizView) show(q *bizQueue) {
 	b.waiting, b.held = q.len(), q.held
 }
 
-// BizStatus returns the bizIDs configured or with check-backs claimed
-// since the start, by bizID. Safe from any goroutine.
+// forget drops a bizID's row (expireIdle).
+func (w *bizView) forget(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.m, id)
+}
+
+// BizStatus returns the bizIDs configured or with check-backs claimed in
+// the last ten minutes or so (see bizIdle), by bizID. Safe from any
+// goroutine.
 func (v *Verifier) BizStatus() []BizStatus {
 	v.view.mu.Lock()
 	shown := make(map[string]bizShown, len(v.view.m))

@@ -63,6 +63,8 @@ type Verifier struct {
 	// for the fair claim.
 	bizStates map[string]*bizState
 	weights   map[string]int
+	// swept is when expireIdle last looked (the run goroutine's).
+	swept time.Time
 	// view is what BizStatus shows of the queues (status.go).
 	view bizView
 	// registries are the registries (first servers) the allow lists

@@ -86,9 +86,13 @@ type BizShare struct {
 	OldestDueAge float64    `json:"oldest_due_age_seconds"`
 }
 
-// BizShares is GET /api/v1/bizids: the fair-share view, by bizID.
+// BizShares is GET /api/v1/bizids: the fair-share view, by bizID, a page
+// at a time (query limit, at most and by default the handler's list page
+// limit, 1000; after, the last bizID of the page before).
 type BizShares struct {
 	BizIDs []BizShare `json:"biz_ids"`
+	// Next, when set, is the after of the next page: more bizIDs follow.
+	Next string `json:"next,omitempty"`
 	// Targets are this center's forward targets and their broker
 	// throttles.
 	Targets []TargetThrottle `json:"targets"`

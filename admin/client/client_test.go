@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/eventcenter/eventcenter/admin"
 	"github.com/eventcenter/eventcenter/admin/adminapi"
 	"github.com/eventcenter/eventcenter/admin/client"
 	"github.com/eventcenter/eventcenter/admin/internal/admintest"
@@ -81,4 +83,40 @@ func TestErrors(t *testing.T) {
 		_, err := client.New(bad, "")
 		require.Error(t, err, bad)
 	}
+}
+
+// GET /api/v1/bizids comes a page at a time, in bizID order (limit, after,
+// next), so that many bizIDs never make one huge answer; the client's
+// BizShares reads every page.
+func TestBizSharesPages(t *testing.T) {
+	t.Parallel()
+	const n = 2500
+	var rows []adminapi.BizForwarding
+	for i := range n {
+		rows = append(rows, adminapi.BizForwarding{BizID: fmt.Sprintf("biz-%04d", i), Weight: 1})
+	}
+	env := admintest.New(t, nil, func(c *admin.Config) {
+		c.Forwarding = func() []adminapi.BizForwarding { return rows }
+	})
+	c, err := client.New(env.Server.URL, admintest.ReadToken)
+	require.NoError(t, err)
+
+	first, err := c.BizSharesPage(t.Context(), "", 0)
+	require.NoError(t, err)
+	require.Len(t, first.BizIDs, 1000, "the admin list page limit")
+	require.Equal(t, "biz-0000", first.BizIDs[0].BizID)
+	require.Equal(t, "biz-0999", first.Next)
+	last, err := c.BizSharesPage(t.Context(), "biz-2399", 500)
+	require.NoError(t, err)
+	require.Len(t, last.BizIDs, 100)
+	require.Empty(t, last.Next, "the last page")
+
+	all, err := c.BizShares(t.Context())
+	require.NoError(t, err)
+	require.Len(t, all.BizIDs, n)
+	for i, b := range all.BizIDs {
+		require.Equal(t, fmt.Sprintf("biz-%04d", i), b.BizID)
+	}
+	_, err = c.BizSharesPage(t.Context(), "", 1001)
+	require.ErrorContains(t, err, "limit")
 }

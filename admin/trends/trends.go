@@ -87,11 +87,13 @@ type Sampler struct {
 	cfg Config
 	st  Store
 
-	mu      sync.Mutex
-	ring    []Sample // oldest first, at most cap samples
-	cap     int
-	fwd     map[string]int64 // forwarded so far, per bizID
-	lastFwd map[string]int64 // at the previous sample
+	mu   sync.Mutex
+	ring []Sample // oldest first, at most cap samples
+	cap  int
+	// fwd counts the messages forwarded since the previous sample, per
+	// bizID; each sample empties it, so it holds only the bizIDs of one
+	// interval, never every bizID ever seen.
+	fwd     map[string]int64
 	lastAt  time.Time
 	minutes []minute // oldest first
 }
@@ -110,7 +112,7 @@ func New(cfg Config, st Store) *Sampler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Sampler{cfg: cfg, st: st, cap: int(cfg.Window/cfg.Interval) + 1, fwd: map[string]int64{}, lastFwd: map[string]int64{}}
+	s := &Sampler{cfg: cfg, st: st, cap: int(cfg.Window/cfg.Interval) + 1, fwd: map[string]int64{}}
 	s.Loop = startstop.NewLoop(cfg.Interval, func(ctx context.Context) {
 		if err := s.Sample(ctx); err != nil && ctx.Err() == nil {
 			s.cfg.Logger.Warn("sample trends", "err", err)
@@ -153,8 +155,7 @@ func (s *Sampler) Sample(ctx context.Context) error {
 	if !s.lastAt.IsZero() {
 		if secs := now.Sub(s.lastAt).Seconds(); secs > 0 {
 			var total int64
-			for b, n := range s.fwd {
-				d := n - s.lastFwd[b]
+			for b, d := range s.fwd {
 				total += d
 				v := smp.ByBizID[b]
 				v.Forwarded = float64(d) / secs
@@ -165,10 +166,9 @@ func (s *Sampler) Sample(ctx context.Context) error {
 	}
 	fold(smp.ByBizID)
 	s.lastAt = now
-	clear(s.lastFwd)
-	for b, n := range s.fwd {
-		s.lastFwd[b] = n
-	}
+	// A new map, not clear: a cleared map keeps the buckets of its
+	// largest size.
+	s.fwd = map[string]int64{}
 	s.record(smp)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/eventcenter/eventcenter/app/config"
+	"github.com/eventcenter/eventcenter/internal/httpguard"
 )
 
 // newHTTPServer is the server of the admin API, console, metrics and
@@ -25,15 +26,8 @@ func newHTTPServer(cfg config.HTTP, handler http.Handler) *http.Server {
 // capRequests serves at most n requests at once through h; the rest are
 // answered 503 at once (with Retry-After), not queued.
 func capRequests(n int, h http.Handler) http.Handler {
-	sem := make(chan struct{}, n)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case sem <- struct{}{}:
-			defer func() { <-sem }()
-			h.ServeHTTP(w, r)
-		default:
-			w.Header().Set("Retry-After", "1")
-			http.Error(w, "too many admin requests at once (http.max_concurrent): try again", http.StatusServiceUnavailable)
-		}
-	})
+	return httpguard.Limit(n, h, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many admin requests at once (http.max_concurrent): try again", http.StatusServiceUnavailable)
+	}))
 }

@@ -73,7 +73,8 @@ func (c *Center) newProducerAPI(cfg config.Config, opt Options) (*producerAPI, e
 		ControlTopicFor: cfg.Kafka.ControlTopicFor,
 		MaxPayload:      cfg.Ingest.MaxPayloadBytes, CheckTopic: targetTopicCheck(cfg.Forward), Scheduling: c.Scheduling,
 		TokenSource: c.secrets.ProducerTokens, Insecure: in.Insecure,
-		Rate: in.Rate, Burst: in.Burst, MaxBatch: in.MaxBatch, MaxBatchBytes: in.MaxBatchBytes,
+		Rate: in.Rate, Burst: in.Burst, MaxBatch: in.MaxBatch, MaxBatchBytes: in.MaxBatchBytes, MaxConcurrent: in.MaxConcurrent,
+		MaxDelay:       cfg.Forward.MaxDelay,
 		ProduceTimeout: in.ProduceTimeout, Now: opt.Now, Logger: log, Registerer: c.registerer,
 	})
 	if err != nil {

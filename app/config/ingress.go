@@ -30,6 +30,9 @@ type Ingress struct {
 	// its body.
 	MaxBatch      int `yaml:"max_batch" env:"EVENTCENTER_INGRESS_MAX_BATCH"`
 	MaxBatchBytes int `yaml:"max_batch_bytes" env:"EVENTCENTER_INGRESS_MAX_BATCH_BYTES"`
+	// MaxConcurrent caps the requests served at once; the rest are
+	// answered 503 with Retry-After at once.
+	MaxConcurrent int `yaml:"max_concurrent" env:"EVENTCENTER_INGRESS_MAX_CONCURRENT"`
 	// ProduceTimeout bounds waiting for the broker's acknowledgement; the
 	// request is answered 503 after it.
 	ProduceTimeout time.Duration `yaml:"produce_timeout" env:"EVENTCENTER_INGRESS_PRODUCE_TIMEOUT"`
@@ -66,7 +69,8 @@ type IngressTLS struct {
 func defaultIngress() Ingress {
 	return Ingress{Rate: producerapi.DefaultRate, Burst: producerapi.DefaultBurst, MaxBatch: producerapi.DefaultMaxBatch,
 		MaxBatchBytes: producerapi.DefaultMaxBatchBytes, ProduceTimeout: producerapi.DefaultProduceTimeout,
-		ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+		MaxConcurrent: producerapi.DefaultMaxConcurrent,
+		ReadTimeout:   30 * time.Second, IdleTimeout: 2 * time.Minute}
 }
 
 // resolveIngressSecrets reads ingress.tokens[].token_file.
@@ -106,6 +110,9 @@ func (c *Config) validateIngress(bad func(string, string, ...any)) {
 	}
 	if least := c.Ingest.MaxPayloadBytes + ingest.RecordOverhead; in.MaxBatchBytes < least {
 		bad("ingress.max_batch_bytes", "must be at least ingest.max_payload_bytes + 64 KiB (%d), to fit a batch of one largest envelope", least)
+	}
+	if in.MaxConcurrent < 1 {
+		bad("ingress.max_concurrent", "must be at least 1")
 	}
 	if in.ProduceTimeout <= 0 {
 		bad("ingress.produce_timeout", "must be positive")

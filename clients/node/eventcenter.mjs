@@ -284,14 +284,26 @@ export function checkbackHandler(decide, { secrets = [], maxAge = 300, maxFuture
     seen.set(mac, now + maxAge + maxFuture);
     return true;
   };
+  // A refusal closes the connection: the body it did not read is never
+  // taken for the next request.
+  const refuse = (res, code, error, headers = {}) => {
+    res.setHeader('Connection', 'close');
+    for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+    answer(res, code, { status: 'FAIL', error });
+  };
   return (req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
+    // The method and the framing are checked before anything is read: a
+    // check-back is a GET without a body, so no body is ever buffered.
+    if (req.method !== 'GET') return refuse(res, 405, 'want GET', { Allow: 'GET' });
+    if ((req.headers['content-length'] ?? '0') !== '0' || req.headers['transfer-encoding'] !== undefined) {
+      return refuse(res, 400, 'a GET carries no body');
+    }
+    let size = 0;
+    req.on('data', (c) => { size += c.length; }); // nothing, by the framing: counted, not kept
     req.on('end', async () => {
       try {
-        const body = Buffer.concat(chunks);
-        if (req.method !== 'GET') return answer(res, 405, { status: 'FAIL', error: 'want GET' });
-        if (body.length > 0) return answer(res, 400, { status: 'FAIL', error: 'a GET carries no body' });
+        if (size > 0) return refuse(res, 400, 'a GET carries no body');
+        const body = Buffer.alloc(0);
         if (secrets.length) {
           const now = Date.now() / 1000;
           let mac;

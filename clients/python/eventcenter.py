@@ -326,9 +326,30 @@ def checkback_handler(decide, secrets=(), max_age=300, max_future=30):
             self.end_headers()
             self.wfile.write(body)
 
+        def _refuse(self, code, error, **headers):
+            # The body was not read: close the connection, so that it is
+            # never taken for the next request.
+            self.close_connection = True
+            body = json.dumps({"status": "FAIL", "error": error}).encode("utf-8")
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _not_get(self):
+            return self._refuse(405, "want GET", Allow="GET")
+
+        do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _not_get
+
         def do_GET(self):
-            if self.headers.get("Content-Length", "0") not in ("", "0"):
-                return self._answer(400, {"status": "FAIL", "error": "a GET carries no body"})
+            # The framing is checked before anything is read: a check-back
+            # is a GET without a body, so no body is ever read.
+            if self.headers.get("Content-Length", "0").strip() not in ("", "0") or "Transfer-Encoding" in self.headers:
+                return self._refuse(400, "a GET carries no body")
             if secrets:
                 try:
                     mac = verify_signature(self.headers.get("EC-Signature", ""), "GET",

@@ -1,6 +1,7 @@
 package checkback
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -230,8 +231,8 @@ func check(s string) string {
 	}
 	path, query, _ := strings.Cut(pathQuery, "?")
 	for seg := range strings.SplitSeq(path, "/") {
-		if isDotSegment(seg) {
-			return "dot segments in the path"
+		if r := segmentProblem(seg); r != "" {
+			return r
 		}
 	}
 	if hasEncodedSeparator(path) {
@@ -354,22 +355,121 @@ func hasEncodedSeparator(path string) bool {
 	return false
 }
 
-// isDotSegment tells whether an escaped path segment is "." or "..",
-// %2e spelled or not.
-func isDotSegment(seg string) bool {
+// maxUnescape bounds how many times a path segment is unescaped to see
+// what a server decoding it again and again would read; a segment still
+// escaped after that is refused.
+const maxUnescape = 4
+
+// segmentProblem says why an escaped path segment could be read by some
+// server as something other than the plain segment it shows (a dot
+// segment, or two segments), or "". It does not allocate for segments of
+// up to 128 bytes.
+func segmentProblem(seg string) string {
+	const dots = "dot segments in the path (also spelled %2E, escaped twice, or followed by ;parameters)"
+	if strings.IndexByte(seg, '%') < 0 && strings.IndexByte(seg, ';') < 0 {
+		if isDots(seg) {
+			return dots
+		}
+		return ""
+	}
+	var buf [128]byte
+	b := append(buf[:0], seg...)
+	for i := 0; ; i++ {
+		d := unescapeOnce(b)
+		if len(d) == len(b) {
+			break
+		}
+		if i == maxUnescape {
+			return "a path segment escaped more than " + strconv.Itoa(maxUnescape) + " times"
+		}
+		b = d
+	}
+	// Servers drop path parameters (";...") from a segment; C code stops
+	// at a NUL.
+	if i := bytes.IndexAny(b, ";\x00"); i >= 0 {
+		b = b[:i]
+	}
+	if isDots(b) {
+		return dots
+	}
+	if bytes.IndexByte(b, '/') >= 0 || bytes.IndexByte(b, '\\') >= 0 {
+		return "encoded slash or backslash (%2F, %5C, also escaped twice) in the path"
+	}
+	return ""
+}
+
+// unescapeOnce decodes every valid %XX of b in place and returns the
+// result (b itself when there is none).
+func unescapeOnce(b []byte) []byte {
+	n := 0
+	for i := 0; i < len(b); i++ {
+		if b[i] == '%' && i+2 < len(b) && isHex(b[i+1]) && isHex(b[i+2]) {
+			b[n] = unhex(b[i+1])<<4 | unhex(b[i+2])
+			i += 2
+		} else {
+			b[n] = b[i]
+		}
+		n++
+	}
+	return b[:n]
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}
+
+// isDots tells whether a decoded segment is "." or "..", a dot also
+// spelled as the overlong UTF-8 C0 AE that old servers decoded as '.'.
+func isDots[T ~string | ~[]byte](b T) bool {
 	dots := 0
-	for i := 0; i < len(seg); {
+	for i := 0; i < len(b); {
 		switch {
-		case seg[i] == '.':
+		case b[i] == '.':
 			i++
-		case i+2 < len(seg) && seg[i] == '%' && seg[i+1] == '2' && (seg[i+2] == 'e' || seg[i+2] == 'E'):
-			i += 3
+		case i+1 < len(b) && b[i] == 0xc0 && b[i+1] == 0xae:
+			i += 2
 		default:
 			return false
 		}
 		dots++
 	}
 	return dots == 1 || dots == 2
+}
+
+// NormalPath is an escaped path as a server decoding it reads it: each
+// segment unescaped (repeatedly, as segmentProblem does) and cut at its
+// ;parameters, joined by "/". ok is false when a segment has a problem
+// (CheckEndpoint refuses such an endpoint): allow rules compare this form,
+// so that no spelling of a path matches a rule the path it reaches would
+// not.
+func NormalPath(escaped string) (normal string, ok bool) {
+	var sb strings.Builder
+	for seg := range strings.SplitSeq(strings.Trim(escaped, "/"), "/") {
+		if segmentProblem(seg) != "" {
+			return "", false
+		}
+		b := []byte(seg)
+		for {
+			d := unescapeOnce(b)
+			if len(d) == len(b) {
+				break
+			}
+			b = d
+		}
+		if i := bytes.IndexAny(b, ";\x00"); i >= 0 {
+			b = b[:i]
+		}
+		sb.WriteByte('/')
+		sb.Write(b)
+	}
+	return sb.String(), true
 }
 
 // queryParam returns the first value of name in a raw query, unescaped,

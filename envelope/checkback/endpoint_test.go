@@ -158,3 +158,30 @@ func TestEndpointURL(t *testing.T) {
 	require.Equal(t, "triple", e.Protocol.String())
 	require.Equal(t, "none", Protocol(0).String())
 }
+
+// A path segment some common server reads as a dot segment is refused,
+// however it is spelled: with ;parameters (Tomcat, Jetty and Spring drop
+// them: "..;" is ".."), escaped twice or more, cut by an escaped NUL, or
+// as overlong UTF-8; so is a slash or backslash escaped twice. Segments
+// that merely hold ';', '%' or dots among other characters stay valid.
+func TestDotSegmentSpellingsRefused(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{
+		"/cb/..;/admin", "/cb/..;x=1/admin", "/cb/..%3b/admin", "/cb/..%3B/admin", "/cb/.;/x",
+		"/cb/%252e%252e/admin", "/cb/%25252e./admin", "/cb/..%00/admin", "/cb/%c0%ae%c0%ae/admin",
+		"/cb/%252fadmin", "/cb/a%255cb", "/cb/%2525252525252e",
+	} {
+		err := CheckEndpoint("http://127.0.0.1:8090" + p)
+		require.ErrorIs(t, err, ErrBadEndpoint, p)
+		_, err = ParseEndpoint("jsonrpc://127.0.0.1:8090" + p)
+		require.ErrorIs(t, err, ErrBadEndpoint, p)
+	}
+	for _, p := range []string{"/cb/check;jsessionid=1", "/cb/a..b", "/cb/...", "/cb/100%25", "/cb/a%3bb", "/cb/%2e%2e.x", "/cb/v1.2"} {
+		require.NoError(t, CheckEndpoint("http://127.0.0.1:8090"+p), p)
+	}
+	np, ok := NormalPath("/c%62;v=1/a%2520b/")
+	require.True(t, ok)
+	require.Equal(t, "/cb/a b", np)
+	_, ok = NormalPath("/cb/..;/admin")
+	require.False(t, ok)
+}

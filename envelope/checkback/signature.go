@@ -159,11 +159,42 @@ type VerifyOptions struct {
 type Verified struct {
 	// At is the signed timestamp.
 	At time.Time
-	// MAC is the matching signature, lowercase hex: the key of a replay
-	// cache (it covers the timestamp, so it is unique per request).
+	// MAC is the matching signature, lowercase hex.
 	MAC string
+	// Key is the replay-cache key of the request: the SHA-256 (lowercase
+	// hex) of what the matching signature version covers (v2: the
+	// canonical request; v1: the timestamp, method, request target and
+	// body), the same whichever entry of the header matched. A request
+	// whose Key was seen is a replay. (Keyed by MAC, a request captured
+	// with "t,v2,v1" and sent again with "t,v1" alone would pass as new.)
+	Key string
+	// V1Key is the key of what a v1 signature covers, for a v2 request
+	// too (for a v1 request it is Key). A receiver that accepts v1
+	// remembers it as well, so that the v1 entry of a request it answered
+	// cannot be used again, with or without another Host.
+	V1Key string
 	// Version is 2, or 1 for an accepted legacy signature.
 	Version int
+}
+
+// replayKeys are Verified.Key and V1Key of a request signed at t,
+// verified by a signature of version.
+func replayKeys(version int, t int64, s Signed) (key, v1Key string) {
+	h := sha256.New()
+	h.Write([]byte("v1\x00" + strconv.FormatInt(t, 10)))
+	for _, f := range [...]string{s.Method, s.Target} {
+		h.Write([]byte{0})
+		h.Write([]byte(f))
+	}
+	h.Write([]byte{0})
+	h.Write(s.Body)
+	v1Key = hex.EncodeToString(h.Sum(nil))
+	if version == 1 {
+		return v1Key, v1Key
+	}
+	c, _ := s.Canonical(t) // a v2 signature matched: it is ok
+	sum := sha256.Sum256([]byte(c))
+	return hex.EncodeToString(sum[:]), v1Key
 }
 
 // Verify checks an EC-Signature header against the received request s.
@@ -171,7 +202,8 @@ type Verified struct {
 // "v1=<hex>") entries, comma-separated; one matching entry for one secret
 // is enough. Unknown entries are skipped. The timestamp must lie within
 // [Now-MaxAge, Now+MaxFuture]. Replays within that window are the caller's
-// to refuse, keyed by Verified.MAC.
+// to refuse, keyed by Verified.Key (and V1Key when v1 is accepted), not by
+// the MAC that matched: a header may carry several.
 func Verify(header string, s Signed, o VerifyOptions) (Verified, error) {
 	if header == "" {
 		return Verified{}, ErrNoSignature
@@ -222,7 +254,8 @@ func Verify(header string, s Signed, o VerifyOptions) (Verified, error) {
 		if want := macV2(secret, t, s); want != nil {
 			for _, m := range v2 {
 				if hmac.Equal(m, want) {
-					return Verified{At: at, MAC: hex.EncodeToString(m), Version: 2}, nil
+					key, v1Key := replayKeys(2, t, s)
+					return Verified{At: at, MAC: hex.EncodeToString(m), Key: key, V1Key: v1Key, Version: 2}, nil
 				}
 			}
 		}
@@ -232,7 +265,8 @@ func Verify(header string, s Signed, o VerifyOptions) (Verified, error) {
 		want := macV1(secret, ts, s.Method, s.Target, s.Body)
 		for _, m := range v1 {
 			if hmac.Equal(m, want) {
-				return Verified{At: at, MAC: hex.EncodeToString(m), Version: 1}, nil
+				key, v1Key := replayKeys(1, t, s)
+				return Verified{At: at, MAC: hex.EncodeToString(m), Key: key, V1Key: v1Key, Version: 1}, nil
 			}
 		}
 	}

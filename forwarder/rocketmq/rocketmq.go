@@ -366,9 +366,29 @@ func init() {
 		primitive.PropertyTransactionID, primitive.PropertyCorrelationID, primitive.PropertyMessageReplyToClient,
 		primitive.PropertyMessageTTL, primitive.PropertyReplyMessageArriveTime, primitive.PropertyMsgType,
 		primitive.PropertyCluster, "__STARTDELIVERTIME", "INSTANCE_ID", "PUSH_REPLY_TIME", "__SHARDINGKEY",
+		// RocketMQ 5.x system properties: timer (scheduled) messages, light
+		// message queues, pop consumption, tracing and the broker's own
+		// bookkeeping. TIMER_DELIVER_MS or TIMER_DELAY_SEC would make the
+		// broker hold the message; INNER_MULTI_DISPATCH would dispatch it to
+		// other queues.
+		"TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS", "TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS",
+		"TIMER_ROLL_TIMES", "TIMER_OUT_MS", "TIMER_DEL_UNIQKEY",
+		"INNER_MULTI_DISPATCH", "INNER_MULTI_QUEUE_OFFSET", "INNER_NUM", "INNER_BASE",
+		"POP_CK", "POP_CK_OFFSET", "1ST_POP_TIME", "TRACE_CONTEXT", "EXTEND_UNIQ_INFO", "DUP_INFO",
+		"BORN_HOST", "BORN_TIMESTAMP", "DLQ_ORIGIN_TOPIC", "DLQ_ORIGIN_MESSAGE_ID", "__CRC32#",
 	} {
 		reservedProperties[p] = true
 	}
+}
+
+// transientPrefix starts the broker's transient properties (RocketMQ
+// 5.x), none of which a message may set.
+const transientPrefix = "__RMQ.TRANSIENT."
+
+// reservedProperty tells whether a forwarded header's name is one
+// RocketMQ uses itself.
+func reservedProperty(name string) bool {
+	return reservedProperties[name] || strings.HasPrefix(name, transientPrefix)
 }
 
 // maxPropertiesLen is what the broker accepts (a 2-byte length, Java
@@ -414,7 +434,7 @@ func Message(rec *forwarder.Record) (*primitive.Message, error) {
 		switch {
 		case h.Key == "":
 			return nil, errors.New("header with an empty name cannot be a rocketmq property")
-		case reservedProperties[h.Key]:
+		case reservedProperty(h.Key):
 			return nil, fmt.Errorf("header %q is a reserved rocketmq property name", h.Key)
 		case strings.ContainsAny(h.Key, "\x01\x02") || strings.ContainsAny(string(h.Value), "\x01\x02"):
 			return nil, fmt.Errorf("header %q contains a control character (0x01/0x02) that rocketmq properties cannot carry", h.Key)

@@ -301,6 +301,33 @@ func TestBadRecordsArePermanent(t *testing.T) {
 	require.Len(t, s.Messages("t"), 1)
 }
 
+// RocketMQ 5.x's system properties are reserved too: a forwarded header
+// named TIMER_DELIVER_MS or TIMER_DELAY_SEC would make the broker hold the
+// message, INNER_MULTI_DISPATCH send it to other queues. Each such record
+// fails permanently and nothing is sent; a header merely resembling one
+// is sent.
+func TestRocketMQ5SystemPropertiesAreReserved(t *testing.T) {
+	t.Parallel()
+	s := startFake(t, rocketmqfake.WithTopic("t", 1))
+	tg := newTarget(t, s)
+	names := []string{"TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS", "INNER_MULTI_DISPATCH", "INNER_MULTI_QUEUE_OFFSET",
+		"__RMQ.TRANSIENT.PROP", "__RMQ.TRANSIENT.ANYTHING", "POP_CK", "TRACE_CONTEXT"}
+	var recs []forwarder.Record
+	for i, n := range names {
+		recs = append(recs, forwarder.Record{ID: fmt.Sprintf("1:r%d", i), Topic: "t", Value: []byte("x"),
+			Headers: []envelope.Header{{Key: n, Value: []byte("1893553445678")}}})
+	}
+	recs = append(recs, forwarder.Record{ID: "1:ok", Topic: "t", Value: []byte("ok"),
+		Headers: []envelope.Header{{Key: "timer_deliver_ms_note", Value: []byte("1")}, {Key: "__RMQ.TRANSIENTX", Value: []byte("1")}}})
+	res := tg.Send(t.Context(), recs)
+	for i, n := range names {
+		require.ErrorContains(t, res[i].Err, fmt.Sprintf("%q is a reserved rocketmq property name", n))
+		require.True(t, forwarder.IsPermanent(res[i].Err), n)
+	}
+	require.NoError(t, res[len(names)].Err)
+	require.Len(t, s.Messages("t"), 1)
+}
+
 func TestSendAfterCloseFails(t *testing.T) {
 	t.Parallel()
 	s := startFake(t, rocketmqfake.WithTopic("t", 1))
