@@ -14,12 +14,8 @@ import (
 	"github.com/eventcenter/eventcenter/internal/httpguard"
 )
 
-// batchRequest is the body of POST /v1/batch.
-type batchRequest struct {
-	Envelopes []batchEnvelope `json:"envelopes"`
-}
-
-// batchEnvelope is one envelope of a batch: what the path, the body and
+// batchEnvelope is one envelope of POST /v1/batch's body
+// ({"envelopes": [...]}, decoded one at a time): what the path, the body and
 // the parameters say for a single request.
 type batchEnvelope struct {
 	Type  string `json:"type"`

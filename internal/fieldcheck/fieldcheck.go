@@ -41,7 +41,7 @@ func Problems(err error) (problems []*Problem, others []error) {
 	var walk func(error)
 	walk = func(err error) {
 		var p *Problem
-		switch u := err.(type) {
+		switch u := err.(type) { //nolint:errorlint // walks the tree itself, joined errors included
 		case *Problem:
 			problems = append(problems, u)
 		case interface{ Unwrap() []error }:
