@@ -330,6 +330,8 @@ func (c *Center) newStoreGauges(cfg config.Config, opt Options) {
 	}, c.Store)
 }
 
+// buildTargets makes the forward targets of forward.targets, adds the
+// tests' (Options.Targets), and wraps each in forward spans when tracing.
 func (c *Center) buildTargets(cfg config.Config, opt Options) error {
 	for _, t := range cfg.Forward.Targets {
 		if _, ok := opt.Targets[t.Name]; ok {
@@ -343,6 +345,11 @@ func (c *Center) buildTargets(cfg config.Config, opt Options) error {
 	}
 	for name, t := range opt.Targets {
 		c.targets[name] = t
+	}
+	if opt.TracerProvider != nil {
+		for name, t := range c.targets {
+			c.targets[name] = tracing.Target(name, t, opt.TracerProvider)
+		}
 	}
 	return nil
 }

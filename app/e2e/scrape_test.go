@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,9 +13,11 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -24,6 +27,7 @@ import (
 	"github.com/eventcenter/eventcenter/clientlib"
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/testsupport/zktest"
 )
 
 func repoRoot(t *testing.T) string {
@@ -78,11 +82,16 @@ func TestEveryDocumentedMetricIsExported(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL
 	dead.Close()
+	// A registry-addressed check-back too, so the registry series exist.
+	zs := zktest.Start(t)
+	srvHost := strings.TrimPrefix(srv.URL, "http://")
+	const iface = "com.shop.MetricsChecker"
+	zktest.Register(t, zs.Addr, fmt.Sprintf("tri://%s/%s?interface=%s&version=1.0.0&methods=verifyMessage&side=provider", srvHost, iface, iface))
 	e := newEnv(t, "sqlite", func(c *config.Config) {
 		c.Checkback.FirstDelay = 50 * time.Millisecond
 		c.Checkback.BackoffBase = 20 * time.Millisecond
 		c.Checkback.MaxAttempts = 1
-		c.Checkback.Allow = []string{srv.URL, deadURL}
+		c.Checkback.Allow = []string{srv.URL, deadURL, "zookeeper://" + zs.Addr, "tri://" + srvHost}
 		c.Checkback.Biz = []config.Biz{{BizID: "orders"}}
 		c.Forward.Biz = []config.ForwardBiz{{BizID: "orders", Rate: 1e6, MaxInFlight: 1 << 20}} // its throttle series
 		c.Ingress.Listen, c.Ingress.Insecure = "127.0.0.1:0", true                              // the producer API's metrics too
@@ -100,13 +109,14 @@ func TestEveryDocumentedMetricIsExported(t *testing.T) {
 			ForwardTopic: businessTopic, Verify: verify, Target: target}))
 	}
 	prepare("commit-checked", srv.URL+"/check", "") // check-back answers commit
-	prepare("parked", deadURL+"/check", "")         // endpoint down: VERIFY_FAILED
-	prepare("nowhere", "", "no-such-target")        // DEAD: unknown target
+	prepare("commit-registry", "zookeeper://"+zs.Addr+"/"+iface+"?version=1.0.0", "")
+	prepare("parked", deadURL+"/check", "")  // endpoint down: VERIFY_FAILED
+	prepare("nowhere", "", "no-such-target") // DEAD: unknown target
 	require.NoError(t, p.Commit(t.Context(), "orders", "nowhere"))
 	require.NoError(t, p.Rollback(t.Context(), "orders", "metrics-2")) // a conflict: it was committed
 	require.NoError(t, raw.ProduceSync(t.Context(), &kgo.Record{Topic: controlTopic, Key: []byte("orders:junk"), Value: []byte("{")}).FirstErr())
 
-	col.waitFor(t, append(pl.committed, envelope.Key("orders", "commit-checked")), time.Minute)
+	col.waitFor(t, append(pl.committed, envelope.Key("orders", "commit-checked"), envelope.Key("orders", "commit-registry")), time.Minute)
 	for key, done := range map[string]func(state.Message) bool{
 		"parked":  func(m state.Message) bool { return m.Status == state.VerifyFailed },
 		"nowhere": func(m state.Message) bool { return m.SendStatus == state.SendDead },
@@ -130,18 +140,29 @@ func TestEveryDocumentedMetricIsExported(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
+	// The condition runs on its own goroutine; the last list it saw is
+	// read under the lock once Eventually gives up.
+	var mu sync.Mutex
 	var missing []string
-	require.Eventually(t, func() bool {
+	ok := assert.Eventually(t, func() bool {
 		body := scrape(t, "http://"+c.Addr()+"/metrics")
-		missing = missing[:0]
+		var now []string
 		for _, name := range documentedMetrics(t) {
 			if !strings.Contains(body, "\n"+name+"{") && !strings.Contains(body, "\n"+name+" ") &&
 				!strings.Contains(body, "\n"+name+"_bucket{") {
-				missing = append(missing, name)
+				now = append(now, name)
 			}
 		}
-		return len(missing) == 0
-	}, 30*time.Second, 200*time.Millisecond, "documented but not exported: %v", &missing)
+		mu.Lock()
+		missing = now
+		mu.Unlock()
+		return len(now) == 0
+	}, 30*time.Second, 200*time.Millisecond)
+	if !ok {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("documented but not exported: %v", missing)
+	}
 }
 
 func scrape(t *testing.T, url string) string {
