@@ -33,22 +33,40 @@ func (c *Config) validateAdmin(bad func(string, string, ...any)) {
 	tokenNames, secrets := map[string]bool{}, map[string]bool{}
 	for i, t := range c.Admin.Tokens {
 		f := fmt.Sprintf("admin.tokens[%d]", i)
-		switch {
-		case strings.TrimSpace(t.Name) == "":
-			bad(f+".name", "is required")
-		case tokenNames[t.Name]:
-			bad(f+".name", "%q is used by another token", t.Name)
-		}
-		tokenNames[t.Name] = true
-		switch {
-		case len(t.Token) < 16:
-			bad(f+".token", "must be at least 16 characters")
-		case secrets[t.Token]:
-			bad(f+".token", "same secret as another token")
-		}
-		secrets[t.Token] = true
+		checkTokenName(bad, f, t.Name, tokenNames)
+		checkTokenSecret(bad, f, t.Token, secrets, "same secret as another token")
 		if t.Scope != "read" && t.Scope != "admin" {
 			bad(f+".scope", "want read or admin, got %q", t.Scope)
 		}
 	}
+}
+
+// checkTokenName reports a token's missing or repeated name (names holds
+// the names seen so far; the name is added). Admin and producer tokens
+// follow the same rule.
+func checkTokenName(bad func(string, string, ...any), field, name string, names map[string]bool) {
+	switch {
+	case strings.TrimSpace(name) == "":
+		bad(field+".name", "is required")
+	case names[name]:
+		bad(field+".name", "%q is used by another token", name)
+	}
+	names[name] = true
+}
+
+// checkTokenSecret reports a token secret that is too short or repeats
+// one seen before (secrets; the secret is added), the latter as repeated
+// says. It says whether the secret was fine.
+func checkTokenSecret(bad func(string, string, ...any), field, secret string, secrets map[string]bool, repeated string) bool {
+	ok := true
+	switch {
+	case len(secret) < 16:
+		bad(field+".token", "must be at least 16 characters")
+		ok = false
+	case secrets[secret]:
+		bad(field+".token", "%s", repeated)
+		ok = false
+	}
+	secrets[secret] = true
+	return ok
 }

@@ -133,22 +133,10 @@ func (c *Config) validateIngress(bad func(string, string, ...any)) {
 	names, secrets := map[string]bool{}, map[string]bool{}
 	for i, t := range in.Tokens {
 		f := fmt.Sprintf("ingress.tokens[%d]", i)
-		switch {
-		case strings.TrimSpace(t.Name) == "":
-			bad(f+".name", "is required")
-		case names[t.Name]:
-			bad(f+".name", "%q is used by another token", t.Name)
-		}
-		names[t.Name] = true
-		switch {
-		case len(t.Token) < 16:
-			bad(f+".token", "must be at least 16 characters")
-		case secrets[t.Token]:
-			bad(f+".token", "same secret as another producer token")
-		case adminSecrets[t.Token]:
+		checkTokenName(bad, f, t.Name, names)
+		if checkTokenSecret(bad, f, t.Token, secrets, "same secret as another producer token") && adminSecrets[t.Token] {
 			bad(f+".token", "same secret as an admin token: producer tokens must be distinct from admin tokens")
 		}
-		secrets[t.Token] = true
 		if len(t.BizIDs) == 0 {
 			bad(f+".biz_ids", "at least one bizID (or \"*\" for every bizID) is required")
 		}

@@ -49,6 +49,8 @@ func TestIngressConfig(t *testing.T) {
 		{"no biz ids", "ingress:\n  listen: 127.0.0.1:8081\n  tokens: [{name: a, token: 0123456789abcdef}]\n", []string{"ingress.tokens[0].biz_ids: at least one bizID"}},
 		{"bad biz id", "ingress:\n  listen: 127.0.0.1:8081\n  tokens: [{name: a, biz_ids: [\"a:b\"], token: 0123456789abcdef}]\n", []string{"ingress.tokens[0].biz_ids[0]", `"a:b" is not a bizID`}},
 		{"name twice", "ingress:\n  listen: 127.0.0.1:8081\n  tokens: [{name: a, biz_ids: [x], token: 0123456789abcdef}, {name: a, biz_ids: [x], token: 0123456789abcdeg}]\n", []string{"ingress.tokens[1].name"}},
+		{"secret twice", "ingress:\n  listen: 127.0.0.1:8081\n  tokens: [{name: a, biz_ids: [x], token: 0123456789abcdef}, {name: b, biz_ids: [x], token: 0123456789abcdef}]\n", []string{"ingress.tokens[1].token: same secret as another producer token"}},
+		{"admin name and secret twice", "admin:\n  tokens: [{name: ops, scope: admin, token: 0123456789abcdef}, {name: ops, scope: read, token: 0123456789abcdef}, {name: \" \", scope: read, token: short}]\n", []string{`admin.tokens[1].name: "ops" is used by another token`, "admin.tokens[1].token: same secret as another token", "admin.tokens[2].name: is required", "admin.tokens[2].token: must be at least 16 characters"}},
 		{"rate", "ingress:\n  listen: 127.0.0.1:8081\n  insecure: true\n  rate: 0\n  burst: 0\n", []string{"ingress.rate: must be positive", "ingress.burst: must be at least 1"}},
 		{"batch bytes", "ingress:\n  listen: 127.0.0.1:8081\n  insecure: true\n  max_batch_bytes: 1000\n", []string{"ingress.max_batch_bytes: must be at least"}},
 		{"tls half", "ingress:\n  listen: 127.0.0.1:8081\n  insecure: true\n  tls: {cert_file: /c.pem}\n", []string{"ingress.tls: cert_file and key_file go together"}},
