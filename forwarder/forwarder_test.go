@@ -987,7 +987,9 @@ func TestHandoffDropsAtOnceWhileTheBreakerIsOpen(t *testing.T) {
 	h, gate, inSend := gatedHarness(t, func(c *forwarder.Config) {
 		c.HandoffWait = 20 * time.Second
 		c.Breaker = forwarder.Breaker{Failures: 1, FailingFor: -1, Cooldown: 10 * time.Second}
-		c.Backoff = forwarder.Backoff{Base: 20 * time.Second, Cap: 20 * time.Second, Rand: func() float64 { return 0 }}
+		// msgs[0]'s retry falls due after 20s, past the cooldown this test
+		// waits out, so no scan claims it while the probe is held.
+		c.Backoff = forwarder.Backoff{Base: 20 * time.Second, Cap: 20 * time.Second, Rand: func() float64 { return 1 }}
 	})
 	ft := h.targets["main"]
 	ft.mu.Lock()
