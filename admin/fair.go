@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net/http"
@@ -121,6 +122,48 @@ func (h *handler) uiBizShares(w http.ResponseWriter, r *http.Request, _ principa
 		next = "/ui/bizids?" + url.Values{"after": {out.Next}, "limit": {strconv.Itoa(limit)}}.Encode()
 	}
 	return &page{tmpl: "bizids", Title: "Fair share per bizID", Data: map[string]any{"BizIDs": out.BizIDs, "Targets": out.Targets, "Next": next}}, nil
+}
+
+// uiRegistries is the console's page of check-back registries: per
+// registry its connection and outcomes, per service its providers and
+// last read error; services without a provider first.
+func (h *handler) uiRegistries(w http.ResponseWriter, r *http.Request, _ principal) (*page, error) {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return nil, err
+	}
+	var regs []adminapi.CheckbackRegistry
+	if h.cfg.Registries != nil {
+		regs = h.cfg.Registries()
+	}
+	type row struct {
+		adminapi.CheckbackRegistry
+		Without  int
+		Outcomes []string
+	}
+	rows := make([]row, 0, len(regs))
+	down, without := 0, 0
+	for _, reg := range regs {
+		rw := row{CheckbackRegistry: reg}
+		rw.Services = slices.Clone(reg.Services)
+		slices.SortStableFunc(rw.Services, func(a, b adminapi.RegistryService) int {
+			return cmp.Compare(min(a.Providers, 1), min(b.Providers, 1))
+		})
+		for _, s := range reg.Services {
+			if s.Providers == 0 {
+				rw.Without++
+			}
+		}
+		for _, o := range slices.Sorted(maps.Keys(reg.Outcomes)) {
+			rw.Outcomes = append(rw.Outcomes, fmt.Sprintf("%s %d", o, reg.Outcomes[o]))
+		}
+		if !reg.Connected {
+			down++
+		}
+		without += rw.Without
+		rows = append(rows, rw)
+	}
+	return &page{tmpl: "registries", Title: "Check-back registries",
+		Data: map[string]any{"Registries": rows, "Down": down, "Without": without}}, nil
 }
 
 // apiRegistries is GET /api/v1/registries: the check-back registries

@@ -21,7 +21,7 @@ import (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-var pageNames = []string{"login", "overview", "messages", "message", "dlq", "dlqrecord", "blocked", "bizids", "error"}
+var pageNames = []string{"login", "overview", "messages", "message", "dlq", "dlqrecord", "blocked", "bizids", "registries", "error"}
 
 // uiMsgURL is the console page of a message: /ui/m/{bizID}/{key}, escaped
 // as the API paths are.
@@ -265,6 +265,7 @@ func (h *handler) routesUI() {
 	h.mux.HandleFunc("GET /ui/dlq", h.ui(h.uiDLQ))
 	h.mux.HandleFunc("GET /ui/blocked", h.ui(h.uiBlocked))
 	h.mux.HandleFunc("GET /ui/bizids", h.ui(h.uiBizShares))
+	h.mux.HandleFunc("GET /ui/registries", h.ui(h.uiRegistries))
 	h.mux.HandleFunc("GET /ui/dlq/{partition}/{offset}", h.ui(h.uiDLQRecord))
 	h.mux.HandleFunc("POST /ui/dlq/{partition}/{offset}/replay", h.post(true, h.uiDLQReplay))
 	h.mux.HandleFunc("/ui/", h.ui(func(w http.ResponseWriter, r *http.Request, p principal) (*page, error) {

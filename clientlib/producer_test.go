@@ -17,6 +17,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/clientlib"
 	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/envelope/checkback"
 )
 
 // newCluster starts an in-process Kafka with the control topic.
@@ -178,6 +179,45 @@ func TestPrepareOwnVerifyWins(t *testing.T) {
 	m.Verify = "tri://10.0.0.5:50051/com.shop.Verify/verifyMessage"
 	require.NoError(t, p.Prepare(t.Context(), m))
 	require.Equal(t, m.Verify, decode(t, readControl(t, c, 1)[0]).Verify)
+}
+
+// TestPrepareRegistryVerify: a Dubbo service named by its ZooKeeper
+// registry (zookeeper://) travels in ec-verify as written, and it is the
+// registry endpoint the center reads from it; a registry form the center
+// refuses is refused before anything is produced.
+func TestPrepareRegistryVerify(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 1)
+	p := newProducer(t, c)
+	m := message("1")
+	m.Verify = "zookeeper://zk1:2181/com.shop.TxChecker?version=1.0.0&group=order&protocol=tri&method=check&bizid=int&backup=zk2:2182,zk3"
+	require.NoError(t, p.Prepare(t.Context(), m))
+	got := decode(t, readControl(t, c, 1)[0])
+	require.Equal(t, m.Verify, got.Verify)
+	ep, err := checkback.ParseEndpoint(got.Verify)
+	require.NoError(t, err)
+	require.Equal(t, checkback.ProtoRegistry, ep.Protocol)
+	require.Equal(t, []string{"zk1:2181", "zk2:2182", "zk3:2181"}, ep.Registry)
+	require.Equal(t, "com.shop.TxChecker", ep.Interface)
+	require.Equal(t, "check", ep.Method)
+	require.Equal(t, "1.0.0", ep.Version)
+	require.Equal(t, "order", ep.Group)
+	require.Equal(t, checkback.ProtoTriple, ep.Via)
+	require.Equal(t, checkback.BizIDInt, ep.BizID)
+
+	produced := failProduce(c, 1)
+	for _, bad := range []string{
+		"zookeeper://zk1:2181", // no interface
+		"zookeeper://zk1:2181/com.shop.TxChecker?protocol=dubbo", // a protocol the center does not speak
+		"zookeeper://zk1:2181/com.shop.TxChecker?backup=zk2:x",   // bad backup server
+		"nacos://nacos:8848/com.shop.TxChecker",                  // another registry
+	} {
+		m.Verify = bad
+		err := p.Prepare(t.Context(), m)
+		require.ErrorIs(t, err, envelope.ErrInvalid, bad)
+		require.ErrorContains(t, err, "ec-verify", bad)
+	}
+	require.Zero(t, produced.Load())
 }
 
 func TestPrepareInvalidMessage(t *testing.T) {

@@ -62,6 +62,12 @@ type world struct {
 
 func newWorld(t *testing.T, bizIDs ...string) *world {
 	t.Helper()
+	return newWorldWith(t, nil, bizIDs...)
+}
+
+// newWorldWith is newWorld with mod applied to the configuration last.
+func newWorldWith(t *testing.T, mod func(*config.Config), bizIDs ...string) *world {
+	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, controlTopic, controlTopic+".dlq", businessTopic))
 	require.NoError(t, err)
 	t.Cleanup(cluster.Close)
@@ -83,6 +89,9 @@ func newWorld(t *testing.T, bizIDs ...string) *world {
 		cfg.Ingress.Tokens = append(cfg.Ingress.Tokens, config.IngressToken{Name: b, BizIDs: []string{b}, Token: b + "-producer-token-0123456789"})
 		cfg.Checkback.Biz = append(cfg.Checkback.Biz, config.Biz{BizID: b, Secret: secret,
 			Allow: []string{fmt.Sprintf("http://127.0.0.1:%d", good), fmt.Sprintf("http://127.0.0.1:%d", bad)}})
+	}
+	if mod != nil {
+		mod(&cfg)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -102,7 +102,7 @@ func (v *Verifier) viaRegistry(ctx context.Context, j *job, n int) (a answer, pa
 		if len(refused) > 5 {
 			refused = append(refused[:5], "...")
 		}
-		return answer{}, fmt.Sprintf("the providers of %s in registry zookeeper://%s (%s) are not allowed for bizID %q: add their origins to that bizID's allow list, then retry the message",
+		return answer{}, fmt.Sprintf("the providers of %s in registry zookeeper://%s (%s) are not allowed for bizID %q: add their origins (or their network, tri://[10.0.0.0/8]) to that bizID's allow list, then retry the message",
 			ep.Interface, ep.Host, strings.Join(refused, ", "), m.BizID)
 	}
 	deadline, _ := ctx.Deadline()

@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"context"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -182,4 +183,34 @@ func TestRegistryNotAllowed(t *testing.T) {
 	require.Empty(t, p.requests(), "a provider not allowed is never called")
 	require.Equal(t, 3.0, testutil.ToFloat64(h.v.m.disallowed))
 	require.Equal(t, 1.0, h.registryTotal(outcomeParked))
+}
+
+// Providers whose addresses move are allowed by their network: the
+// registry's origin plus tri://[127.0.0.0/8]:<port> lets the provider
+// found at 127.0.0.1 answer, and skips one outside the network; a service
+// whose providers are all outside it parks with the reason, never called.
+func TestRegistryProvidersAllowedByNetwork(t *testing.T) {
+	t.Parallel()
+	p := clientlibProducer(t)
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(p.endpoint("", ""), "://"))
+	require.NoError(t, err)
+	res := &stubResolver{}
+	// The outside provider weighs more: it would come first if allowed.
+	res.set(t, nil, "tri://10.9.9.9:"+port+"/com.example.TxChecker/verifyMessage?bizid=int w=100",
+		p.endpoint("tri", "/com.example.TxChecker/verifyMessage?bizid=int w=1"))
+	clk := newClock()
+	h := registryVerifier(t, clk, res, "zookeeper://zk1:2181", "tri://[127.0.0.0/8]:"+port)
+	h.prepare("1001", "c-1", regEP)
+	m := h.waitStatus("1001", "c-1", state.Committed)
+	require.Equal(t, 1, m.VerifyAttempts)
+	require.Len(t, p.requests(), 1)
+	require.Zero(t, testutil.ToFloat64(h.v.m.providerSkipped.WithLabelValues("zk1:2181")), "the outside provider was never tried")
+
+	outside := &stubResolver{}
+	outside.set(t, nil, p.endpoint("tri", "/com.example.TxChecker/verifyMessage?bizid=int"))
+	h = registryVerifier(t, newClock(), outside, "zookeeper://zk1:2181", "tri://[10.0.0.0/8]:"+port)
+	h.prepare("1001", "c-2", regEP)
+	m = h.waitStatus("1001", "c-2", state.VerifyFailed)
+	require.Contains(t, m.LastError, "the providers of com.example.TxChecker in registry zookeeper://zk1:2181 ("+p.endpoint("tri", "")+") are not allowed for bizID \"1001\": add their origins (or their network, tri://[10.0.0.0/8])")
+	require.Len(t, p.requests(), 1, "a provider outside the network is never called")
 }

@@ -37,7 +37,7 @@ checkback:
   biz:
     - biz_id: "1001"
       endpoint: http://orders:8080/check
-      allow: ["http://orders:8080/"]
+      allow: ["http://orders:8080/", "zookeeper://zk1:2181", "tri://[10.0.0.0/8]:20000", "jsonrpc://[fd00::/8]:8080"]
       max_attempts: 3
 `
 
@@ -56,6 +56,8 @@ func TestLoadFileAndEnvPrecedence(t *testing.T) {
 	require.Equal(t, 500, cfg.Ingest.MinApplyRecords, "default")
 	require.Equal(t, 5, cfg.Checkback.MaxAttempts)
 	require.Equal(t, 3, cfg.Checkback.Biz[0].MaxAttempts)
+	require.Equal(t, []string{"http://orders:8080/", "zookeeper://zk1:2181", "tri://[10.0.0.0/8]:20000", "jsonrpc://[fd00::/8]:8080"},
+		cfg.Checkback.Biz[0].Allow, "network rules load")
 	require.Len(t, cfg.Forward.Targets, 2, "file targets replace the default list")
 	require.Len(t, cfg.Admin.Tokens, 2)
 	require.Equal(t, "viewer", cfg.Admin.Tokens[1].Name)

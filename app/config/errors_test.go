@@ -50,6 +50,8 @@ func TestFileErrorsNameTheYAMLPath(t *testing.T) {
 		{"document not a mapping", "- a\n", []string{"the file (line 1): want a mapping"}},
 		{"allow entry", "checkback:\n  allow: [\"http://h:1\", \"ftp://h\"]\n", []string{"checkback.allow[1]", `"ftp://h"`}},
 		{"biz allow entry", "checkback:\n  biz:\n    - biz_id: a\n      allow: [\"http://h/?q=1\"]\n", []string{"checkback.biz[0].allow[0]"}},
+		{"allow network ambiguous", "checkback:\n  allow: [\"zookeeper://zk:2181\", \"tri://10.0.0.0/8\"]\n", []string{"checkback.allow[1]", `ambiguous: "tri://10.0.0.0/8" reads as the path prefix /8 on the single host 10.0.0.0`, "tri://[10.0.0.0/8]"}},
+		{"allow network host bits", "checkback:\n  biz:\n    - biz_id: a\n      allow: [\"tri://[10.0.0.5/8]:20000\"]\n", []string{"checkback.biz[0].allow[0]", "write the network [10.0.0.0/8] or the single host 10.0.0.5"}},
 		{"biz endpoint", "checkback:\n  biz:\n    - biz_id: a\n      endpoint: dubbo://zk:2181/x\n", []string{"checkback.biz[0].endpoint", "registry addresses are not supported"}},
 		{"force without endpoint", "checkback:\n  biz:\n    - biz_id: a\n      force_endpoint: true\n", []string{"checkback.biz[0].force_endpoint"}},
 		{"backoff cap below base", "checkback:\n  backoff_base: 1m\n  backoff_cap: 10s\n", []string{"checkback.backoff_cap", "checkback.backoff_base"}},
