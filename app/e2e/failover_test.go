@@ -24,8 +24,8 @@ func TestPostgresFailoverLosesNothing(t *testing.T) {
 	srv := newCountingCheckback(t)
 	e := clusterEnv(t, srv)
 	e.cfg.Store.DSN = pgtest.FailoverDSN(primary, standby)
-	// Check-back answers whose write fails in the failover wait out the
-	// check-back lease; a short one keeps the test short.
+	// A check-back answer whose write fails all through the failover is
+	// asked again after the check-back lease; a short one bounds the wait.
 	e.cfg.Checkback.Lease = 20 * time.Second
 	col := e.collect(businessTopic)
 	c := e.startCenter(center.Options{})
