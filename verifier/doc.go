@@ -188,9 +188,14 @@
 //
 // After a full claim the loop claims again as soon as the buffer has room;
 // otherwise when a worker frees after an endpoint was full, when the owned
-// partitions change, and every PollInterval. An answer the store does not
-// take is logged and counted; the message is asked again when its lease
-// runs out. Stop lets a claim in flight finish (only Stop's context cuts
+// partitions change, and every PollInterval. A batch of answers the store
+// refuses (a lost connection, a failover) is written again with backoff
+// (50 ms doubling to 2 s, jittered) while the answers' leases last, so a
+// short store outage costs no second call; an answer whose lease runs out
+// first is given up, counted, and the message is asked again by whoever
+// claims it next. A refused write that the store in fact committed is
+// harmless written again: the answer applies once, except that a deferral
+// gives its attempt back twice (one more call allowed). Stop lets a claim in flight finish (only Stop's context cuts
 // it: cut by Stop itself, a claim the store had committed left its
 // messages leased for the whole lease), cancels calls in flight (their
 // attempt stays counted, as
@@ -216,7 +221,8 @@
 //	eventcenter_checkback_circuit_open                endpoints with an open or half-open circuit
 //	eventcenter_verify_failed_total{biz_id}           configured bizIDs by name, others as "other"
 //	eventcenter_checkback_disallowed_total            parked because the endpoint is not allowed
-//	eventcenter_checkback_apply_errors_total          answer batches the store refused
+//	eventcenter_checkback_apply_errors_total          writes of answer batches the store refused
+//	eventcenter_checkback_apply_abandoned_total       answers never written (lease ran out, or Stop)
 //	eventcenter_checkback_registry_total{registry,outcome}  through a registry; outcome also no_provider
 //	eventcenter_checkback_registry_provider_skipped_total{registry}  providers skipped for the next
 //

@@ -409,7 +409,7 @@ func (v *Verifier) hold(b *fairBuf, q *bizQueue, limit string, wait time.Duratio
 		if !j.throttled {
 			v.m.bizThrottled.WithLabelValues(q.st.label, limit).Inc()
 		}
-		v.deferMsg(&j.m, j.ep, now.Add(at), fmt.Sprintf("bizID %q over its check-back rate limit", q.st.id))
+		v.deferMsg(&j, now.Add(at), fmt.Sprintf("bizID %q over its check-back rate limit", q.st.id))
 	}
 }
 

@@ -26,6 +26,8 @@ type metrics struct {
 	verifyFailed *prometheus.CounterVec
 	disallowed   prometheus.Counter
 	applyErrors  prometheus.Counter
+	// applyAbandoned: results never written (lease ran out or Stop).
+	applyAbandoned prometheus.Counter
 	// registryTotal and providerSkipped: check-backs through a registry.
 	registryTotal   *prometheus.CounterVec
 	providerSkipped *prometheus.CounterVec
@@ -57,7 +59,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		applyErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "eventcenter_checkback_apply_errors_total",
-			Help: "Batches of check-back results the store did not take (the messages are checked again when their lease runs out).",
+			Help: "Writes of a batch of check-back results the store refused (written again with backoff while their leases last).",
+		}),
+		applyAbandoned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventcenter_checkback_apply_abandoned_total",
+			Help: "Check-back results never written: the store refused them until their lease ran out or the verifier stopped (the messages are checked again).",
 		}),
 		registryTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_checkback_registry_total",
@@ -79,7 +85,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range append([]prometheus.Collector{m.total, m.duration, m.circuitOpen, m.verifyFailed, m.disallowed, m.applyErrors,
+	for _, c := range append([]prometheus.Collector{m.total, m.duration, m.circuitOpen, m.verifyFailed, m.disallowed, m.applyErrors, m.applyAbandoned,
 		m.registryTotal, m.providerSkipped}, m.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)

@@ -79,6 +79,11 @@ type Verifier struct {
 type result struct {
 	change store.Change
 	proto  checkback.Protocol
+	// leaseEnd is when the claim's lease runs out (it began no earlier
+	// than the claim was taken): a write the store refused is tried
+	// again until then, and given up after (the message is checked
+	// again by whoever claims it next).
+	leaseEnd time.Time
 }
 
 // New builds a Verifier. With a plain store (no fast path) committed
@@ -338,7 +343,7 @@ func (v *Verifier) take(l *loop, c claimed) {
 			}
 			v.log.Warn("check-back not called; message parked as VERIFY_FAILED",
 				"biz_id", m.BizID, "key", m.Key, "reason", reason)
-			v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckParked, At: now, Err: reason})
+			v.emit(m, c.at, ep.Protocol, state.Event{Kind: state.KindCheckParked, At: now, Err: reason})
 			continue
 		}
 		if limit := r.policy.MaxAttempts; m.VerifyAttempts > limit {
@@ -346,7 +351,7 @@ func (v *Verifier) take(l *loop, c claimed) {
 			// allowed call was never answered (its center stopped during
 			// it). No call; parked as VERIFY_FAILED with the limit recorded.
 			v.m.total.WithLabelValues(ep.Protocol.String(), outcomeParked).Inc()
-			v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckUnknown, At: now, MaxAttempts: limit,
+			v.emit(m, c.at, ep.Protocol, state.Event{Kind: state.KindCheckUnknown, At: now, MaxAttempts: limit,
 				Err: fmt.Sprintf("check-back %d via %s was never answered (its center stopped during the call); last error: %s",
 					limit, ep, m.LastError)})
 			continue
@@ -389,7 +394,7 @@ func (v *Verifier) dispatch(l *loop, j job) dispatched {
 	}
 	g := v.gates.get(gateKey(j.ep))
 	if at, why, hold := v.breakerHold(g, &j, now); hold {
-		v.deferMsg(&j.m, j.ep, at, why)
+		v.deferMsg(&j, at, why)
 		return dispatchPutOff
 	}
 	select {
@@ -402,7 +407,7 @@ func (v *Verifier) dispatch(l *loop, j job) dispatched {
 		<-v.slots
 		l.busy = true
 		if !queued {
-			v.deferMsg(&j.m, j.ep, g.putOff(now, v.cfg.BusyDelay, v.cfg.MaxPutOff, v.cfg.Rand()), fmt.Sprintf("endpoint %s at its concurrency cap", j.ep.Host))
+			v.deferMsg(&j, g.putOff(now, v.cfg.BusyDelay, v.cfg.MaxPutOff, v.cfg.Rand()), fmt.Sprintf("endpoint %s at its concurrency cap", j.ep.Host))
 			return dispatchPutOff
 		}
 		// queued: a call of this endpoint that ends takes it.
@@ -472,12 +477,12 @@ func (v *Verifier) serveOne(ctx context.Context, j *job, g *gate) {
 		return
 	}
 	if at, why, hold := v.breakerHold(g, j, now); hold {
-		v.deferMsg(&j.m, j.ep, at, why)
+		v.deferMsg(j, at, why)
 		return
 	}
 	done, err := g.breaker.Allow()
 	if err != nil {
-		v.deferMsg(&j.m, j.ep, v.afterCoolDown(v.cfg.Now()), fmt.Sprintf("endpoint %s circuit open", j.ep.Host))
+		v.deferMsg(j, v.afterCoolDown(v.cfg.Now()), fmt.Sprintf("endpoint %s circuit open", j.ep.Host))
 		return
 	}
 	v.check(ctx, j, g, done)
@@ -588,7 +593,7 @@ func (v *Verifier) breakerHold(g *gate, j *job, now time.Time) (time.Time, strin
 // giveBack returns a claimed message that was not called to the store,
 // due at once and with the attempt its claim counted given back.
 func (v *Verifier) giveBack(j *job, why string) {
-	v.deferMsg(&j.m, j.ep, v.cfg.Now(), why)
+	v.deferMsg(j, v.cfg.Now(), why)
 }
 
 // afterCoolDown is when a message of an open circuit is tried again: after
@@ -598,10 +603,11 @@ func (v *Verifier) afterCoolDown(now time.Time) time.Time {
 	return now.Add(v.cfg.BreakerCoolDown + time.Duration(v.cfg.Rand()*float64(v.cfg.BreakerCoolDown/2)))
 }
 
-func (v *Verifier) deferMsg(m *state.Message, ep checkback.Endpoint, at time.Time, why string) {
-	v.m.total.WithLabelValues(ep.Protocol.String(), outcomeDeferred).Inc()
+func (v *Verifier) deferMsg(j *job, at time.Time, why string) {
+	m := &j.m
+	v.m.total.WithLabelValues(j.ep.Protocol.String(), outcomeDeferred).Inc()
 	v.log.Debug("check-back deferred", "biz_id", m.BizID, "key", m.Key, "reason", why, "retry_at", at)
-	v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckDeferred, At: v.cfg.Now(), RetryAt: at, Err: why})
+	v.emit(m, j.claimedAt, j.ep.Protocol, state.Event{Kind: state.KindCheckDeferred, At: v.cfg.Now(), RetryAt: at, Err: why})
 }
 
 // check runs one call and queues its result. The claim counted the
@@ -623,7 +629,7 @@ func (v *Verifier) check(ctx context.Context, j *job, g *gate, done func(error))
 			v.m.registryTotal.WithLabelValues(v.registryLabel(ep), outcomeParked).Inc()
 			v.m.disallowed.Inc()
 			v.log.Warn("check-back not called; message parked as VERIFY_FAILED", "biz_id", m.BizID, "key", m.Key, "reason", park)
-			v.emit(m, ep.Protocol, state.Event{Kind: state.KindCheckParked, At: v.cfg.Now(), Err: park})
+			v.emit(m, j.claimedAt, ep.Protocol, state.Event{Kind: state.KindCheckParked, At: v.cfg.Now(), Err: park})
 			return
 		}
 	} else {
@@ -674,13 +680,15 @@ func (v *Verifier) check(ctx context.Context, j *job, g *gate, done func(error))
 	if v.cfg.OnOutcome != nil {
 		v.cfg.OnOutcome(j.name, outcome)
 	}
-	v.emit(m, ep.Protocol, ev)
+	v.emit(m, j.claimedAt, ep.Protocol, ev)
 }
 
-func (v *Verifier) emit(m *state.Message, p checkback.Protocol, ev state.Event) {
+// emit queues a result of a claim taken at claimedAt for the appliers.
+func (v *Verifier) emit(m *state.Message, claimedAt time.Time, p checkback.Protocol, ev state.Event) {
 	v.results <- result{
-		change: store.Change{BizID: m.BizID, Key: m.Key, Partition: m.Partition, Event: ev, LeaseToken: m.LeaseToken},
-		proto:  p,
+		change:   store.Change{BizID: m.BizID, Key: m.Key, Partition: m.Partition, Event: ev, LeaseToken: m.LeaseToken},
+		proto:    p,
+		leaseEnd: claimedAt.Add(v.cfg.Lease),
 	}
 }
 
@@ -751,18 +759,75 @@ func (v *Verifier) gather(batches chan<- []result) {
 	}
 }
 
+// Backoff between writes of a batch of answers the store refused: the
+// first wait, doubled after each refusal up to the cap, each jittered.
+const (
+	applyRetryFirst = 50 * time.Millisecond
+	applyRetryMax   = 2 * time.Second
+)
+
+// apply writes a batch of results. A write the store refuses (a lost
+// connection, a failover, a locked database) is tried again with backoff
+// while the results' leases last, so an answer survives a short store
+// outage instead of waiting out the lease to be asked again; a result
+// whose lease ran out is given up (whoever claims the message next checks
+// it again, and the lease token fences a late write as before). ctx's
+// end (Stop's context) abandons the batch.
 func (v *Verifier) apply(ctx context.Context, batch []result) {
-	changes := make([]store.Change, len(batch))
-	for i, r := range batch {
-		changes[i] = r.change
-	}
-	res, err := v.st.Apply(ctx, store.ApplyRequest{Changes: changes})
-	if err != nil {
+	wait := applyRetryFirst
+	for try := 1; ; try++ {
+		changes := make([]store.Change, len(batch))
+		for i, r := range batch {
+			changes[i] = r.change
+		}
+		res, err := v.st.Apply(ctx, store.ApplyRequest{Changes: changes})
+		if err == nil {
+			v.report(changes, res)
+			return
+		}
 		v.m.applyErrors.Inc()
-		v.log.Error("apply check-back results; the messages are checked again after their lease",
-			"n", len(changes), "err", err)
-		return
+		if ctx.Err() != nil {
+			v.m.applyAbandoned.Add(float64(len(batch)))
+			v.log.Error("apply check-back results; stopped before the store took them, the messages are checked again after their lease",
+				"n", len(batch), "tries", try, "err", err)
+			return
+		}
+		d := wait/2 + time.Duration(v.cfg.Rand()*float64(wait/2))
+		wait = min(2*wait, applyRetryMax)
+		// Kept: the results whose lease outlasts the wait (the write
+		// must land while the lease holds to spare a second call).
+		at := v.cfg.Now().Add(d)
+		kept := batch[:0]
+		for _, r := range batch {
+			if r.leaseEnd.After(at) {
+				kept = append(kept, r)
+			}
+		}
+		if dropped := len(batch) - len(kept); dropped > 0 {
+			v.m.applyAbandoned.Add(float64(dropped))
+			v.log.Error("apply check-back results; their lease ran out before the store took them, the messages are checked again",
+				"n", dropped, "tries", try, "err", err)
+		}
+		batch = kept
+		if len(batch) == 0 {
+			return
+		}
+		v.log.Warn("apply check-back results; writing them again", "n", len(batch), "tries", try, "retry_in", d, "err", err)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			v.m.applyAbandoned.Add(float64(len(batch)))
+			v.log.Error("apply check-back results; stopped before the store took them, the messages are checked again after their lease",
+				"n", len(batch), "tries", try, "err", err)
+			return
+		case <-t.C:
+		}
 	}
+}
+
+// report logs and counts what the store did with each written result.
+func (v *Verifier) report(changes []store.Change, res store.ApplyResult) {
 	for i, out := range res.Outcomes {
 		if i >= len(changes) {
 			break

@@ -401,31 +401,53 @@ func TestOwnershipWakesTheLoop(t *testing.T) {
 	require.Len(t, p.requests(), 2)
 }
 
-// failingApply fails the first n Apply calls made by the verifier.
+// failingApply refuses the next fail writes of check-back results (the
+// test's own writes, the PREPAREs, go through).
 type failingApply struct {
 	testStore
 	fail atomic.Int32
 }
 
 func (f *failingApply) Apply(ctx context.Context, req store.ApplyRequest) (store.ApplyResult, error) {
-	if f.fail.Add(-1) >= 0 {
+	if len(req.Changes) > 0 && req.Changes[0].Event.Kind != state.KindPrepare && f.fail.Add(-1) >= 0 {
 		return store.ApplyResult{}, errors.New("database is locked")
 	}
 	return f.testStore.Apply(ctx, req)
 }
 
-// An answer the store did not take is asked again after the lease.
+// An answer the store refuses is written again while its lease lasts: a
+// short store outage (a failover, a lost connection) costs no second call.
+func TestApplyFailureWrittenAgainWithinLease(t *testing.T) {
+	t.Parallel()
+	p := clientlibProducer(t)
+	clk := newClock()
+	st := &failingApply{testStore: openSQLite(t, clk)}
+	st.fail.Store(3)
+	h := startVerifier(t, clk, st, Config{Allow: []string{p.endpoint("http", "")}, Lease: 20 * time.Second, Policy: Policy{Timeout: time.Second}})
+	h.prepare("b", "c-1", p.endpoint("http", "/"))
+	// The clock stands still: the lease never runs out, so only a write
+	// made again brings the answer in.
+	h.waitStatus("b", "c-1", state.Committed)
+	require.Len(t, p.requests(), 1, "the producer was asked once")
+	require.Equal(t, 3.0, testutil.ToFloat64(h.v.m.applyErrors))
+	require.Zero(t, testutil.ToFloat64(h.v.m.applyAbandoned))
+}
+
+// An answer the store refuses until its lease runs out is given up; the
+// message is checked again by the next claim.
 func TestApplyFailureChecksAgainAfterLease(t *testing.T) {
 	t.Parallel()
 	p := clientlibProducer(t)
 	clk := newClock()
 	st := &failingApply{testStore: openSQLite(t, clk)}
+	st.fail.Store(1 << 30)
 	h := startVerifier(t, clk, st, Config{Allow: []string{p.endpoint("http", "")}, Lease: 20 * time.Second, Policy: Policy{Timeout: time.Second}})
 	h.prepare("b", "c-1", p.endpoint("http", "/"))
-	st.fail.Store(1)
-	require.Eventually(t, func() bool { return testutil.ToFloat64(h.v.m.applyErrors) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return testutil.ToFloat64(h.v.m.applyErrors) >= 1 }, 5*time.Second, time.Millisecond)
 	require.Equal(t, state.Prepared, h.get("b", "c-1").Status)
 	clk.Advance(20 * time.Second)
+	require.Eventually(t, func() bool { return testutil.ToFloat64(h.v.m.applyAbandoned) == 1 }, 10*time.Second, time.Millisecond)
+	st.fail.Store(0)
 	h.waitStatus("b", "c-1", state.Committed)
 	require.Len(t, p.requests(), 2)
 }
