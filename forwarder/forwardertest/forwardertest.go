@@ -66,6 +66,10 @@ type Options struct {
 	// Linger is how long the target may wait to fill a batch, for a
 	// target that batches; 0 is its default.
 	Linger time.Duration
+	// BatchBytes bounds one batch of records, for a target that batches
+	// (Kafka's producer batch); 0 is its default. The ordered cases make
+	// it small, so that a key's records span many sends in flight.
+	BatchBytes int
 }
 
 // Received is one record as the broker stored it.
@@ -108,4 +112,7 @@ var cases = []struct {
 	{"OrderWithinAKey", orderWithinAKey},
 	{"Batching", batching},
 	{"Throttling", throttling},
+	// A forwarder.OrderedTarget's SendInOrder (skipped for other targets).
+	{"InOrderPipelined", inOrderPipelined},
+	{"InOrderRefusedMidPipeline", inOrderRefusedMidPipeline},
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/forwarder/forwardertest"
 	"github.com/eventcenter/eventcenter/forwarder/kafka"
+	"github.com/eventcenter/eventcenter/testsupport/kfaketest"
 )
 
 // The Kafka target passes the suite every forward target passes, on kfake.
@@ -40,9 +41,20 @@ func TestConformance(t *testing.T) {
 type kfakeBroker struct{ c *kfake.Cluster }
 
 func (b *kfakeBroker) Target(t *testing.T, o forwardertest.Options) forwarder.Target {
-	return newTarget(t, b.c, func(cfg *kafka.Config) {
+	tg := newTarget(t, b.c, func(cfg *kafka.Config) {
 		cfg.MaxMessageBytes, cfg.Linger = o.MaxMessageBytes, o.Linger
+		if o.BatchBytes > 0 {
+			cfg.ClientOptions = []kgo.Opt{kgo.ProducerBatchMaxBytes(int32(o.BatchBytes))}
+		}
 	})
+	require.True(t, tg.PipelinesOrder(), "an idempotent producer pipelines a key's records")
+	return tg
+}
+
+// RefuseAfter refuses the produce request after `after` with
+// INVALID_RECORD, which franz-go does not retry.
+func (b *kfakeBroker) RefuseAfter(t *testing.T, topic string, after int) (func() int, error) {
+	return kfaketest.FailProduceAfter(t, b.c, topic, kerr.InvalidRecord.Code, after, 1), kerr.InvalidRecord
 }
 
 // Received waits until the topic's end offsets add up to n (failing if

@@ -108,79 +108,9 @@ func checkConsumed(t *testing.T, c *kfake.Cluster, topic string, acked map[strin
 	require.EqualValues(t, total, written, "records on the topic")
 }
 
-// A key's records are produced without waiting for each other and land in
-// their order, each key on one partition.
-func TestSendInOrderKeepsEachKeysOrder(t *testing.T) {
-	t.Parallel()
-	c := newCluster(t, kfake.SeedTopics(3, "biz"))
-	// Small batches: a key's records span many produce requests in flight.
-	tg := newTarget(t, c, func(cfg *kafka.Config) { cfg.ClientOptions = []kgo.Opt{kgo.ProducerBatchMaxBytes(4 << 10)} })
-	require.True(t, tg.PipelinesOrder())
-	recs := keyed("biz", 4, 100, 300)
-	res := tg.SendInOrder(sendCtx(t), recs)
-	acked := checkPrefixes(t, recs, res)
-	lastOffset := map[string]int64{}
-	partition := map[string]string{}
-	for i, r := range res {
-		require.NoError(t, r.Err)
-		k := recs[i].Key
-		p, off, ok := strings.Cut(r.Ref, "@")
-		require.True(t, ok, r.Ref)
-		o, err := strconv.ParseInt(off, 10, 64)
-		require.NoError(t, err)
-		if prev, seen := partition[k]; seen {
-			require.Equal(t, prev, p, "key %s on two partitions", k)
-			require.Greater(t, o, lastOffset[k], "key %s", k)
-		}
-		partition[k], lastOffset[k] = p, o
-	}
-	checkConsumed(t, c, "biz", acked)
-}
-
-// A batch the broker refuses in the middle of the pipeline (requests
-// before it written, a non-retriable error on it, more in flight behind
-// it): the records before it are acknowledged, it fails with the broker's
-// error, and every later record of each key on its partition fails with
-// ErrBehindFailed and is not written.
-func TestSendInOrderFailsEverythingBehindABrokerError(t *testing.T) {
-	t.Parallel()
-	for _, after := range []int{1, 3, 6} {
-		t.Run(strconv.Itoa(after), func(t *testing.T) {
-			t.Parallel()
-			c := newCluster(t, kfake.SeedTopics(1, "biz"))
-			tg := newTarget(t, c, func(cfg *kafka.Config) {
-				cfg.ClientOptions = []kgo.Opt{kgo.ProducerBatchMaxBytes(2 << 10)}
-			})
-			failed := kfaketest.FailProduceAfter(t, c, "biz", kerr.InvalidRecord.Code, after, 1)
-			recs := keyed("biz", 3, 60, 300)
-			res := tg.SendInOrder(sendCtx(t), recs)
-			require.Equal(t, 1, failed())
-			acked := checkPrefixes(t, recs, res)
-			nAcked, nBehind, nRefused := 0, 0, 0
-			for _, r := range res {
-				switch {
-				case r.Err == nil:
-					nAcked++
-				case forwarder.IsPermanent(r.Err):
-					require.ErrorIs(t, r.Err, kerr.InvalidRecord)
-					nRefused++
-				default:
-					require.ErrorIs(t, r.Err, forwarder.ErrBehindFailed)
-					nBehind++
-				}
-			}
-			require.Positive(t, nAcked, "requests before the fault were written")
-			require.Positive(t, nBehind, "records behind the fault")
-			require.Positive(t, nRefused)
-			checkConsumed(t, c, "biz", acked)
-			// The broker is fine again: the key goes on.
-			res = tg.SendInOrder(sendCtx(t), keyed("biz", 1, 3, 10))
-			for _, r := range res {
-				require.NoError(t, r.Err)
-			}
-		})
-	}
-}
+// The pipelined order of a key's records and a broker error in the
+// middle of the pipeline are forwardertest's cases (TestConformance); the
+// cases below are the Kafka target's own.
 
 // A retriable error in the middle of the pipeline: franz-go resends the
 // refused batch and those behind it in order, and nothing is lost or
