@@ -25,7 +25,10 @@ PostgreSQL cluster (initdb into a temporary directory), --centers "eventcenter s
 processes, producers through clientlib and a check-back server. With --faults it
 injects, at random from the printed seed: SIGKILL and restart of a center,
 SIGSTOP/SIGCONT, PostgreSQL restarts, broker produce and fetch errors, check-back
-outages and one control-topic partition increase. At the end it checks the
+outages, cuts, delays, losses and flaps of one center's link to PostgreSQL, the
+broker or the check-back endpoint (through loopback proxies of the soak's), one
+center cut from PostgreSQL and the broker at once, and one control-topic
+partition increase. At the end it checks the
 invariants; the exit status is non-zero when one is violated.
 
 eventcenter and ecbroker are looked up next to this binary, then in PATH

@@ -272,11 +272,15 @@ func check(now time.Time, msgs map[string]message, calls map[string]int, col *co
 	for _, e := range rep.FaultErrors {
 		faults.fail("%s", e)
 	}
+	fenced := &Invariant{Name: "a center cut off sends nothing once its leases ran out"}
+	for _, e := range rep.Unfenced {
+		fenced.fail("%s", e)
+	}
 	exits := &Invariant{Name: "no center exited unless the soak killed or stopped it"}
 	for _, e := range rep.UnexpectedExits {
 		exits.fail("%s", e)
 	}
-	rep.Invariants = []*Invariant{lost, leaked, stale, dup, over, order, faults, exits}
+	rep.Invariants = []*Invariant{lost, leaked, stale, dup, over, order, faults, fenced, exits}
 }
 
 // checkOrder checks per-key order: for every order key, a record of the

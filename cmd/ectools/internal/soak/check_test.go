@@ -93,6 +93,7 @@ func TestCheckFindsViolations(t *testing.T) {
 		"check-back calls per message <= attempt limit (6)":                                         1, // called
 		"per order key: first deliveries in commit order, no record before its predecessors' first": 0, // TestCheckOrder
 		"every fault injected and undone as planned":                                                0,
+		"a center cut off sends nothing once its leases ran out":                                    0,
 		"no center exited unless the soak killed or stopped it":                                     0,
 	}
 	require.Equal(t, want, got, rep.String())
@@ -128,6 +129,10 @@ func TestCheckFailsOnFaultErrorsAndUnexpectedExits(t *testing.T) {
 	require.False(t, rep.OK(), "a center that exited by itself fails the run")
 	require.Equal(t, 1, violations(rep)["no center exited unless the soak killed or stopped it"])
 	require.Contains(t, rep.String(), "center 1 (start 2) exited on its own")
+
+	rep = run(&Report{Faults: map[string]int{faultIsolate: 1}, Unfenced: []string{"center 2 wrote 3 Produce requests while cut off"}})
+	require.False(t, rep.OK(), "a center that sent while cut off past its leases fails the run")
+	require.Equal(t, 1, violations(rep)["a center cut off sends nothing once its leases ran out"])
 }
 
 func TestConfigValidate(t *testing.T) {

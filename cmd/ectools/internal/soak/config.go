@@ -57,6 +57,7 @@ const (
 	checkMaxAttempts = 6
 	sessionTimeout   = 6 * time.Second
 	sendLease        = 5 * time.Second
+	sendTimeout      = 3 * time.Second
 )
 
 // scheduleBound is the latest a PREPARE can stay undecided after its

@@ -7,7 +7,11 @@
 // message's truth. While the producers run it injects faults at random from
 // a printed seed: SIGKILL and restart of a center, SIGSTOP/SIGCONT (a
 // stalled member), PostgreSQL restarts, broker produce and fetch errors,
-// check-back endpoint outages and one control-topic partition increase.
+// check-back endpoint outages, faults of one center's link to PostgreSQL,
+// the broker or the check-back endpoint at fault points of its own (netProxy:
+// cut, delayed, lossy or flapping, one way or both), one center cut from
+// PostgreSQL and the broker at once past its lease and session, and one
+// control-topic partition increase.
 // Afterwards it reads the business topic and the store and checks the
 // invariants (see Report).
 package soak

@@ -22,7 +22,16 @@ const (
 	faultCBOutage   = "check-back outage"
 	faultPartitions = "partition increase"
 	faultPGCut      = "center-postgres link cut"
+	faultIsolate    = "center-postgres+broker cut"
 )
+
+// linkFault is the name of a fault of one center's link to a dependency
+// ("broker", "check-back") of one mode (linkModes), as counted.
+func linkFault(dep, mode string) string { return "center-" + dep + " link " + mode }
+
+// Modes of a link fault: held (cut), delayed, lossy (stalls as after lost
+// segments) or flapping (cut and healed in turns of 0.2-2 s).
+var linkModes = []string{"cut", "delay", "loss", "flap"}
 
 // chaos injects faults from one seeded source.
 type chaos struct {
@@ -39,11 +48,21 @@ type chaos struct {
 	// one is cut at cutAt for sure, others at random.
 	pgLinks []*netProxy
 	cutAt   time.Duration
-	out     func(format string, args ...any)
+	// brokerLinks and cbLinks are the centers' links to the broker and to
+	// the check-back endpoint; each is cut once for sure (at brokerCutAt,
+	// cbCutAt), and faulted in any mode at random.
+	brokerLinks          []*netProxy
+	cbLinks              []*netProxy
+	brokerCutAt, cbCutAt time.Duration
+	// isolateAt is when one center is cut from PostgreSQL and the broker
+	// at once, past its send lease and its group session, for sure.
+	isolateAt time.Duration
+	out       func(format string, args ...any)
 
-	mu     sync.Mutex
-	counts map[string]int
-	errs   []string
+	mu       sync.Mutex
+	counts   map[string]int
+	errs     []string
+	unfenced []string
 }
 
 func (c *chaos) count(name string, err error) {
@@ -75,6 +94,8 @@ func (c *chaos) run(ctx context.Context) {
 	start := time.Now()
 	grown := c.grow == 0
 	cut := len(c.pgLinks) == 0
+	brokerCut, cbCut := len(c.brokerLinks) == 0, len(c.cbLinks) == 0
+	isolated := len(c.brokerLinks) == 0 || len(c.pgLinks) == 0
 	for ctx.Err() == nil {
 		sleep(ctx, c.between(c.every/2, c.every*3/2))
 		if ctx.Err() != nil {
@@ -90,6 +111,21 @@ func (c *chaos) run(ctx context.Context) {
 			c.cutPG(context.WithoutCancel(ctx))
 			continue
 		}
+		if !brokerCut && time.Since(start) >= c.brokerCutAt {
+			brokerCut = true
+			c.faultLink(context.WithoutCancel(ctx), "broker", c.brokerLinks, "cut")
+			continue
+		}
+		if !isolated && time.Since(start) >= c.isolateAt {
+			isolated = true
+			c.isolate(context.WithoutCancel(ctx))
+			continue
+		}
+		if !cbCut && time.Since(start) >= c.cbCutAt {
+			cbCut = true
+			c.faultLink(context.WithoutCancel(ctx), "check-back", c.cbLinks, "cut")
+			continue
+		}
 		// One membership change at a time: kfake's group coordinator
 		// restarts its rebalance deadline on every join, so a member that
 		// dies in the middle of a rebalance can keep the group rebalancing
@@ -103,6 +139,9 @@ func (c *chaos) run(ctx context.Context) {
 		n := 6
 		if len(c.pgLinks) > 0 {
 			n = 7
+		}
+		if len(c.brokerLinks) > 0 && len(c.cbLinks) > 0 {
+			n = 9
 		}
 		switch c.r.IntN(n) {
 		case 0:
@@ -156,6 +195,10 @@ func (c *chaos) run(ctx context.Context) {
 			c.count(faultCBOutage, nil)
 		case 6:
 			c.cutPG(undo)
+		case 7:
+			c.faultLink(undo, "broker", c.brokerLinks, linkModes[c.r.IntN(len(linkModes))])
+		case 8:
+			c.faultLink(undo, "check-back", c.cbLinks, linkModes[c.r.IntN(len(linkModes))])
 		}
 	}
 }
@@ -173,6 +216,75 @@ func (c *chaos) cutPG(ctx context.Context) {
 	sleep(ctx, d)
 	c.pgLinks[i].heal()
 	c.count(faultPGCut, nil)
+}
+
+// faultLink faults one center's link to dep in the given mode, one way or
+// both, for 2 s to twice the session timeout (a broker link held that long
+// costs the center its partitions), then heals it.
+func (c *chaos) faultLink(ctx context.Context, dep string, links []*netProxy, mode string) {
+	i := c.r.IntN(len(links))
+	dirs := []int{bothWays, toDependency, toCenter}[c.r.IntN(3)]
+	how := map[int]string{bothWays: "both ways", toDependency: "center to " + dep, toCenter: dep + " to center"}[dirs]
+	d := c.between(2*time.Second, 2*sessionTimeout)
+	p := links[i]
+	switch mode {
+	case "cut":
+		c.out("fault: center %d's link to the %s cut (%s) for %s", i, dep, how, d)
+		p.cut(dirs)
+		sleep(ctx, d)
+	case "delay":
+		delay := c.between(50*time.Millisecond, 500*time.Millisecond)
+		c.out("fault: center %d's link to the %s delayed %s (%s) for %s", i, dep, delay, how, d)
+		p.degrade(dirs, delay, 0)
+		sleep(ctx, d)
+	case "loss":
+		loss := []float64{0.05, 0.2, 0.5}[c.r.IntN(3)]
+		c.out("fault: center %d's link to the %s loses %g of its segments (%s) for %s", i, dep, loss, how, d)
+		p.degrade(dirs, 0, loss)
+		sleep(ctx, d)
+	case "flap":
+		c.out("fault: center %d's link to the %s flaps (%s) for %s", i, dep, how, d)
+		for end := time.Now().Add(d); time.Now().Before(end); {
+			p.cut(dirs)
+			sleep(ctx, c.between(200*time.Millisecond, 2*time.Second))
+			p.heal()
+			sleep(ctx, c.between(200*time.Millisecond, 2*time.Second))
+		}
+	}
+	p.heal()
+	c.count(linkFault(dep, mode), nil)
+}
+
+// isolate cuts one center from PostgreSQL and the broker, both ways, past
+// its send lease and its group session (its partitions go to the others,
+// which claim what it leased once the lease ran out), then heals it. The
+// fencing it checks: a center cut off sends nothing once its leases ran
+// out, so from the cut's start plus the send lease plus the send timeout
+// (a send handed to the client before the lease ended is given up by then)
+// until the heal, not one Produce request leaves it. The proxy reads on
+// while cut, so a request counts when the center wrote it.
+func (c *chaos) isolate(ctx context.Context) {
+	i := c.r.IntN(len(c.brokerLinks))
+	d := c.between(2*sessionTimeout, 2*sessionTimeout+sendLease)
+	c.out("fault: center %d cut from PostgreSQL and the broker (both ways) for %s", i, d)
+	began := time.Now()
+	c.pgLinks[i].cut(bothWays)
+	c.brokerLinks[i].cut(bothWays)
+	sleep(ctx, d)
+	healed := time.Now()
+	fenced := began.Add(sendLease + sendTimeout + time.Second)
+	n := c.brokerLinks[i].kafka.producedBetween(fenced, healed)
+	c.brokerLinks[i].heal()
+	c.pgLinks[i].heal()
+	if n > 0 {
+		c.mu.Lock()
+		c.unfenced = append(c.unfenced, fmt.Sprintf("center %d wrote %d Produce requests while cut off, from %s after the cut (its leases had run out) to the heal",
+			i, n, fenced.Sub(began).Round(time.Millisecond)))
+		c.mu.Unlock()
+	}
+	c.out("fault: center %d healed; Produce requests it wrote from %s after the cut to the heal: %d",
+		i, fenced.Sub(began).Round(time.Millisecond), n)
+	c.count(faultIsolate, nil)
 }
 
 // waitStable waits until the consumer group is Stable (up to 90s; a group
@@ -209,14 +321,14 @@ func (c *chaos) growPartitions(ctx context.Context) {
 	c.count(faultPartitions, err)
 }
 
-func (c *chaos) summary() (map[string]int, []string) {
+func (c *chaos) summary() (counts map[string]int, errs, unfenced []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	counts := map[string]int{}
+	counts = map[string]int{}
 	for k, v := range c.counts {
 		counts[k] = v
 	}
-	return counts, append([]string(nil), c.errs...)
+	return counts, append([]string(nil), c.errs...), append([]string(nil), c.unfenced...)
 }
 
 func formatCounts(m map[string]int) string {

@@ -82,3 +82,32 @@ func TestNetProxyCutHoldsUntilHeal(t *testing.T) {
 		roundTrip(c, "after")
 	}
 }
+
+// A degraded link passes every byte, in order, no sooner than its delay
+// (both ways: a round trip takes twice as long); heal restores it.
+func TestNetProxyDegradeDelaysAndKeepsTheStream(t *testing.T) {
+	t.Parallel()
+	p, err := newNetProxy("test", echoServer(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.close() })
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c.Close()
+	const d = 100 * time.Millisecond
+	p.degrade(bothWays, d, 0.5)
+	for i := range 5 {
+		msg := []byte{'a' + byte(i), 'b' + byte(i), 'c' + byte(i)}
+		start := time.Now()
+		_, err := c.Write(msg)
+		require.NoError(t, err)
+		buf := make([]byte, len(msg))
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
+		_, err = io.ReadFull(c, buf)
+		require.NoError(t, err)
+		require.Equal(t, msg, buf, "the stream is intact")
+		require.GreaterOrEqual(t, time.Since(start), 2*d, "delayed each way")
+	}
+	p.heal()
+	require.Zero(t, p.delay[0].Load()+p.delay[1].Load())
+	require.Zero(t, p.loss[0].Load()+p.loss[1].Load())
+}

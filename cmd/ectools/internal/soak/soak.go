@@ -70,6 +70,10 @@ type Report struct {
 	// group that did not settle): each fails the run, as the faults it
 	// claims to have survived did not all happen.
 	FaultErrors []string
+	// Unfenced are the isolations after which a center wrote Produce
+	// requests while cut off, past its leases (chaos.isolate): each fails
+	// the run.
+	Unfenced []string
 	// UnexpectedExits are center processes that exited without the soak
 	// killing or stopping them: each fails the run.
 	UnexpectedExits []string
@@ -221,14 +225,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer func() { _ = cbSrv.Close() }()
 	cbURL := "http://" + l.Addr().String()
 
-	// Centers: migrate once, then start them all. Each reaches PostgreSQL
-	// through a fault point of its own (netProxy), which the chaos cuts.
+	// Centers: migrate once, then start them all. Each reaches PostgreSQL,
+	// the broker and the check-back endpoint through fault points of its
+	// own (netProxy; the broker's names itself in Metadata, so the
+	// center's every broker connection crosses it), which the chaos cuts,
+	// delays, makes lossy or flaps.
 	centers := make([]*centerProc, cfg.Centers)
 	pgLinks := make([]*netProxy, cfg.Centers)
+	brokerLinks := make([]*netProxy, cfg.Centers)
+	cbLinks := make([]*netProxy, cfg.Centers)
 	defer func() {
-		for _, p := range pgLinks {
-			if p != nil {
-				_ = p.close()
+		for _, links := range [][]*netProxy{pgLinks, brokerLinks, cbLinks} {
+			for _, p := range links {
+				if p != nil {
+					_ = p.close()
+				}
 			}
 		}
 	}()
@@ -240,7 +251,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if pgLinks[i], err = newNetProxy(fmt.Sprintf("center %d - postgres", i), fmt.Sprintf("127.0.0.1:%d", pgPort)); err != nil {
 			return rep, err
 		}
-		if centers[i], err = newCenterProc(i, cfg.EventcenterBin, workDir, centerConfig(brokers, pg.dsnAt(pgLinks[i].Port()), port, cbURL)); err != nil {
+		if brokerLinks[i], err = newKafkaProxy(fmt.Sprintf("center %d - broker", i), br.addr); err != nil {
+			return rep, err
+		}
+		if cbLinks[i], err = newNetProxy(fmt.Sprintf("center %d - check-back", i), l.Addr().String()); err != nil {
+			return rep, err
+		}
+		ccfg := centerConfig([]string{brokerLinks[i].Addr()}, pg.dsnAt(pgLinks[i].Port()), port, cbURL, "http://"+cbLinks[i].Addr())
+		if centers[i], err = newCenterProc(i, cfg.EventcenterBin, workDir, ccfg); err != nil {
 			return rep, err
 		}
 	}
@@ -287,7 +305,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer cancelFinish()
 	w := &workload{cfg: &cfg, truth: tr, verify: cbURL + "/checkback", brokers: brokers}
 	ch := &chaos{r: newRand(cfg.Seed, 1000), every: cfg.FaultEvery, centers: centers, pg: pg, broker: br, adm: adm, truth: tr,
-		growAt: cfg.Duration * 2 / 5, cutAt: cfg.Duration / 5, pgLinks: pgLinks, out: out, counts: map[string]int{}}
+		growAt: cfg.Duration * 2 / 5, cutAt: cfg.Duration / 5, pgLinks: pgLinks, out: out, counts: map[string]int{},
+		brokerLinks: brokerLinks, cbLinks: cbLinks, brokerCutAt: cfg.Duration * 3 / 10, cbCutAt: cfg.Duration / 2,
+		isolateAt: cfg.Duration * 3 / 5}
 	if cfg.Faults {
 		ch.grow = 2
 	}
@@ -396,7 +416,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	rep.Faults, rep.FaultErrors = ch.summary()
+	rep.Faults, rep.FaultErrors, rep.Unfenced = ch.summary()
 	for _, c := range centers {
 		rep.UnexpectedExits = append(rep.UnexpectedExits, c.unexpectedExits()...)
 	}
@@ -409,8 +429,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-// centerConfig is one center's configuration in a soak.
-func centerConfig(brokers []string, dsn string, httpPort int, cbURL string) config.Config {
+// centerConfig is one center's configuration in a soak: it calls the
+// check-back endpoint the PREPAREs name (cbURL) at cbLink, its own fault
+// point in front of it.
+func centerConfig(brokers []string, dsn string, httpPort int, cbURL, cbLink string) config.Config {
 	cfg := config.Default()
 	cfg.Kafka.Brokers = brokers
 	cfg.Kafka.ControlTopic = controlTopic
@@ -423,14 +445,15 @@ func centerConfig(brokers []string, dsn string, httpPort int, cbURL string) conf
 	cfg.Ingest.SendLease = sendLease
 	cfg.Forward.ScanInterval = 500 * time.Millisecond
 	cfg.Forward.Lease = sendLease
-	cfg.Forward.SendTimeout = 3 * time.Second
+	cfg.Forward.SendTimeout = sendTimeout
 	cfg.Forward.BackoffBase = 100 * time.Millisecond
 	cfg.Forward.BackoffCap = 2 * time.Second
 	cfg.Forward.MaxAttempts = 1000 // broker faults must not make messages DEAD
 	cfg.Forward.Targets = []config.Target{{Name: "kafka", Type: "kafka", AutoCreateTopics: true}}
 	cfg.Checkback.Policy = config.Policy{FirstDelay: checkFirstDelay, BackoffBase: checkBackoffBase, BackoffCap: checkBackoffCap,
 		MaxAttempts: checkMaxAttempts, Timeout: checkTimeout}
-	cfg.Checkback.Allow = []string{cbURL}
+	cfg.Checkback.Allow = []string{cbURL, cbLink}
+	cfg.Checkback.Biz = []config.Biz{{BizID: bizID, Endpoint: cbLink + "/checkback", ForceEndpoint: true}}
 	// A check-back lost with a killed center comes back within the settle
 	// time (the default lease is 2 minutes).
 	cfg.Checkback.Lease = 10 * time.Second

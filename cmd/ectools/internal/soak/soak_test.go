@@ -57,6 +57,9 @@ func TestSoakShort(t *testing.T) {
 	require.NotZero(t, rep.OrderedAhead, "no ordered message was written ahead: the invariant never checked that path")
 	require.Equal(t, 1, rep.Faults[faultPartitions], "the partition increase did not happen")
 	require.GreaterOrEqual(t, rep.Faults[faultPGCut], 1, "no center's link to PostgreSQL was cut")
+	require.GreaterOrEqual(t, rep.Faults[linkFault("broker", "cut")], 1, "no center's link to the broker was cut")
+	require.GreaterOrEqual(t, rep.Faults[linkFault("check-back", "cut")], 1, "no center's link to the check-back endpoint was cut")
+	require.Equal(t, 1, rep.Faults[faultIsolate], "no center was cut from PostgreSQL and the broker at once")
 }
 
 type tWriter struct{ t *testing.T }
