@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/eventcenter/eventcenter/verifier"
@@ -101,18 +100,13 @@ var bizSettings = map[string]string{
 }
 
 // verifierPaths is verifierPaths with the fields of every checkback.biz[]
-// entry: BizIDs["a"].Timeout is checkback.biz[i].timeout, and a problem of
-// the entry itself (its bizID) is checkback.biz[i].biz_id.
+// entry (BizIDs["a"].Timeout is checkback.biz[i].timeout).
 func (c *Config) verifierPaths() fieldPaths {
-	paths := maps.Clone(verifierPaths)
+	ids := make([]string, len(c.Checkback.Biz))
 	for i, b := range c.Checkback.Biz {
-		entry := fmt.Sprintf("BizIDs[%q]", b.BizID)
-		paths[entry] = fmt.Sprintf("checkback.biz[%d].biz_id", i)
-		for field, setting := range bizSettings {
-			paths[entry+"."+field] = fmt.Sprintf("checkback.biz[%d].%s", i, setting)
-		}
+		ids[i] = b.BizID
 	}
-	return paths
+	return verifierPaths.withEntries("BizIDs", "checkback.biz", ids, bizSettings)
 }
 
 // VerifierConfig is the verifier.Config the settings make

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 
@@ -33,6 +35,23 @@ func (paths fieldPaths) path(field string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// withEntries returns paths with the fields of a list of per-bizID
+// entries, which the component keys by bizID (goList["a"]) and the
+// settings by index (yamlList[i]): goList["a"].Field is
+// yamlList[i].setting for each Field → setting of fields, and a problem
+// of the entry itself (its bizID) is yamlList[i].biz_id.
+func (paths fieldPaths) withEntries(goList, yamlList string, ids []string, fields map[string]string) fieldPaths {
+	out := maps.Clone(paths)
+	for i, id := range ids {
+		entry := fmt.Sprintf("%s[%q]", goList, id)
+		out[entry] = fmt.Sprintf("%s[%d].biz_id", yamlList, i)
+		for field, setting := range fields {
+			out[entry+"."+field] = fmt.Sprintf("%s[%d].%s", yamlList, i, setting)
+		}
+	}
+	return out
 }
 
 // report passes on the problems of a component's Validate under the

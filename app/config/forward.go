@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/eventcenter/eventcenter/clientlib/kafkaauth"
@@ -172,18 +171,13 @@ var forwarderPaths = fieldPaths{
 var forwardBizSettings = map[string]string{"Weight": "weight", "Rate": "rate", "Burst": "burst", "MaxInFlight": "max_in_flight"}
 
 // forwarderPaths is forwarderPaths with the fields of every forward.biz[]
-// entry: Biz["a"].Rate is forward.biz[i].rate, and a problem of the entry
-// itself (its bizID) is forward.biz[i].biz_id.
+// entry (Biz["a"].Rate is forward.biz[i].rate).
 func (c *Config) forwarderPaths() fieldPaths {
-	paths := maps.Clone(forwarderPaths)
+	ids := make([]string, len(c.Forward.Biz))
 	for i, b := range c.Forward.Biz {
-		entry := fmt.Sprintf("Biz[%q]", b.BizID)
-		paths[entry] = fmt.Sprintf("forward.biz[%d].biz_id", i)
-		for field, setting := range forwardBizSettings {
-			paths[entry+"."+field] = fmt.Sprintf("forward.biz[%d].%s", i, setting)
-		}
+		ids[i] = b.BizID
 	}
-	return paths
+	return forwarderPaths.withEntries("Biz", "forward.biz", ids, forwardBizSettings)
 }
 
 // ForwarderConfig is the forwarder.Config the settings make
