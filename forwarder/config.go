@@ -2,7 +2,6 @@ package forwarder
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/eventcenter/eventcenter/internal/fieldcheck"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
 )
@@ -69,8 +69,8 @@ func (b Backoff) Delay(attempt int) time.Duration {
 }
 
 // Default values: a zero field of Config takes these (setDefaults), and the
-// binary's configuration (app/config) starts from them, so the library
-// and the product cannot disagree.
+// binary's configuration (app/config) starts from them (DefaultConfig), so
+// the library and the product cannot disagree.
 const (
 	DefaultMaxAttempts  = 20
 	DefaultBackoffBase  = time.Second
@@ -94,14 +94,14 @@ func (b *Backoff) setDefaults() {
 	}
 }
 
-func (b *Backoff) validate(field string) error {
-	if b.Base < 0 {
-		return fmt.Errorf("%s.Base must be positive, got %s", field, b.Base)
+// check records b's problems (b after defaults) under field.
+func (b *Backoff) check(check *fieldcheck.Checker, field string) {
+	switch {
+	case b.Base <= 0:
+		check.Bad(field+".Base", "must be positive, got %s", b.Base)
+	case b.Cap < b.Base:
+		check.Bad(field+".Cap", "must not be below %s.Base (%s), got %s", field, b.Base, b.Cap)
 	}
-	if b.Cap < b.Base {
-		return fmt.Errorf("%s.Cap (%s) must not be below %s.Base (%s)", field, b.Cap, field, b.Base)
-	}
-	return nil
 }
 
 // Breaker pauses a target after consecutive failed batches (nothing
@@ -251,12 +251,33 @@ type Config struct {
 	OnSent func(bizID string, n int)
 }
 
+// DefaultConfig returns a Config holding the defaults New gives zero
+// fields, but for the ones derived from other fields (DefaultTarget,
+// BusyScanInterval, HandoffWait, Breaker.MaxCooldown), which stay 0 for
+// New to derive from the fields as set. The binary's configuration starts
+// from it and sets what its settings say; Validate then refuses what a
+// setting made zero.
+func DefaultConfig() Config {
+	var c Config
+	c.setFixedDefaults()
+	return c
+}
+
+// WithDefaults returns c with every zero field given its default, as New
+// does; cfg.WithDefaults().Validate() checks a Config before New.
+func (c Config) WithDefaults() Config {
+	c.setDefaults()
+	return c
+}
+
 func (c *Config) setDefaults() {
-	if c.DefaultTarget == "" && len(c.Targets) == 1 {
-		for name := range c.Targets {
-			c.DefaultTarget = name
-		}
-	}
+	c.setFixedDefaults()
+	c.deriveDefaults()
+}
+
+// setFixedDefaults gives the zero fields whose default is a constant
+// their default.
+func (c *Config) setFixedDefaults() {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
@@ -268,7 +289,6 @@ func (c *Config) setDefaults() {
 		}
 	}
 	def(&c.ScanInterval, DefaultScanInterval)
-	def(&c.BusyScanInterval, min(DefaultBusyScanInterval, c.ScanInterval))
 	defInt(&c.ClaimLimit, DefaultClaimLimit)
 	def(&c.Lease, DefaultLease)
 	def(&c.SendTimeout, DefaultSendTimeout)
@@ -276,22 +296,15 @@ func (c *Config) setDefaults() {
 	defInt(&c.BatchSize, 256)
 	defInt(&c.Concurrency, 4)
 	defInt(&c.QueueSize, 4096)
-	if c.Lease > 0 {
-		def(&c.HandoffWait, min(5*time.Second, c.Lease/2))
-	}
 	defInt(&c.MarkBatch, 500)
 	def(&c.MarkInterval, 50*time.Millisecond)
 	c.Backoff.setDefaults()
 	def(&c.StoreBackoff.Base, 100*time.Millisecond)
 	def(&c.StoreBackoff.Cap, 5*time.Second)
-	if c.StoreBackoff.Rand == nil {
-		c.StoreBackoff.Rand = c.Backoff.Rand
-	}
 	defInt(&c.MaxAttempts, DefaultMaxAttempts)
 	defInt(&c.Breaker.Failures, 5)
 	def(&c.Breaker.FailingFor, 5*time.Second)
 	def(&c.Breaker.Cooldown, time.Second)
-	def(&c.Breaker.MaxCooldown, max(30*time.Second, c.Breaker.Cooldown))
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -309,76 +322,112 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// validate checks a Config after setDefaults.
-func (c *Config) validate() error {
-	var errs []error
+// deriveDefaults gives the zero fields whose default depends on other
+// fields their default.
+func (c *Config) deriveDefaults() {
+	if c.DefaultTarget == "" && len(c.Targets) == 1 {
+		for name := range c.Targets {
+			c.DefaultTarget = name
+		}
+	}
+	if c.BusyScanInterval == 0 {
+		c.BusyScanInterval = min(DefaultBusyScanInterval, c.ScanInterval)
+	}
+	if c.HandoffWait == 0 && c.Lease > 0 {
+		c.HandoffWait = min(5*time.Second, c.Lease/2)
+	}
+	if c.Breaker.MaxCooldown == 0 {
+		c.Breaker.MaxCooldown = max(30*time.Second, c.Breaker.Cooldown)
+	}
+	if c.StoreBackoff.Rand == nil {
+		c.StoreBackoff.Rand = c.Backoff.Rand
+	}
+}
+
+// MinLease is the shortest Lease: a lease is written to the store as a
+// deadline, and a shorter one would run out while its send is still
+// being made.
+const MinLease = time.Second
+
+// Validate checks a Config as New takes it, after its defaults
+// (WithDefaults; DefaultConfig for the fields the caller sets): a field
+// with a constant default must hold a valid value, 0 included, and only
+// the derived ones (see DefaultConfig) may be 0. Its errors name the
+// field (fieldcheck.Problems reads them back). It is the one home of
+// these limits: app/config reports its problems under the settings'
+// names rather than checking the fields again.
+func (c Config) Validate() error {
+	check := fieldcheck.Checker{Prefix: "forwarder config"}
+	bad := check.Bad
 	if len(c.Targets) == 0 {
-		errs = append(errs, errors.New("Targets: at least one forward target is required"))
+		bad("Targets", "at least one forward target is required")
 	}
 	names := make([]string, 0, len(c.Targets))
 	for name, t := range c.Targets {
 		names = append(names, name)
 		if name == "" {
-			errs = append(errs, errors.New("Targets: a target has an empty name"))
+			bad("Targets", "a target has an empty name")
 		}
 		if t == nil {
-			errs = append(errs, fmt.Errorf("Targets[%q]: nil target", name))
+			bad(fmt.Sprintf("Targets[%q]", name), "nil target")
 		}
 	}
 	slices.Sort(names)
 	switch {
 	case c.DefaultTarget == "" && len(c.Targets) > 1:
-		errs = append(errs, fmt.Errorf("DefaultTarget: required with several targets (one of %s)", strings.Join(names, ", ")))
+		bad("DefaultTarget", "required with several targets (one of %s)", strings.Join(names, ", "))
 	case c.DefaultTarget != "" && c.Targets[c.DefaultTarget] == nil && len(c.Targets) > 0:
-		errs = append(errs, fmt.Errorf("DefaultTarget: %q is not one of the targets (%s)", c.DefaultTarget, strings.Join(names, ", ")))
+		bad("DefaultTarget", "%q is not one of the targets (%s)", c.DefaultTarget, strings.Join(names, ", "))
 	}
 	pos := func(field string, d time.Duration) {
 		if d <= 0 {
-			errs = append(errs, fmt.Errorf("%s must be positive, got %s", field, d))
+			bad(field, "must be positive, got %s", d)
 		}
 	}
 	posInt := func(field string, n int) {
 		if n <= 0 {
-			errs = append(errs, fmt.Errorf("%s must be positive, got %d", field, n))
+			bad(field, "must be positive, got %d", n)
 		}
 	}
 	pos("ScanInterval", c.ScanInterval)
-	posInt("ClaimLimit", c.ClaimLimit)
-	pos("Lease", c.Lease)
-	pos("SendTimeout", c.SendTimeout)
-	if c.SendTimeout > 0 && c.Lease > 0 && c.SendTimeout >= c.Lease {
-		errs = append(errs, fmt.Errorf("SendTimeout (%s) must be shorter than Lease (%s), or a send could outlive its lease", c.SendTimeout, c.Lease))
+	if c.BusyScanInterval < 0 {
+		bad("BusyScanInterval", "must not be negative (0 means min(%s, ScanInterval)), got %s", DefaultBusyScanInterval, c.BusyScanInterval)
 	}
-	if c.InlineTimeout > 0 && c.Lease > 0 && c.InlineTimeout >= c.Lease {
-		errs = append(errs, fmt.Errorf("InlineTimeout (%s) must be shorter than Lease (%s)", c.InlineTimeout, c.Lease))
+	posInt("ClaimLimit", c.ClaimLimit)
+	if c.Lease < MinLease {
+		bad("Lease", "must be at least %s, got %s", MinLease, c.Lease)
+	}
+	// What must be shorter than Lease is checked against a valid one.
+	lease := max(c.Lease, MinLease)
+	switch {
+	case c.SendTimeout <= 0:
+		bad("SendTimeout", "must be positive and shorter than Lease (%s), got %s", c.Lease, c.SendTimeout)
+	case c.SendTimeout >= lease:
+		bad("SendTimeout", "must be shorter than Lease (%s), or a send could outlive its lease, got %s", c.Lease, c.SendTimeout)
+	}
+	if c.InlineTimeout == 0 || c.InlineTimeout >= lease {
+		bad("InlineTimeout", "must be shorter than Lease (%s), and not 0 (negative turns inline sends off), got %s", c.Lease, c.InlineTimeout)
 	}
 	posInt("BatchSize", c.BatchSize)
 	posInt("Concurrency", c.Concurrency)
 	posInt("QueueSize", c.QueueSize)
-	if c.HandoffWait > 0 && c.Lease > 0 && c.HandoffWait >= c.Lease {
-		errs = append(errs, fmt.Errorf("HandoffWait (%s) must be shorter than Lease (%s), or a waiting handoff could outlive its lease", c.HandoffWait, c.Lease))
+	if c.HandoffWait > 0 && c.HandoffWait >= lease {
+		bad("HandoffWait", "must be shorter than Lease (%s), or a waiting handoff could outlive its lease, got %s", c.Lease, c.HandoffWait)
 	}
 	posInt("MarkBatch", c.MarkBatch)
 	pos("MarkInterval", c.MarkInterval)
 	posInt("MaxAttempts", c.MaxAttempts)
 	pos("Breaker.Cooldown", c.Breaker.Cooldown)
-	pos("Breaker.MaxCooldown", c.Breaker.MaxCooldown)
-	if c.Breaker.Cooldown > 0 && c.Breaker.MaxCooldown > 0 && c.Breaker.MaxCooldown < c.Breaker.Cooldown {
-		errs = append(errs, fmt.Errorf("Breaker.MaxCooldown (%s) must not be below Breaker.Cooldown (%s)", c.Breaker.MaxCooldown, c.Breaker.Cooldown))
+	switch {
+	case c.Breaker.MaxCooldown < 0:
+		bad("Breaker.MaxCooldown", "must not be negative (0 means max(30s, Breaker.Cooldown)), got %s", c.Breaker.MaxCooldown)
+	case c.Breaker.MaxCooldown > 0 && c.Breaker.MaxCooldown < c.Breaker.Cooldown:
+		bad("Breaker.MaxCooldown", "must not be below Breaker.Cooldown (%s), got %s", c.Breaker.Cooldown, c.Breaker.MaxCooldown)
 	}
 	for _, biz := range slices.Sorted(maps.Keys(c.Biz)) {
-		if err := c.Biz[biz].validate(biz); err != nil {
-			errs = append(errs, err)
-		}
+		c.Biz[biz].check(&check, biz)
 	}
-	if err := c.Backoff.validate("Backoff"); err != nil {
-		errs = append(errs, err)
-	}
-	if err := c.StoreBackoff.validate("StoreBackoff"); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("forwarder config: %w", err)
-	}
-	return nil
+	c.Backoff.check(&check, "Backoff")
+	c.StoreBackoff.check(&check, "StoreBackoff")
+	return check.Err()
 }

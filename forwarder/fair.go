@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/eventcenter/eventcenter/internal/bizshare"
+	"github.com/eventcenter/eventcenter/internal/fieldcheck"
 	"github.com/eventcenter/eventcenter/store"
 )
 
@@ -58,29 +60,27 @@ const ThrottleRescan = 100 * time.Millisecond
 // a limit last held its messages back.
 const throttledFor = 5 * time.Second
 
-func (b BizLimits) validate(biz string) error {
-	switch {
-	case biz == "":
-		return fmt.Errorf("Biz: an entry has an empty bizID")
-	case b.Weight < 0:
-		return fmt.Errorf("Biz[%q].Weight must not be negative, got %d", biz, b.Weight)
-	case b.Rate < 0 || math.IsNaN(b.Rate) || math.IsInf(b.Rate, 0):
-		return fmt.Errorf("Biz[%q].Rate must be a positive number of messages per second or 0, got %v", biz, b.Rate)
-	case b.Burst < 0:
-		return fmt.Errorf("Biz[%q].Burst must not be negative, got %d", biz, b.Burst)
-	case b.MaxInFlight < 0:
-		return fmt.Errorf("Biz[%q].MaxInFlight must not be negative, got %d", biz, b.MaxInFlight)
+// check records the entry's problems (bizshare holds the weight, rate and
+// burst rules the verifier's bizIDs share).
+func (b BizLimits) check(check *fieldcheck.Checker, biz string) {
+	field := fmt.Sprintf("Biz[%q]", biz)
+	if biz == "" {
+		check.Bad(field, "a bizID is required")
+		return
 	}
-	return nil
+	b.share().Check(check, field, "messages")
+	if b.MaxInFlight < 0 {
+		check.Bad(field+".MaxInFlight", "must not be negative (0 means no cap), got %d", b.MaxInFlight)
+	}
+}
+
+// share is the entry's weight and rate limit.
+func (b BizLimits) share() bizshare.Share {
+	return bizshare.Share{Weight: b.Weight, Rate: b.Rate, Burst: b.Burst}
 }
 
 // burst returns Burst or its default.
-func (b BizLimits) burst() int {
-	if b.Burst > 0 {
-		return b.Burst
-	}
-	return max(1, int(math.Ceil(b.Rate)))
-}
+func (b BizLimits) burst() int { return b.share().EffectiveBurst() }
 
 // fairness holds the per-bizID limits and what the operator's view shows:
 // sends per second, when a limit last held a bizID back.

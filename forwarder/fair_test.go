@@ -240,7 +240,7 @@ func TestBizLimitsValidation(t *testing.T) {
 		biz  map[string]forwarder.BizLimits
 		want string
 	}{
-		{map[string]forwarder.BizLimits{"": {}}, "empty bizID"},
+		{map[string]forwarder.BizLimits{"": {}}, `Biz[""]: a bizID is required`},
 		{map[string]forwarder.BizLimits{"a": {Weight: -1}}, `Biz["a"].Weight`},
 		{map[string]forwarder.BizLimits{"a": {Rate: -1}}, `Biz["a"].Rate`},
 		{map[string]forwarder.BizLimits{"a": {Burst: -2}}, `Biz["a"].Burst`},

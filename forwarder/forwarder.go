@@ -87,7 +87,7 @@ func New(cfg Config, st Store, owned Owned) (*Forwarder, error) {
 	cfg.Targets = maps.Clone(cfg.Targets)
 	cfg.Biz = maps.Clone(cfg.Biz)
 	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	met, err := newMetrics(cfg.Registerer)

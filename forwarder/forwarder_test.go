@@ -15,6 +15,7 @@ import (
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/ingest"
+	"github.com/eventcenter/eventcenter/internal/fieldcheck"
 	"github.com/eventcenter/eventcenter/internal/startstop"
 	"github.com/eventcenter/eventcenter/internal/startstop/startstoptest"
 	"github.com/eventcenter/eventcenter/state"
@@ -485,16 +486,19 @@ func TestConfigValidation(t *testing.T) {
 		{"nil target", forwarder.Config{Targets: map[string]forwarder.Target{"a": nil}}, `Targets["a"]: nil target`},
 		{"no default of several", forwarder.Config{Targets: two}, "DefaultTarget: required with several targets (one of a, b)"},
 		{"unknown default", forwarder.Config{Targets: two, DefaultTarget: "c"}, `DefaultTarget: "c" is not one of the targets (a, b)`},
-		{"negative lease", forwarder.Config{Targets: two, DefaultTarget: "a", Lease: -time.Second}, "Lease must be positive"},
-		{"handoff wait over lease", forwarder.Config{Targets: two, DefaultTarget: "a", Lease: 10 * time.Second, SendTimeout: time.Second, HandoffWait: 10 * time.Second}, "HandoffWait (10s) must be shorter than Lease (10s)"},
-		{"send timeout over lease", forwarder.Config{Targets: two, DefaultTarget: "a", Lease: time.Second, SendTimeout: 2 * time.Second}, "SendTimeout (2s) must be shorter than Lease (1s)"},
-		{"batch", forwarder.Config{Targets: two, DefaultTarget: "a", BatchSize: -1}, "BatchSize must be positive"},
-		{"concurrency", forwarder.Config{Targets: two, DefaultTarget: "a", Concurrency: -1}, "Concurrency must be positive"},
-		{"mark batch", forwarder.Config{Targets: two, DefaultTarget: "a", MarkBatch: -1}, "MarkBatch must be positive"},
-		{"max attempts", forwarder.Config{Targets: two, DefaultTarget: "a", MaxAttempts: -1}, "MaxAttempts must be positive"},
-		{"backoff", forwarder.Config{Targets: two, DefaultTarget: "a", Backoff: forwarder.Backoff{Base: time.Minute, Cap: time.Second}}, "Backoff.Cap (1s) must not be below Backoff.Base (1m0s)"},
-		{"breaker cooldown", forwarder.Config{Targets: two, DefaultTarget: "a", Breaker: forwarder.Breaker{Cooldown: -time.Second}}, "Breaker.Cooldown must be positive"},
-		{"breaker max cooldown", forwarder.Config{Targets: two, DefaultTarget: "a", Breaker: forwarder.Breaker{Cooldown: time.Minute, MaxCooldown: time.Second}}, "Breaker.MaxCooldown (1s) must not be below Breaker.Cooldown (1m0s)"},
+		{"negative lease", forwarder.Config{Targets: two, DefaultTarget: "a", Lease: -time.Second}, "Lease: must be at least 1s, got -1s"},
+		{"handoff wait over lease", forwarder.Config{Targets: two, DefaultTarget: "a", Lease: 10 * time.Second, SendTimeout: time.Second, HandoffWait: 10 * time.Second}, "HandoffWait: must be shorter than Lease (10s), or a waiting handoff could outlive its lease, got 10s"},
+		{"send timeout over lease", forwarder.Config{Targets: two, DefaultTarget: "a", Lease: time.Second, SendTimeout: 2 * time.Second}, "SendTimeout: must be shorter than Lease (1s), or a send could outlive its lease, got 2s"},
+		{"batch", forwarder.Config{Targets: two, DefaultTarget: "a", BatchSize: -1}, "BatchSize: must be positive, got -1"},
+		{"concurrency", forwarder.Config{Targets: two, DefaultTarget: "a", Concurrency: -1}, "Concurrency: must be positive, got -1"},
+		{"mark batch", forwarder.Config{Targets: two, DefaultTarget: "a", MarkBatch: -1}, "MarkBatch: must be positive, got -1"},
+		{"max attempts", forwarder.Config{Targets: two, DefaultTarget: "a", MaxAttempts: -1}, "MaxAttempts: must be positive, got -1"},
+		{"backoff", forwarder.Config{Targets: two, DefaultTarget: "a", Backoff: forwarder.Backoff{Base: time.Minute, Cap: time.Second}}, "Backoff.Cap: must not be below Backoff.Base (1m0s), got 1s"},
+		{"breaker cooldown", forwarder.Config{Targets: two, DefaultTarget: "a", Breaker: forwarder.Breaker{Cooldown: -time.Second}}, "Breaker.Cooldown: must be positive, got -1s"},
+		{"lease under a second", forwarder.Config{Targets: two, DefaultTarget: "a", Lease: 999 * time.Millisecond, SendTimeout: 100 * time.Millisecond, InlineTimeout: -1}, "Lease: must be at least 1s, got 999ms"},
+		{"biz weight", forwarder.Config{Targets: two, DefaultTarget: "a", Biz: map[string]forwarder.BizLimits{"x": {Weight: -1}}}, `Biz["x"].Weight: must not be negative`},
+		{"biz max in flight", forwarder.Config{Targets: two, DefaultTarget: "a", Biz: map[string]forwarder.BizLimits{"x": {MaxInFlight: -1}}}, `Biz["x"].MaxInFlight: must not be negative`},
+		{"breaker max cooldown", forwarder.Config{Targets: two, DefaultTarget: "a", Breaker: forwarder.Breaker{Cooldown: time.Minute, MaxCooldown: time.Second}}, "Breaker.MaxCooldown: must not be below Breaker.Cooldown (1m0s), got 1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -1016,4 +1020,46 @@ func TestHandoffDropsAtOnceWhileTheBreakerIsOpen(t *testing.T) {
 	require.Equal(t, 1.0, h.counter(t, "eventcenter_forward_handoff_dropped_total"))
 	require.Equal(t, 0.0, h.counter(t, "eventcenter_forward_handoff_released_total"), "a paused target: the lease is the pause")
 	close(gate)
+}
+
+// DefaultConfig holds the constant defaults and leaves the derived ones
+// to New; Validate checks a Config after defaults, so a field a setting
+// made 0 is refused, named, while the derived ones may stay 0.
+func TestDefaultConfigAndValidate(t *testing.T) {
+	t.Parallel()
+	targets := map[string]forwarder.Target{"a": &fakeTarget{}}
+	d := forwarder.DefaultConfig()
+	require.Equal(t, forwarder.DefaultMaxAttempts, d.MaxAttempts)
+	require.Equal(t, forwarder.DefaultLease, d.Lease)
+	require.Equal(t, forwarder.DefaultSendTimeout, d.SendTimeout)
+	require.Equal(t, forwarder.DefaultInlineTimeout, d.InlineTimeout)
+	require.Equal(t, forwarder.DefaultScanInterval, d.ScanInterval)
+	require.Zero(t, d.BusyScanInterval, "derived from ScanInterval by New")
+	require.Zero(t, d.HandoffWait, "derived from Lease by New")
+	d.Targets = targets
+	require.NoError(t, d.Validate())
+	require.NoError(t, forwarder.Config{Targets: targets}.WithDefaults().Validate(), "a zero Config takes the defaults")
+
+	// Derived from what was set, as New derives them.
+	w := forwarder.Config{Targets: targets, ScanInterval: 20 * time.Millisecond, Lease: 2 * time.Second, SendTimeout: time.Second, InlineTimeout: -1}.WithDefaults()
+	require.Equal(t, 20*time.Millisecond, w.BusyScanInterval)
+	require.Equal(t, time.Second, w.HandoffWait)
+	require.Equal(t, "a", w.DefaultTarget)
+
+	for field, zero := range map[string]func(*forwarder.Config){
+		"MaxAttempts":   func(c *forwarder.Config) { c.MaxAttempts = 0 },
+		"ScanInterval":  func(c *forwarder.Config) { c.ScanInterval = 0 },
+		"Lease":         func(c *forwarder.Config) { c.Lease = 0 },
+		"SendTimeout":   func(c *forwarder.Config) { c.SendTimeout = 0 },
+		"InlineTimeout": func(c *forwarder.Config) { c.InlineTimeout = 0 },
+		"Backoff.Base":  func(c *forwarder.Config) { c.Backoff.Base = 0 },
+	} {
+		c := forwarder.DefaultConfig()
+		c.Targets = targets
+		zero(&c)
+		problems, others := fieldcheck.Problems(c.Validate())
+		require.Empty(t, others, field)
+		require.NotEmpty(t, problems, "%s: 0 is refused", field)
+		require.Equal(t, field, problems[0].Field)
+	}
 }

@@ -157,7 +157,7 @@ func TestInlineTimeoutMustBeShorterThanTheLease(t *testing.T) {
 		Targets: map[string]forwarder.Target{"main": &fakeTarget{}}, Lease: time.Second, SendTimeout: 500 * time.Millisecond,
 		InlineTimeout: time.Second,
 	}, memStore{}, ingest.NewOwnership())
-	require.ErrorContains(t, err, "InlineTimeout (1s) must be shorter than Lease (1s)")
+	require.ErrorContains(t, err, "InlineTimeout: must be shorter than Lease (1s)")
 }
 
 // A transaction that fails after its inline send wrote nothing: the caller

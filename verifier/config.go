@@ -1,7 +1,6 @@
 package verifier
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/envelope/checkback"
+	"github.com/eventcenter/eventcenter/internal/fieldcheck"
 )
 
 // Jitter is how backoff delays are randomised.
@@ -53,8 +53,8 @@ type Policy struct {
 }
 
 // Default values: a zero field of Config takes these (setDefaults), and the
-// binary's configuration (app/config) starts from them, so the library
-// and the product cannot disagree.
+// binary's configuration (app/config) starts from them (DefaultConfig), so
+// the library and the product cannot disagree.
 const (
 	DefaultFirstDelay  = envelope.DefaultCheckAfter
 	DefaultBackoffBase = 10 * time.Second
@@ -243,7 +243,32 @@ func (r *resolved) currentSecret() []byte {
 	return r.secret
 }
 
+// DefaultConfig returns a Config holding the defaults New gives zero
+// fields, but for the ones derived from fields the caller sets
+// (BizWorkers: 3/4 of Workers; ClaimAhead: 2 × ClaimLimit), which stay 0
+// for New to derive. The binary's configuration starts from it and sets
+// what its settings say; Validate then refuses what a setting made zero.
+func DefaultConfig() Config {
+	var c Config
+	c.setFixedDefaults()
+	return c
+}
+
+// WithDefaults returns c with every zero field given its default, as New
+// does; cfg.WithDefaults().Validate() checks a Config before New.
+func (c Config) WithDefaults() Config {
+	c.setDefaults()
+	return c
+}
+
 func (c *Config) setDefaults() {
+	c.setFixedDefaults()
+	c.deriveDefaults()
+}
+
+// setFixedDefaults gives the zero fields whose default does not depend on
+// a field the caller sets afterwards their default.
+func (c *Config) setFixedDefaults() {
 	p := &c.Policy
 	def(&p.FirstDelay, DefaultFirstDelay)
 	def(&p.BackoffBase, DefaultBackoffBase)
@@ -256,12 +281,8 @@ func (c *Config) setDefaults() {
 		ec = min(ec, c.Workers)
 	}
 	def(&c.EndpointConcurrency, ec)
-	if c.Workers > 0 {
-		def(&c.BizWorkers, max(1, c.Workers-c.Workers/4))
-	}
 	def(&c.EndpointQueue, 64)
 	def(&c.ClaimLimit, 1024)
-	def(&c.ClaimAhead, 2*c.ClaimLimit)
 	def(&c.Lease, DefaultLease)
 	def(&c.PollInterval, time.Second)
 	def(&c.BusyDelay, 100*time.Millisecond)
@@ -280,6 +301,15 @@ func (c *Config) setDefaults() {
 	if c.Rand == nil {
 		c.Rand = rand.Float64
 	}
+}
+
+// deriveDefaults gives BizWorkers and ClaimAhead, when 0, their default
+// from Workers and ClaimLimit.
+func (c *Config) deriveDefaults() {
+	if c.Workers > 0 {
+		def(&c.BizWorkers, max(1, c.Workers-c.Workers/4))
+	}
+	def(&c.ClaimAhead, 2*c.ClaimLimit)
 }
 
 func def[T comparable](v *T, d T) {
@@ -312,28 +342,38 @@ func (p Policy) merge(b Policy) Policy {
 	return p
 }
 
-func (p Policy) validate(field string) error {
-	switch {
-	case p.FirstDelay < 0:
-		return fmt.Errorf("%s.FirstDelay: %s is negative", field, p.FirstDelay)
-	case p.BackoffBase < 0:
-		return fmt.Errorf("%s.BackoffBase: %s is negative", field, p.BackoffBase)
-	case p.BackoffCap < p.BackoffBase:
-		return fmt.Errorf("%s.BackoffCap: %s is below BackoffBase %s", field, p.BackoffCap, p.BackoffBase)
-	case p.MaxAttempts < 0:
-		return fmt.Errorf("%s.MaxAttempts: %d is negative", field, p.MaxAttempts)
-	case p.Timeout < 0:
-		return fmt.Errorf("%s.Timeout: %s is negative", field, p.Timeout)
-	case p.Jitter > JitterNone:
-		return fmt.Errorf("%s.Jitter: unknown value %d", field, p.Jitter)
+// check records p's problems under field ("Policy", `BizIDs["a"]`). A
+// partial policy (a bizID's) may leave a field 0 to inherit it; a whole
+// one (Config.Policy after defaults) may not, but for FirstDelay (0:
+// DefaultFirstDelay).
+func (p Policy) check(check *fieldcheck.Checker, field string, partial bool) {
+	positive := func(name string, d time.Duration) {
+		if d < 0 || (!partial && d == 0) {
+			check.Bad(field+"."+name, "must be positive, got %s", d)
+		}
 	}
-	return nil
+	if p.FirstDelay < 0 {
+		check.Bad(field+".FirstDelay", "must not be negative, got %s", p.FirstDelay)
+	}
+	positive("BackoffBase", p.BackoffBase)
+	positive("BackoffCap", p.BackoffCap)
+	positive("Timeout", p.Timeout)
+	if p.MaxAttempts < 0 || (!partial && p.MaxAttempts == 0) {
+		check.Bad(field+".MaxAttempts", "must be at least 1, got %d", p.MaxAttempts)
+	}
+	if p.Jitter > JitterNone {
+		check.Bad(field+".Jitter", "unknown value %d", p.Jitter)
+	}
 }
 
-// Validate checks the configuration (defaults applied); errors name the
-// field.
+// Validate checks a Config as New takes it, after its defaults
+// (WithDefaults; DefaultConfig for the fields the caller sets): a field
+// with a constant default must hold a valid value, 0 included; only the
+// derived ones (see DefaultConfig) and Policy.FirstDelay may be 0. Its
+// errors name the field (fieldcheck.Problems reads them back). It is the
+// one home of these limits: app/config reports its problems under the
+// settings' names rather than checking the fields again.
 func (c Config) Validate() error {
-	c.setDefaults()
 	_, err := c.resolve()
 	return err
 }
@@ -341,20 +381,21 @@ func (c Config) Validate() error {
 // resolve validates c (defaults set) and builds every bizID's effective
 // configuration; the "" entry is the one for bizIDs not listed.
 func (c *Config) resolve() (map[string]*resolved, error) {
-	var errs []error
-	if err := c.Policy.validate("Policy"); err != nil {
-		errs = append(errs, err)
+	check := fieldcheck.Checker{Prefix: "verifier config"}
+	bad := check.Bad
+	c.Policy.check(&check, "Policy", false)
+	if c.Policy.BackoffBase > 0 && c.Policy.BackoffCap < c.Policy.BackoffBase {
+		bad("Policy.BackoffCap", "must not be below Policy.BackoffBase (%s), got %s", c.Policy.BackoffBase, c.Policy.BackoffCap)
 	}
 	for _, f := range []struct {
 		name string
 		v    int
 	}{
 		{"Workers", c.Workers}, {"EndpointConcurrency", c.EndpointConcurrency}, {"EndpointQueue", c.EndpointQueue},
-		{"ClaimLimit", c.ClaimLimit}, {"ClaimAhead", c.ClaimAhead}, {"BreakerFailures", c.BreakerFailures}, {"ApplyBatch", c.ApplyBatch},
-		{"Appliers", c.Appliers}, {"BizWorkers", c.BizWorkers},
+		{"ClaimLimit", c.ClaimLimit}, {"BreakerFailures", c.BreakerFailures}, {"ApplyBatch", c.ApplyBatch}, {"Appliers", c.Appliers},
 	} {
-		if f.v < 0 {
-			errs = append(errs, fmt.Errorf("%s: %d is negative", f.name, f.v))
+		if f.v < 1 {
+			bad(f.name, "must be at least 1, got %d", f.v)
 		}
 	}
 	for _, f := range []struct {
@@ -364,22 +405,25 @@ func (c *Config) resolve() (map[string]*resolved, error) {
 		{"PollInterval", c.PollInterval}, {"BusyDelay", c.BusyDelay}, {"MaxPutOff", c.MaxPutOff}, {"BreakerCoolDown", c.BreakerCoolDown},
 		{"ApplyInterval", c.ApplyInterval},
 	} {
-		if f.v < 0 {
-			errs = append(errs, fmt.Errorf("%s: %s is negative", f.name, f.v))
+		if f.v <= 0 {
+			bad(f.name, "must be positive, got %s", f.v)
 		}
 	}
+	if c.ClaimAhead < 0 {
+		bad("ClaimAhead", "must not be negative (0 means 2 × ClaimLimit), got %d", c.ClaimAhead)
+	}
+	if c.BizWorkers < 0 || (c.Workers > 0 && c.BizWorkers > c.Workers) {
+		bad("BizWorkers", "must be 0 (3/4 of Workers) to Workers (%d), got %d", c.Workers, c.BizWorkers)
+	}
 	if c.MaxPutOff < c.BusyDelay {
-		errs = append(errs, fmt.Errorf("MaxPutOff: %s is below BusyDelay %s", c.MaxPutOff, c.BusyDelay))
+		bad("MaxPutOff", "must not be below BusyDelay (%s), got %s", c.BusyDelay, c.MaxPutOff)
 	}
 	if c.EndpointConcurrency > c.Workers && c.Workers > 0 {
-		errs = append(errs, fmt.Errorf("EndpointConcurrency: %d exceeds Workers %d", c.EndpointConcurrency, c.Workers))
+		bad("EndpointConcurrency", "must not exceed Workers (%d), got %d", c.Workers, c.EndpointConcurrency)
 	}
-	global, err := parseAllow("Allow", c.Allow)
-	if err != nil {
-		errs = append(errs, err)
-	}
+	global := parseAllow(&check, "Allow", c.Allow)
 	out := map[string]*resolved{"": {policy: c.Policy, allow: global, weight: 1}}
-	maxTimeout := c.Policy.Timeout
+	maxTimeout, timeoutField := c.Policy.Timeout, "Policy.Timeout"
 	ids := make([]string, 0, len(c.BizIDs))
 	for id := range c.BizIDs {
 		ids = append(ids, id)
@@ -389,60 +433,58 @@ func (c *Config) resolve() (map[string]*resolved, error) {
 		b := c.BizIDs[id]
 		field := fmt.Sprintf("BizIDs[%q]", id)
 		if id == "" || strings.Contains(id, ":") {
-			errs = append(errs, fmt.Errorf("%s: a bizID is non-empty and has no ':'", field))
+			bad(field, "a bizID is non-empty and has no ':'")
 			continue
 		}
 		r := &resolved{policy: c.Policy.merge(b.Policy), force: b.ForceEndpoint}
-		if err := r.policy.validate(field); err != nil {
-			errs = append(errs, err)
+		b.Policy.check(&check, field, true)
+		if (b.BackoffBase != 0 || b.BackoffCap != 0) && r.policy.BackoffCap < r.policy.BackoffBase {
+			bad(field+".BackoffCap", "%s is below %s.BackoffBase %s (unset values inherit Policy.BackoffBase and Policy.BackoffCap)", r.policy.BackoffCap, field, r.policy.BackoffBase)
 		}
-		maxTimeout = max(maxTimeout, r.policy.Timeout)
-		allow, err := parseAllow(field+".Allow", b.Allow)
-		if err != nil {
-			errs = append(errs, err)
+		if r.policy.Timeout > maxTimeout {
+			maxTimeout, timeoutField = r.policy.Timeout, field+".Timeout"
 		}
-		r.allow = append(allow, global...)
+		r.allow = append(parseAllow(&check, field+".Allow", b.Allow), global...)
 		if b.Endpoint != "" {
 			ep, err := checkback.ParseEndpoint(b.Endpoint)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s.Endpoint: %w", field, err))
+				bad(field+".Endpoint", "%v", err)
 			} else {
 				r.endpoint = &ep
 			}
 		} else if b.ForceEndpoint {
-			errs = append(errs, fmt.Errorf("%s.ForceEndpoint: set without Endpoint", field))
+			bad(field+".ForceEndpoint", "is set without %s.Endpoint", field)
 		}
 		if b.Secret != "" {
 			r.secret = []byte(b.Secret)
 		}
 		r.secretSource = b.SecretSource
 		r.signV1 = b.SignV1
-		if err := r.setFairness(field, b); err != nil {
-			errs = append(errs, err)
-		}
+		r.setFairness(&check, field, b)
 		out[id] = r
 	}
 	if c.Lease < 3*maxTimeout {
-		errs = append(errs, fmt.Errorf("Lease: %s must be at least three times the longest Timeout (%s)", c.Lease, maxTimeout))
+		bad("Lease", "must be at least 3 × %s (%s), got %s", timeoutField, 3*maxTimeout, c.Lease)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("verifier config: %w", err)
+	if err := check.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-func parseAllow(field string, list []string) ([]allowRule, error) {
+// parseAllow parses an allow list, recording the bad entries' problems
+// under field[i].
+func parseAllow(check *fieldcheck.Checker, field string, list []string) []allowRule {
 	var rules []allowRule
-	var errs []error
 	for i, s := range list {
 		r, err := parseAllowRule(s)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s[%d] %q: %v", field, i, s, err))
+			check.Bad(fmt.Sprintf("%s[%d]", field, i), "%q: %v", s, err)
 			continue
 		}
 		rules = append(rules, r)
 	}
-	return rules, errors.Join(errs...)
+	return rules
 }
 
 // FirstDelay returns the delay before a bizID's first check-back when the

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/internal/fieldcheck"
 )
 
 func TestBackoff(t *testing.T) {
@@ -51,7 +53,7 @@ func TestConfigFirstDelayAndMerge(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
-	require.NoError(t, Config{}.Validate())
+	require.NoError(t, Config{}.WithDefaults().Validate())
 	for _, tc := range []struct {
 		name string
 		c    Config
@@ -62,7 +64,7 @@ func TestConfigValidate(t *testing.T) {
 		{"biz cap below base", Config{BizIDs: map[string]BizConfig{"b": {Policy: Policy{BackoffCap: time.Millisecond}}}}, `BizIDs["b"].BackoffCap`},
 		{"negative workers", Config{Workers: -1}, "Workers"},
 		{"endpoint cap over workers", Config{Workers: 2, EndpointConcurrency: 3}, "EndpointConcurrency"},
-		{"bad allow", Config{Allow: []string{"10.0.0.1:80"}}, `Allow[0] "10.0.0.1:80"`},
+		{"bad allow", Config{Allow: []string{"10.0.0.1:80"}}, `Allow[0]: "10.0.0.1:80"`},
 		{"bad biz allow", Config{BizIDs: map[string]BizConfig{"b": {Allow: []string{"http://h/x?y"}}}}, `BizIDs["b"].Allow[0]`},
 		{"bad endpoint", Config{BizIDs: map[string]BizConfig{"b": {Endpoint: "ftp://h"}}}, `BizIDs["b"].Endpoint`},
 		{"force without endpoint", Config{BizIDs: map[string]BizConfig{"b": {ForceEndpoint: true}}}, `BizIDs["b"].ForceEndpoint`},
@@ -73,7 +75,7 @@ func TestConfigValidate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := tc.c.Validate()
+			err := tc.c.WithDefaults().Validate()
 			require.ErrorContains(t, err, tc.msg)
 			_, err = New(tc.c, nopStore{}, nopOwned{})
 			require.ErrorContains(t, err, tc.msg)
@@ -99,4 +101,41 @@ func TestSecretSource(t *testing.T) {
 	cur = ""
 	require.Equal(t, []byte("static"), res["a"].currentSecret())
 	require.Equal(t, []byte("static"), res["b"].currentSecret())
+}
+
+// DefaultConfig holds the constant defaults and leaves the derived ones
+// to New; Validate checks a Config after defaults, so a field a setting
+// made 0 is refused, named, while BizWorkers may stay 0.
+func TestDefaultConfigAndValidate(t *testing.T) {
+	t.Parallel()
+	d := DefaultConfig()
+	require.Equal(t, DefaultWorkers, d.Workers)
+	require.Equal(t, DefaultEndpointConcurrency, d.EndpointConcurrency)
+	require.Equal(t, DefaultLease, d.Lease)
+	require.Zero(t, d.BizWorkers, "derived from Workers by New")
+	require.NoError(t, d.Validate())
+
+	w := Config{Workers: 4}.WithDefaults()
+	require.Equal(t, 3, w.BizWorkers, "3/4 of the workers set")
+	require.Equal(t, 4, w.EndpointConcurrency, "never more per endpoint than in all")
+
+	for field, zero := range map[string]func(*Config){
+		"Workers":             func(c *Config) { c.Workers, c.EndpointConcurrency = 0, 0 },
+		"EndpointConcurrency": func(c *Config) { c.EndpointConcurrency = 0 },
+		"Lease":               func(c *Config) { c.Lease = 0 },
+		"BreakerFailures":     func(c *Config) { c.BreakerFailures = 0 },
+		"Policy.Timeout":      func(c *Config) { c.Policy.Timeout = 0 },
+		"Policy.MaxAttempts":  func(c *Config) { c.Policy.MaxAttempts = 0 },
+	} {
+		c := DefaultConfig()
+		zero(&c)
+		problems, others := fieldcheck.Problems(c.Validate())
+		require.Empty(t, others, field)
+		require.NotEmpty(t, problems, "%s: 0 is refused", field)
+		require.Equal(t, field, problems[0].Field)
+	}
+	// The longest timeout names its field.
+	c := DefaultConfig()
+	c.BizIDs = map[string]BizConfig{"slow": {Policy: Policy{Timeout: time.Minute}}}
+	require.ErrorContains(t, c.Validate(), `Lease: must be at least 3 × BizIDs["slow"].Timeout (3m0s), got 2m0s`)
 }

@@ -2,7 +2,6 @@ package verifier
 
 import (
 	"fmt"
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -10,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/eventcenter/eventcenter/internal/bizshare"
+	"github.com/eventcenter/eventcenter/internal/fieldcheck"
 	"github.com/eventcenter/eventcenter/store"
 )
 
@@ -37,24 +38,19 @@ const (
 // waiting in memory; beyond it they are put off.
 const rateHorizon = time.Second
 
-// setFairness checks and records b's weight and rate limit.
-func (r *resolved) setFairness(field string, b BizConfig) error {
-	switch {
-	case b.Weight < 0:
-		return fmt.Errorf("%s.Weight: %d is negative", field, b.Weight)
-	case b.Rate < 0 || math.IsNaN(b.Rate) || math.IsInf(b.Rate, 0):
-		return fmt.Errorf("%s.Rate: %v is not a rate (calls per second, 0 for none)", field, b.Rate)
-	case b.Burst < 0:
-		return fmt.Errorf("%s.Burst: %d is negative", field, b.Burst)
-	case b.Burst > 0 && b.Rate == 0:
-		return fmt.Errorf("%s.Burst: set without Rate", field)
+// setFairness checks b's weight and rate limit (bizshare's rules, and a
+// burst only with a rate) and records them.
+func (r *resolved) setFairness(check *fieldcheck.Checker, field string, b BizConfig) {
+	share := bizshare.Share{Weight: b.Weight, Rate: b.Rate, Burst: b.Burst}
+	share.Check(check, field, "check-backs")
+	if b.Burst > 0 && b.Rate == 0 {
+		check.Bad(field+".Burst", "is set without %s.Rate", field)
 	}
-	r.weight = max(1, b.Weight)
+	r.weight = share.EffectiveWeight()
 	r.rate, r.burst = b.Rate, b.Burst
-	if r.rate > 0 && r.burst == 0 {
-		r.burst = max(1, int(math.Ceil(r.rate)))
+	if r.rate > 0 {
+		r.burst = share.EffectiveBurst()
 	}
-	return nil
 }
 
 // bizState is what the verifier keeps per bizID: its limiter, and its

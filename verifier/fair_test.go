@@ -134,15 +134,16 @@ func TestFairnessConfigValidation(t *testing.T) {
 		b    BizConfig
 		want string
 	}{
-		{BizConfig{Weight: -1}, "Weight: -1 is negative"},
-		{BizConfig{Rate: -1}, "Rate: -1 is not a rate"},
-		{BizConfig{Burst: 3}, "Burst: set without Rate"},
-		{BizConfig{Rate: 1, Burst: -3}, "Burst: -3 is negative"},
+		{BizConfig{Weight: -1}, `BizIDs["a"].Weight: must not be negative (0 means 1), got -1`},
+		{BizConfig{Rate: -1}, `BizIDs["a"].Rate: must be a number of check-backs per second, or 0 for no limit, got -1`},
+		{BizConfig{Burst: 3}, `BizIDs["a"].Burst: is set without BizIDs["a"].Rate`},
+		{BizConfig{Rate: 1, Burst: -3}, `BizIDs["a"].Burst: must not be negative`},
 	} {
-		err := Config{BizIDs: map[string]BizConfig{"a": c.b}}.Validate()
+		err := Config{BizIDs: map[string]BizConfig{"a": c.b}}.WithDefaults().Validate()
 		require.ErrorContains(t, err, c.want)
 	}
-	require.ErrorContains(t, Config{BizWorkers: -1}.Validate(), "BizWorkers: -1 is negative")
+	require.ErrorContains(t, Config{BizWorkers: -1}.WithDefaults().Validate(), "BizWorkers: must be 0 (3/4 of Workers) to Workers (64), got -1")
+	require.ErrorContains(t, Config{BizWorkers: 65}.WithDefaults().Validate(), "BizWorkers: must be 0 (3/4 of Workers) to Workers (64), got 65")
 	var c Config
 	c.setDefaults()
 	require.Equal(t, 48, c.BizWorkers, "3/4 of the default 64 workers")

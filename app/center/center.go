@@ -139,11 +139,6 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	registerProcessMetrics(c.registerer)
 
 	c.secrets = newSecrets(cfg, opt.Logger.With("component", "secrets"), opt.SecretCheckInterval, c.registerer)
-	// The verifier's own checks (config.Validate covers them by YAML path)
-	// also run before the store is opened or migrated.
-	if err := verifierConfig(cfg, opt).Validate(); err != nil {
-		return nil, fmt.Errorf("config: checkback: %w", err)
-	}
 	if err := c.checkKafka(ctx, cfg, opt); err != nil {
 		return nil, err
 	}
@@ -212,26 +207,16 @@ func (c *Center) newTrends(opt Options) {
 
 // newForwarder makes the forwarder over the targets (forward.*).
 func (c *Center) newForwarder(cfg config.Config, opt Options) (err error) {
-	c.Forwarder, err = forwarder.New(forwarder.Config{
-		Targets:       c.targets,
-		DefaultTarget: cfg.Forward.DefaultTarget,
-		ScanInterval:  cfg.Forward.ScanInterval,
-		Lease:         cfg.Forward.Lease,
-		SendTimeout:   cfg.Forward.SendTimeout,
-		InlineTimeout: cfg.Forward.InlineTimeout,
-		Backoff:       forwarder.Backoff{Base: cfg.Forward.BackoffBase, Cap: cfg.Forward.BackoffCap},
-		MaxAttempts:   cfg.Forward.MaxAttempts,
-		Ordered:       c.Ordering,
-		WriteAhead:    c.WritingAhead,
-		ReleaseOnDead: cfg.Forward.Order.ReleaseOnDead,
-		Biz:           cfg.Forward.BizLimits(),
-		MetricBizIDs:  cfg.MetricBizIDs(),
-		OldestFirst:   !cfg.Forward.FairClaims,
-		Now:           opt.Now,
-		Logger:        opt.Logger.With("component", "forwarder"),
-		Registerer:    c.registerer,
-		OnSent:        c.trends.Forwarded,
-	}, c.Store, c.Owned)
+	// The settings' part (app/config maps them); the rest is the center's.
+	fc := cfg.ForwarderConfig()
+	fc.Targets = c.targets
+	fc.Ordered = c.Ordering
+	fc.WriteAhead = c.WritingAhead
+	fc.Now = opt.Now
+	fc.Logger = opt.Logger.With("component", "forwarder")
+	fc.Registerer = c.registerer
+	fc.OnSent = c.trends.Forwarded
+	c.Forwarder, err = forwarder.New(fc, c.Store, c.Owned)
 	if err != nil {
 		return fmt.Errorf("forwarder: %w", err)
 	}
@@ -251,7 +236,11 @@ func warnSendLease(cfg config.Config, log *slog.Logger) {
 // through the fast path; it returns the first check-back delay per bizID,
 // which ingest stamps on PREPAREs that carry none.
 func (c *Center) newVerifier(cfg config.Config, opt Options, fast store.Store) (checkAfter func(bizID string) time.Duration, err error) {
-	vcfg := verifierConfig(cfg, opt)
+	// The settings' part (app/config maps them); the rest is the center's.
+	vcfg := cfg.VerifierConfig()
+	vcfg.Transport = opt.CheckbackTransport
+	vcfg.Logger = opt.Logger.With("component", "verifier")
+	vcfg.Now = opt.Now
 	vcfg.Registerer = c.registerer
 	vcfg.TracerProvider = opt.TracerProvider
 	vcfg.OnOutcome = func(endpoint, outcome string) {
@@ -352,32 +341,6 @@ func (c *Center) buildTargets(cfg config.Config, opt Options) error {
 		}
 	}
 	return nil
-}
-
-func verifierConfig(cfg config.Config, opt Options) verifier.Config {
-	cb := cfg.Checkback
-	policy := func(p config.Policy) verifier.Policy {
-		return verifier.Policy{FirstDelay: p.FirstDelay, BackoffBase: p.BackoffBase, BackoffCap: p.BackoffCap, MaxAttempts: p.MaxAttempts, Timeout: p.Timeout}
-	}
-	v := verifier.Config{
-		Policy:              policy(cb.Policy),
-		Allow:               cb.Allow,
-		BizIDs:              map[string]verifier.BizConfig{},
-		Workers:             cb.Workers,
-		EndpointConcurrency: cb.EndpointConcurrency,
-		BizWorkers:          cb.BizWorkers,
-		Lease:               cb.Lease,
-		BreakerFailures:     cb.Breaker.Failures,
-		BreakerCoolDown:     cb.Breaker.Cooldown,
-		Transport:           opt.CheckbackTransport,
-		Logger:              opt.Logger.With("component", "verifier"),
-		Now:                 opt.Now,
-	}
-	for _, b := range cb.Biz {
-		v.BizIDs[b.BizID] = verifier.BizConfig{Policy: policy(b.Policy), Allow: b.Allow, Endpoint: b.Endpoint, ForceEndpoint: b.ForceEndpoint, Secret: b.Secret, SignV1: b.SignV1,
-			Weight: b.Weight, Rate: b.Rate, Burst: b.Burst}
-	}
-	return v
 }
 
 func (c *Center) httpHandler(cfg config.Config, opt Options) (http.Handler, error) {

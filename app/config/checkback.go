@@ -1,12 +1,9 @@
 package config
 
 import (
-	"cmp"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/eventcenter/eventcenter/envelope/checkback"
 	"github.com/eventcenter/eventcenter/verifier"
 )
 
@@ -77,87 +74,77 @@ type Biz struct {
 	Burst int     `yaml:"burst"`
 }
 
-func (c *Config) validateCheckback(bad func(string, string, ...any)) {
+// verifierPaths are the settings behind verifier.Config's fields; those
+// of each checkback.biz[] entry are added by (*Config).verifierPaths.
+var verifierPaths = fieldPaths{
+	"Policy.FirstDelay":   "checkback.first_delay",
+	"Policy.BackoffBase":  "checkback.backoff_base",
+	"Policy.BackoffCap":   "checkback.backoff_cap",
+	"Policy.MaxAttempts":  "checkback.max_attempts",
+	"Policy.Timeout":      "checkback.timeout",
+	"Allow":               "checkback.allow",
+	"Workers":             "checkback.workers",
+	"EndpointConcurrency": "checkback.endpoint_concurrency",
+	"BizWorkers":          "checkback.biz_workers",
+	"Lease":               "checkback.lease",
+	"BreakerFailures":     "checkback.breaker.failures",
+	"BreakerCoolDown":     "checkback.breaker.cooldown",
+}
+
+// bizSettings are the settings of a checkback.biz[] entry behind a
+// verifier.BizConfig's fields.
+var bizSettings = map[string]string{
+	"FirstDelay": "first_delay", "BackoffBase": "backoff_base", "BackoffCap": "backoff_cap", "MaxAttempts": "max_attempts",
+	"Timeout": "timeout", "Allow": "allow", "Endpoint": "endpoint", "ForceEndpoint": "force_endpoint",
+	"Weight": "weight", "Rate": "rate", "Burst": "burst",
+}
+
+// verifierPaths is verifierPaths with the fields of every checkback.biz[]
+// entry (BizIDs["a"].Timeout is checkback.biz[i].timeout).
+func (c *Config) verifierPaths() fieldPaths {
+	ids := make([]string, len(c.Checkback.Biz))
+	for i, b := range c.Checkback.Biz {
+		ids[i] = b.BizID
+	}
+	return verifierPaths.withEntries("BizIDs", "checkback.biz", ids, bizSettings)
+}
+
+// VerifierConfig is the verifier.Config the settings make
+// (verifierPaths): the verifier's defaults, then checkback.*. What is not
+// a setting (the transport, secret sources, resolver, callbacks, the
+// clock, the logger) the center adds.
+func (c *Config) VerifierConfig() verifier.Config {
 	cb := c.Checkback
-	validatePolicy("checkback", cb.Policy, false, bad)
-	if cb.Workers < 1 {
-		bad("checkback.workers", "must be at least 1")
+	policy := func(p Policy) verifier.Policy {
+		return verifier.Policy{FirstDelay: p.FirstDelay, BackoffBase: p.BackoffBase, BackoffCap: p.BackoffCap, MaxAttempts: p.MaxAttempts, Timeout: p.Timeout}
 	}
-	if cb.BackoffCap < cb.BackoffBase {
-		bad("checkback.backoff_cap", "must not be below checkback.backoff_base (%s)", cb.BackoffBase)
+	vc := verifier.DefaultConfig()
+	vc.Policy = policy(cb.Policy)
+	vc.Allow = cb.Allow
+	vc.Workers = cb.Workers
+	vc.EndpointConcurrency = cb.EndpointConcurrency
+	vc.BizWorkers = cb.BizWorkers
+	vc.Lease = cb.Lease
+	vc.BreakerFailures = cb.Breaker.Failures
+	vc.BreakerCoolDown = cb.Breaker.Cooldown
+	vc.BizIDs = make(map[string]verifier.BizConfig, len(cb.Biz))
+	for _, b := range cb.Biz {
+		vc.BizIDs[b.BizID] = verifier.BizConfig{Policy: policy(b.Policy), Allow: b.Allow, Endpoint: b.Endpoint, ForceEndpoint: b.ForceEndpoint,
+			Secret: b.Secret, SignV1: b.SignV1, Weight: b.Weight, Rate: b.Rate, Burst: b.Burst}
 	}
-	// The lease covers the longest timeout of any bizID.
-	timeout, timeoutField := cb.Timeout, "checkback.timeout"
-	for i, b := range cb.Biz {
-		if b.Timeout > timeout {
-			timeout, timeoutField = b.Timeout, fmt.Sprintf("checkback.biz[%d].timeout", i)
-		}
-	}
-	if cb.Lease < 3*timeout {
-		bad("checkback.lease", "must be at least 3 × %s (%s)", timeoutField, 3*timeout)
-	}
-	if cb.EndpointConcurrency < 1 {
-		bad("checkback.endpoint_concurrency", "must be at least 1")
-	}
-	if cb.Workers >= 1 && cb.EndpointConcurrency > cb.Workers {
-		bad("checkback.endpoint_concurrency", "%d exceeds checkback.workers (%d)", cb.EndpointConcurrency, cb.Workers)
-	}
-	checkAllow("checkback.allow", cb.Allow, bad)
-	if cb.BizWorkers < 0 || (cb.Workers > 0 && cb.BizWorkers > cb.Workers) {
-		bad("checkback.biz_workers", "must be between 0 (3/4 of workers) and checkback.workers (%d)", cb.Workers)
-	}
-	if cb.Breaker.Failures < 1 || cb.Breaker.Cooldown <= 0 {
-		bad("checkback.breaker", "failures must be at least 1 and cooldown positive")
-	}
+	return vc
+}
+
+// validateCheckback checks checkback: verifier.Config.Validate's limits
+// under the settings' names, and what only the list of entries has.
+func (c *Config) validateCheckback(bad func(string, string, ...any)) {
+	vc := c.VerifierConfig()
+	c.verifierPaths().report("checkback", vc.Validate(), bad)
 	seen := map[string]bool{}
-	for i, b := range cb.Biz {
-		field := fmt.Sprintf("checkback.biz[%d]", i)
-		if b.BizID == "" || strings.Contains(b.BizID, ":") {
-			bad(field+".biz_id", "is required and must not contain ':'")
-		}
+	for i, b := range c.Checkback.Biz {
 		if seen[b.BizID] {
-			bad(field+".biz_id", "duplicate bizID %q", b.BizID)
+			bad(fmt.Sprintf("checkback.biz[%d].biz_id", i), "duplicate bizID %q", b.BizID)
 		}
 		seen[b.BizID] = true
-		validatePolicy(field, b.Policy, true, bad)
-		base, capped := cmp.Or(b.BackoffBase, cb.BackoffBase), cmp.Or(b.BackoffCap, cb.BackoffCap)
-		if (b.BackoffBase != 0 || b.BackoffCap != 0) && capped < base {
-			bad(field+".backoff_cap", "%s is below the bizID's backoff_base %s (unset values inherit checkback's)", capped, base)
-		}
-		checkAllow(field+".allow", b.Allow, bad)
-		validateBizFairness(field, b, bad)
-		if b.Endpoint != "" {
-			if _, err := checkback.ParseEndpoint(b.Endpoint); err != nil {
-				bad(field+".endpoint", "%v", err)
-			}
-		} else if b.ForceEndpoint {
-			bad(field+".force_endpoint", "is set without an endpoint")
-		}
-	}
-}
-
-// checkAllow checks the entries of a check-back allow list.
-func checkAllow(field string, list []string, bad func(string, string, ...any)) {
-	for i, s := range list {
-		if err := verifier.CheckAllowEntry(s); err != nil {
-			bad(fmt.Sprintf("%s[%d]", field, i), "%q: %v", s, err)
-		}
-	}
-}
-
-func validatePolicy(field string, p Policy, partial bool, bad func(string, string, ...any)) {
-	check := func(name string, d time.Duration) {
-		if d < 0 || (!partial && d == 0) {
-			bad(field+"."+name, "must be positive")
-		}
-	}
-	check("backoff_base", p.BackoffBase)
-	check("backoff_cap", p.BackoffCap)
-	check("timeout", p.Timeout)
-	if p.FirstDelay < 0 {
-		bad(field+".first_delay", "must not be negative")
-	}
-	if p.MaxAttempts < 0 || (!partial && p.MaxAttempts == 0) {
-		bad(field+".max_attempts", "must be at least 1")
 	}
 }

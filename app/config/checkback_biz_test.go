@@ -32,3 +32,14 @@ func TestCheckbackFairnessSettings(t *testing.T) {
 		requireUserError(t, err, tc.want)
 	}
 }
+
+// checkback.biz[].sign_v1 reaches the verifier (the transition switch for
+// producers whose handler reads only v1 signatures); it is off by default.
+func TestVerifierConfigCarriesSignV1(t *testing.T) {
+	t.Parallel()
+	cfg := Default()
+	cfg.Checkback.Biz = []Biz{{BizID: "old", Secret: "s", SignV1: true}, {BizID: "new", Secret: "s"}}
+	v := cfg.VerifierConfig()
+	require.True(t, v.BizIDs["old"].SignV1)
+	require.False(t, v.BizIDs["new"].SignV1)
+}

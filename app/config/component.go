@@ -1,38 +1,78 @@
 package config
 
 import (
+	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 
 	"github.com/eventcenter/eventcenter/internal/fieldcheck"
 )
 
-// fieldPaths maps a component's Config fields (Go names) to the settings
-// that set them (YAML paths).
+// fieldPaths maps a component's Config fields (Go names, as its
+// problems name them: "Lease", "Backoff.Base", `BizIDs["a"].Timeout`) to
+// the settings that set them (YAML paths).
 type fieldPaths map[string]string
 
-// goField matches a Go field name in a component's message.
-var goField = regexp.MustCompile(`\b[A-Z][A-Za-z0-9]*\b`)
+// notASetting marks a field no setting reaches that the center fills (a
+// forwarder's Targets): its problems are the center's to report, when the
+// component is made.
+const notASetting = "-"
+
+// goField matches a field in a component's message: a Go name, with its
+// elements ([2], ["a"]) and subfields (.Base).
+var goField = regexp.MustCompile(`\b[A-Z][A-Za-z0-9]*(?:\[[^\]\s]*\])?(?:\.[A-Z][A-Za-z0-9]*(?:\[[^\]\s]*\])?)*`)
+
+// path returns the setting of a component's field: the field's own, or
+// for an element (Brokers[2]) its list's with the index.
+func (paths fieldPaths) path(field string) (string, bool) {
+	if p, ok := paths[field]; ok {
+		return p, true
+	}
+	if i := strings.LastIndex(field, "["); i > 0 && strings.HasSuffix(field, "]") {
+		if p, ok := paths[field[:i]]; ok {
+			return p + field[i:], true
+		}
+	}
+	return "", false
+}
+
+// withEntries returns paths with the fields of a list of per-bizID
+// entries, which the component keys by bizID (goList["a"]) and the
+// settings by index (yamlList[i]): goList["a"].Field is
+// yamlList[i].setting for each Field → setting of fields, and a problem
+// of the entry itself (its bizID) is yamlList[i].biz_id.
+func (paths fieldPaths) withEntries(goList, yamlList string, ids []string, fields map[string]string) fieldPaths {
+	out := maps.Clone(paths)
+	for i, id := range ids {
+		entry := fmt.Sprintf("%s[%q]", goList, id)
+		out[entry] = fmt.Sprintf("%s[%d].biz_id", yamlList, i)
+		for field, setting := range fields {
+			out[entry+"."+field] = fmt.Sprintf("%s[%d].%s", yamlList, i, setting)
+		}
+	}
+	return out
+}
 
 // report passes on the problems of a component's Validate under the
 // settings' names, so that the component stays the one home of its
-// limits: a problem of Brokers[2] is kafka.brokers[2], and Go field
-// names in its text are renamed too. A problem of a field paths does not
-// name (one no setting reaches) or an error that is no fieldcheck.Problem
-// is reported under section as it is.
+// limits: a problem of Brokers[2] is kafka.brokers[2], and the fields its
+// text names are renamed too. A problem of a field paths does not name
+// (one no setting reaches) or an error that is no fieldcheck.Problem is
+// reported under section as it is; one of a field notASetting marks is
+// left to the center.
 func (paths fieldPaths) report(section string, err error, bad func(string, string, ...any)) {
 	problems, others := fieldcheck.Problems(err)
 	for _, p := range problems {
-		name, index, _ := strings.Cut(p.Field, "[")
-		path, ok := paths[name]
+		path, ok := paths.path(p.Field)
 		switch {
+		case path == notASetting:
+			continue
 		case !ok:
 			path = section + " (" + p.Field + ")"
-		case index != "":
-			path += "[" + index
 		}
 		bad(path, "%s", goField.ReplaceAllStringFunc(p.Text, func(w string) string {
-			if path, ok := paths[w]; ok {
+			if path, ok := paths.path(w); ok && path != notASetting {
 				return path
 			}
 			return w

@@ -16,5 +16,5 @@ func TestDefaultIsTheComponentsZeroValue(t *testing.T) {
 	t.Parallel()
 	d := Default()
 	require.Equal(t, (&verifier.Config{}).FirstDelay("any-biz"), d.Checkback.FirstDelay)
-	require.NoError(t, verifier.Config{Workers: d.Checkback.Workers}.Validate())
+	require.NoError(t, verifier.Config{Workers: d.Checkback.Workers}.WithDefaults().Validate())
 }

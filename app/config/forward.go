@@ -7,6 +7,7 @@ import (
 	"github.com/eventcenter/eventcenter/clientlib/kafkaauth"
 	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
 	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/forwarder/kafka"
 	"github.com/eventcenter/eventcenter/forwarder/rocketmq/rmqrules"
 	"github.com/eventcenter/eventcenter/ingest"
@@ -150,30 +151,66 @@ func (c *Config) MessageBytes(t Target) int {
 	return max(c.MinMessageBytes(t.Type), kafka.DefaultMaxMessageBytes)
 }
 
+// forwarderPaths are the settings behind forwarder.Config's fields; those
+// of each forward.biz[] entry are added by (*Config).forwarderPaths.
+var forwarderPaths = fieldPaths{
+	// The center makes the targets of forward.targets (checked below).
+	"Targets":       notASetting,
+	"DefaultTarget": "forward.default_target",
+	"MaxAttempts":   "forward.max_attempts",
+	"Backoff.Base":  "forward.backoff_base",
+	"Backoff.Cap":   "forward.backoff_cap",
+	"ScanInterval":  "forward.scan_interval",
+	"Lease":         "forward.lease",
+	"SendTimeout":   "forward.send_timeout",
+	"InlineTimeout": "forward.inline_timeout",
+}
+
+// forwardBizSettings are the settings of a forward.biz[] entry behind a
+// forwarder.BizLimits's fields.
+var forwardBizSettings = map[string]string{"Weight": "weight", "Rate": "rate", "Burst": "burst", "MaxInFlight": "max_in_flight"}
+
+// forwarderPaths is forwarderPaths with the fields of every forward.biz[]
+// entry (Biz["a"].Rate is forward.biz[i].rate).
+func (c *Config) forwarderPaths() fieldPaths {
+	ids := make([]string, len(c.Forward.Biz))
+	for i, b := range c.Forward.Biz {
+		ids[i] = b.BizID
+	}
+	return forwarderPaths.withEntries("Biz", "forward.biz", ids, forwardBizSettings)
+}
+
+// ForwarderConfig is the forwarder.Config the settings make
+// (forwarderPaths): the forwarder's defaults, then forward.*. What is not
+// a setting (the targets, the cluster's gates, callbacks, the clock, the
+// logger) the center adds.
+func (c *Config) ForwarderConfig() forwarder.Config {
+	f := c.Forward
+	fc := forwarder.DefaultConfig()
+	fc.DefaultTarget = f.DefaultTarget
+	fc.MaxAttempts = f.MaxAttempts
+	fc.Backoff.Base, fc.Backoff.Cap = f.BackoffBase, f.BackoffCap
+	fc.ScanInterval = f.ScanInterval
+	fc.Lease = f.Lease
+	fc.SendTimeout = f.SendTimeout
+	fc.InlineTimeout = f.InlineTimeout
+	fc.ReleaseOnDead = f.Order.ReleaseOnDead
+	fc.Biz = f.BizLimits()
+	fc.MetricBizIDs = c.MetricBizIDs()
+	fc.OldestFirst = !f.FairClaims
+	return fc
+}
+
+// validateForward checks forward: forwarder.Config.Validate's limits
+// under the settings' names, and what only the settings have (targets by
+// name and type, order, the schedule's bound).
 func (c *Config) validateForward(bad func(string, string, ...any)) {
 	f := c.Forward
-	if f.MaxAttempts < 1 {
-		bad("forward.max_attempts", "must be at least 1")
-	}
-	if f.BackoffBase <= 0 || f.BackoffCap < f.BackoffBase {
-		bad("forward.backoff_base", "must be positive and not above forward.backoff_cap")
-	}
-	if f.ScanInterval <= 0 {
-		bad("forward.scan_interval", "must be positive")
-	}
+	c.forwarderPaths().report("forward", c.ForwarderConfig().Validate(), bad)
 	if f.MaxDelay == 0 {
 		// ingest.Config.Validate checks the range (validateIngest); its
 		// zero would mean its default, a setting of 0 means nothing.
 		bad("forward.max_delay", "must be within (0, %v]", envelope.MaxDelay)
-	}
-	if f.Lease < time.Second {
-		bad("forward.lease", "must be at least 1s")
-	}
-	if f.SendTimeout <= 0 || f.SendTimeout >= f.Lease {
-		bad("forward.send_timeout", "must be positive and shorter than forward.lease (%s)", f.Lease)
-	}
-	if f.InlineTimeout == 0 || f.InlineTimeout >= f.Lease {
-		bad("forward.inline_timeout", "must be shorter than forward.lease (%s), and not 0 (negative turns inline sends off)", f.Lease)
 	}
 	if f.Order.Dead != "" && f.Order.Dead != "hold" && f.Order.Dead != "skip" {
 		bad("forward.order.dead", "must be hold or skip, not %q", f.Order.Dead)

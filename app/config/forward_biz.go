@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/eventcenter/eventcenter/forwarder"
 )
@@ -40,30 +39,16 @@ func (f Forward) BizLimits() map[string]forwarder.BizLimits {
 	return out
 }
 
-// validateFair checks forward.biz.
+// validateFair checks what only the list of forward.biz[] entries has:
+// each bizID once (the forwarder checks each entry's values,
+// validateForward).
 func (c *Config) validateFair(bad func(string, string, ...any)) {
 	seen := map[string]bool{}
 	for i, b := range c.Forward.Biz {
-		field := fmt.Sprintf("forward.biz[%d]", i)
-		switch {
-		case b.BizID == "":
-			bad(field+".biz_id", "required")
-		case seen[b.BizID]:
-			bad(field+".biz_id", "duplicate bizID %q", b.BizID)
+		if seen[b.BizID] {
+			bad(fmt.Sprintf("forward.biz[%d].biz_id", i), "duplicate bizID %q", b.BizID)
 		}
 		seen[b.BizID] = true
-		if b.Weight < 0 {
-			bad(field+".weight", "must not be negative (0 means 1)")
-		}
-		if b.Rate < 0 || math.IsNaN(b.Rate) || math.IsInf(b.Rate, 0) {
-			bad(field+".rate", "must be messages per second, or 0 for no limit")
-		}
-		if b.Burst < 0 {
-			bad(field+".burst", "must not be negative (0 means max(1, rate))")
-		}
-		if b.MaxInFlight < 0 {
-			bad(field+".max_in_flight", "must not be negative (0 means no cap)")
-		}
 	}
 }
 
