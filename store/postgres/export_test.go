@@ -9,11 +9,8 @@ var OrphanCommitsSQL = orphanCommitsSQL
 // SentRefs is sentRefs, for the plan tests.
 var SentRefs = sentRefs
 
-// ClaimSendsSQL and ClaimCheckbacksSQL are the claims, for the plan tests.
-var (
-	ClaimSendsSQL      = claimSendsSQL
-	ClaimCheckbacksSQL = claimCheckbacksSQL
-)
+// ClaimSendsSQL is the send claim, for the plan tests.
+var ClaimSendsSQL = claimSendsSQL
 
 // ClaimOrderedSendsSQL is claimOrderedSendsSQL, for the plan tests.
 var ClaimOrderedSendsSQL = claimOrderedSendsSQL

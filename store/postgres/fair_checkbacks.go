@@ -45,8 +45,9 @@ type ckCandidate struct {
 	id    int64
 }
 
-// claimFairCheckbacks is ClaimCheckbacks with Claim.FairCheckbacks: the
-// candidates of every bizID, store.Pick, then the lease of the picked.
+// claimFairCheckbacks is ClaimCheckbacks: the candidates of every bizID,
+// store.Pick (or, without Claim.FairCheckbacks, the oldest due), then the
+// lease of the picked.
 func (s *Store) claimFairCheckbacks(ctx context.Context, c store.Claim) ([]state.Message, error) {
 	return sqlcore.Claim(c, func() ([]state.Message, error) {
 		now := codec.Time(s.now())
@@ -67,7 +68,14 @@ func (s *Store) claimFairCheckbacks(ctx context.Context, c store.Claim) ([]state
 		if err := rows.Err(); err != nil {
 			return nil, fmt.Errorf("claim checkbacks: candidates: %w", translate(err))
 		}
-		cands = store.Pick(c.FairCheckbacks, c.Limit, cands, func(x *ckCandidate) string { return x.bizID })
+		if c.FairCheckbacks != nil {
+			cands = store.Pick(c.FairCheckbacks, c.Limit, cands, func(x *ckCandidate) string { return x.bizID })
+		} else {
+			// Oldest due first: the candidates are in that order, and
+			// every row of the first Limit is among its bizID's first
+			// Limit.
+			cands = cands[:min(len(cands), c.Limit)]
+		}
 		if len(cands) == 0 {
 			return nil, nil
 		}

@@ -132,6 +132,23 @@ func TestMigrateRebuildsInvalidIndex(t *testing.T) {
 	require.Contains(t, logs.String(), "dropping an invalid index")
 }
 
+// The index of the PREPARED rows by partition, which no claim reads any
+// more, is dropped from a database the release before migrated (with rows
+// in it); the index the check-back claims read stays.
+func TestMigrateDropsTheCheckbackIndexByPartition(t *testing.T) {
+	t.Parallel()
+	ms, err := postgres.Migrations()
+	require.NoError(t, err)
+	pool := pgtest.Pool(t)
+	require.NoError(t, postgres.MigrateSteps(t.Context(), pool, ms[:9], postgres.MigrateOptions{Logger: quiet}))
+	fillMessages(t, pool, 1000)
+	require.Equal(t, "valid", indexState(t, pool, "eventcenter_messages_verify_due"))
+
+	require.NoError(t, postgres.MigrateSteps(t.Context(), pool, ms, postgres.MigrateOptions{Logger: quiet}))
+	require.Contains(t, indexState(t, pool, "eventcenter_messages_verify_due"), "missing")
+	require.Equal(t, "valid", indexState(t, pool, "eventcenter_messages_verify_due_biz"))
+}
+
 func indexState(t *testing.T, pool *pgxpool.Pool, name string) string {
 	t.Helper()
 	var valid bool

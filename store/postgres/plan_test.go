@@ -259,8 +259,7 @@ func TestClaimPlansReadThePartialIndexInOrder(t *testing.T) {
 func checkClaimPlans(t *testing.T, pool *pgxpool.Pool, analyzed bool, limit int, parts []int32) {
 	ctx := t.Context()
 	for name, q := range map[string]struct{ sql, index string }{
-		"sends":      {postgres.ClaimSendsSQL, "eventcenter_messages_send_due"},
-		"checkbacks": {postgres.ClaimCheckbacksSQL, "eventcenter_messages_verify_due"},
+		"sends": {postgres.ClaimSendsSQL, "eventcenter_messages_send_due"},
 	} {
 		t.Run(fmt.Sprintf("%s/analyzed=%v", name, analyzed), func(t *testing.T) {
 			tx, err := pool.Begin(ctx)

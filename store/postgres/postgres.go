@@ -569,8 +569,7 @@ func claimSQL(set, due, recheck, col string) string {
 // the rows through that index (see markSentSQL and claimSQL).
 var pendingSendByID = sqlcore.PendingSend("has_body IS TRUE")
 
-// "(status = 1) IS TRUE" is to the check-back index what pendingSendByID
-// is to send_due.
+// claimSendsSQL is the send claim without fair claims or order keys.
 var claimSendsSQL = claimSQL("send_next_at = $1, lease_token = $2",
 	sqlcore.PendingSend("has_body")+" AND send_next_at <= $4",
 	pendingSendByID+" AND send_next_at <= $4",
@@ -585,13 +584,6 @@ var claimOrderedSendsSQL = claimSQL("send_next_at = $1, lease_token = $2",
 	pendingSendByID+" AND send_next_at <= $4 AND "+orderFree("eventcenter_messages"),
 	"send_next_at")
 
-// claimCheckbacksSQL counts the attempt each claim is for (state.ClaimCheckback):
-// a call whose center dies before its answer is written still counts.
-var claimCheckbacksSQL = claimSQL("verify_next_at = $1, lease_token = $2, verify_attempts = verify_attempts + 1",
-	sqlcore.IsPrepared()+" AND verify_next_at <= $4",
-	"("+sqlcore.IsPrepared()+") IS TRUE AND verify_next_at <= $4",
-	"verify_next_at")
-
 // ClaimSends implements store.Store.
 func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
 	if c.FairSends != nil {
@@ -603,12 +595,12 @@ func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message,
 	return s.claim(ctx, "claim sends", c, claimSendsSQL)
 }
 
-// ClaimCheckbacks implements store.Store.
+// ClaimCheckbacks implements store.Store. Both claims, fair or oldest
+// due first, read the bizIDs' due rows from one index
+// (claimFairCheckbacks): a second index of the PREPARED rows by partition
+// cost every PREPARE and every check-back claim an index entry.
 func (s *Store) ClaimCheckbacks(ctx context.Context, c store.Claim) ([]state.Message, error) {
-	if c.FairCheckbacks != nil {
-		return s.claimFairCheckbacks(ctx, c)
-	}
-	return s.claim(ctx, "claim checkbacks", c, claimCheckbacksSQL)
+	return s.claimFairCheckbacks(ctx, c)
 }
 
 func (s *Store) claim(ctx context.Context, what string, c store.Claim, q string) ([]state.Message, error) {
