@@ -29,6 +29,9 @@ func testConfig(t *testing.T, brokers []string) config.Config {
 	cfg.Kafka.Brokers = brokers
 	cfg.Store = config.Store{Driver: "sqlite", DSN: filepath.Join(t.TempDir(), "ec.db"), MaxConns: 1, AutoMigrate: true}
 	cfg.Admin.Insecure = true
+	// Never the default 127.0.0.1:8080: tests run in parallel, in several
+	// packages at once, and a fixed port makes them fail each other.
+	cfg.HTTP.Listen = "127.0.0.1:0"
 	return cfg
 }
 
