@@ -1,0 +1,44 @@
+package store
+
+import (
+	"time"
+
+	"github.com/eventcenter/eventcenter/state"
+)
+
+// RunOf tells whether m may follow head in its run (Claim.Run) as the
+// message with sequence seq (head's sequence plus its place in the run): m
+// has that sequence in head's queue, is pending and due or parked (not
+// under a live send lease, not waiting out a failure's backoff), and has
+// head's partition and forward key, so the target gets it on the same
+// partition right after the one before. A message that is not is where
+// the run ends.
+func RunOf(head, m *state.Message, seq int64, now time.Time) bool {
+	due := !m.SendNextAt.After(now)
+	return m.OrderSeq == seq && OrderOf(m) == OrderOf(head) && m.Sendable() &&
+		m.Partition == head.Partition && m.ForwardKey == head.ForwardKey &&
+		(m.LeaseToken == 0 || due) && (m.SendAttempts == 0 || due) && !m.DeliverAt.After(now)
+}
+
+// RunHead tells whether a claimed message heads a run (Claim.Run): it is
+// sequenced and has a forward key (records without a key are not kept in
+// order by the targets).
+func RunHead(m *state.Message) bool { return m.OrderSeq > 0 && m.ForwardKey != "" }
+
+// Runs puts each head's run (its followers, as RunOf kept them) right after
+// it: heads in their order, each followed by its run.
+func Runs(heads []state.Message, runs map[int64][]state.Message) []state.Message {
+	if len(runs) == 0 {
+		return heads
+	}
+	n := len(heads)
+	for _, r := range runs {
+		n += len(r)
+	}
+	out := make([]state.Message, 0, n)
+	for _, h := range heads {
+		out = append(out, h)
+		out = append(out, runs[h.ID]...)
+	}
+	return out
+}
