@@ -42,3 +42,30 @@ func Runs(heads []state.Message, runs map[int64][]state.Message) []state.Message
 	}
 	return out
 }
+
+// RunBudget returns how a claim c that leased heads shares what is left of
+// its limit between their runs: take(h, n) grants up to n followers to
+// the run behind head h, within c.Run-1, c.Limit with the heads, and the
+// cap of h's bizID in c.FairSends, if any, with its heads.
+func RunBudget(heads []state.Message, c Claim) (take func(h *state.Message, n int) int) {
+	left := c.Limit - len(heads)
+	var bizLeft map[string]int
+	if c.FairSends != nil {
+		bizLeft = map[string]int{}
+		for i := range heads {
+			if _, ok := bizLeft[heads[i].BizID]; !ok {
+				bizLeft[heads[i].BizID] = c.FairSends.Cap(heads[i].BizID, c.Limit)
+			}
+			bizLeft[heads[i].BizID]--
+		}
+	}
+	return func(h *state.Message, n int) int {
+		n = max(0, min(n, c.Run-1, left))
+		if bizLeft != nil {
+			n = max(0, min(n, bizLeft[h.BizID]))
+			bizLeft[h.BizID] -= n
+		}
+		left -= n
+		return n
+	}
+}

@@ -289,15 +289,18 @@ func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message,
 // runs leases the run behind each head of heads (store.Claim.Run), as
 // sqlcore's ClaimRuns does. s.mu must be held.
 func (s *Store) runs(heads []state.Message, c store.Claim, now time.Time) []state.Message {
-	left := c.Limit - len(heads)
-	if c.Run <= 1 || left <= 0 {
+	if c.Run <= 1 {
 		return heads
 	}
+	take := store.RunBudget(heads, c)
 	want := map[store.OrderRef]*state.Message{}
+	n := map[int64]int64{}
 	for i := range heads {
 		h := &heads[i]
 		if r := store.OrderOf(h); store.RunHead(h) && want[r] == nil {
-			want[r] = h
+			if k := take(h, c.Run-1); k > 0 {
+				want[r], n[h.ID] = h, int64(k)
+			}
 		}
 	}
 	if len(want) == 0 {
@@ -306,7 +309,7 @@ func (s *Store) runs(heads []state.Message, c store.Claim, now time.Time) []stat
 	bySeq := map[store.OrderRef]map[int64]*state.Message{}
 	for _, m := range s.rows {
 		r := store.OrderOf(m)
-		if h := want[r]; h != nil && m.HoldsOrder() && m.OrderSeq > h.OrderSeq && m.OrderSeq < h.OrderSeq+int64(c.Run) {
+		if h := want[r]; h != nil && m.HoldsOrder() && m.OrderSeq > h.OrderSeq && m.OrderSeq <= h.OrderSeq+n[h.ID] {
 			if bySeq[r] == nil {
 				bySeq[r] = map[int64]*state.Message{}
 			}
@@ -320,14 +323,13 @@ func (s *Store) runs(heads []state.Message, c store.Claim, now time.Time) []stat
 		if want[r] != h {
 			continue
 		}
-		for seq := h.OrderSeq + 1; seq < h.OrderSeq+int64(c.Run) && left > 0; seq++ {
+		for seq := h.OrderSeq + 1; seq <= h.OrderSeq+n[h.ID]; seq++ {
 			m := bySeq[r][seq]
 			if m == nil || !store.RunOf(h, m, seq, now) {
 				break
 			}
 			m.LeaseToken, m.SendNextAt = h.LeaseToken, h.SendNextAt
 			runs[h.ID] = append(runs[h.ID], *clone(m))
-			left--
 		}
 	}
 	return store.Runs(heads, runs)

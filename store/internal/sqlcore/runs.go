@@ -16,8 +16,8 @@ const runChunk = 50
 
 // ClaimRuns leases the run (store.Claim.Run) behind each head of heads,
 // which the caller has just leased: the next
-// messages of the head's queue that store.RunOf keeps, up to c.Run-1 per
-// head and c.Limit in all with the heads. db must be a transaction: the
+// messages of the head's queue that store.RunOf keeps, within
+// store.RunBudget. db must be a transaction: the
 // followers are read locked (skipping rows another transaction holds,
 // which ends the run there) and leased as their head is (its lease token,
 // until its due time). It returns
@@ -31,7 +31,7 @@ func (d *Dialect[T]) ClaimRuns(ctx context.Context, db DB, heads []state.Message
 	if !c.Ordered || c.Run <= 1 {
 		return heads, nil
 	}
-	left := c.Limit - len(heads)
+	take := store.RunBudget(heads, c)
 	type want struct {
 		head *state.Message
 		n    int64
@@ -41,13 +41,13 @@ func (d *Dialect[T]) ClaimRuns(ctx context.Context, db DB, heads []state.Message
 	for i := range heads {
 		h := &heads[i]
 		r := store.OrderOf(h)
-		if left <= 0 || !store.RunHead(h) || seen[r] {
+		if !store.RunHead(h) || seen[r] {
 			continue
 		}
 		seen[r] = true
-		n := min(c.Run-1, left)
-		left -= n
-		wants = append(wants, want{head: h, n: int64(n)})
+		if n := take(h, c.Run-1); n > 0 {
+			wants = append(wants, want{head: h, n: int64(n)})
+		}
 	}
 	if len(wants) == 0 {
 		return heads, nil
