@@ -222,19 +222,25 @@ func (f *Forwarder) Handoff(msgs []state.Message) {
 	f.route(msgs, wait, running, true)
 }
 
-// shard returns the queue for a message: by forward key, or round robin
-// for messages without one.
+// shard returns the queue for a message: by order key for a sequenced
+// one (a run of its key, whatever their forward keys, goes through one
+// worker in order), else by forward key, or round robin for messages
+// without one.
 func (l *lane) shard(m *state.Message) chan state.Message {
 	n := uint32(len(l.shards))
 	if n == 1 {
 		return l.shards[0]
 	}
-	if m.ForwardKey == "" {
+	key := m.ForwardKey
+	if m.OrderSeq > 0 {
+		key = m.OrderKey
+	}
+	if key == "" {
 		return l.shards[l.rr.Add(1)%n]
 	}
 	h := uint32(2166136261) // FNV-1a
-	for i := 0; i < len(m.ForwardKey); i++ {
-		h ^= uint32(m.ForwardKey[i])
+	for i := 0; i < len(key); i++ {
+		h ^= uint32(key[i])
 		h *= 16777619
 	}
 	return l.shards[h%n]

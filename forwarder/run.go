@@ -79,26 +79,34 @@ func (g *runGuard) sweep(now time.Time, lease time.Duration) {
 	}
 }
 
-// sendRecords sends one batch's records: through SendInOrder where the
-// target keeps a forward key's order (OrderedTarget), else with Send, head
-// of line for the messages of one order key (sendHeadOfLine) when the
-// batch holds several of one.
+// sendRecords sends one batch's records. Several messages of one order
+// key (a run) go through SendInOrder where the target keeps a forward
+// key's order (OrderedTarget) and the key's messages share one forward
+// key; else head of line (sendHeadOfLine). A batch without two messages of
+// one key goes with Send.
 func sendRecords(ctx context.Context, t Target, batch []state.Message, recs []Record) []Result {
-	if ot, ok := t.(OrderedTarget); ok {
-		return ot.SendInOrder(ctx, recs)
-	}
-	seen := map[store.OrderRef]bool{}
+	fkeys := map[store.OrderRef]string{}
+	runs, oneKey := false, true
 	for i := range batch {
 		if batch[i].OrderSeq == 0 {
 			continue
 		}
 		r := store.OrderOf(&batch[i])
-		if seen[r] {
-			return sendHeadOfLine(ctx, t, batch, recs)
+		fk, seen := fkeys[r]
+		if !seen {
+			fkeys[r] = recs[i].Key
+			continue
 		}
-		seen[r] = true
+		runs = true
+		oneKey = oneKey && fk != "" && fk == recs[i].Key
 	}
-	return t.Send(ctx, recs)
+	switch ot, ok := t.(OrderedTarget); {
+	case !runs:
+		return t.Send(ctx, recs)
+	case ok && oneKey:
+		return ot.SendInOrder(ctx, recs)
+	}
+	return sendHeadOfLine(ctx, t, batch, recs)
 }
 
 // sendHeadOfLine sends recs with Send in rounds, each with at most one

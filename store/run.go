@@ -9,21 +9,19 @@ import (
 // RunOf tells whether m may follow head in its run (Claim.Run) as the
 // message with sequence seq (head's sequence plus its place in the run): m
 // has that sequence in head's queue, is pending and due or parked (not
-// under a live send lease, not waiting out a failure's backoff), and has
-// head's partition and forward key, so the target gets it on the same
-// partition right after the one before. A message that is not is where
-// the run ends.
+// under a live send lease, not waiting out a failure's backoff), and is on
+// head's partition (its owner sends the whole run). A message that is not
+// is where the run ends. Its forward key may differ from head's: the
+// forwarder then sends the run head of line.
 func RunOf(head, m *state.Message, seq int64, now time.Time) bool {
 	due := !m.SendNextAt.After(now)
-	return m.OrderSeq == seq && OrderOf(m) == OrderOf(head) && m.Sendable() &&
-		m.Partition == head.Partition && m.ForwardKey == head.ForwardKey &&
+	return m.OrderSeq == seq && OrderOf(m) == OrderOf(head) && m.Sendable() && m.Partition == head.Partition &&
 		(m.LeaseToken == 0 || due) && (m.SendAttempts == 0 || due) && !m.DeliverAt.After(now)
 }
 
 // RunHead tells whether a claimed message heads a run (Claim.Run): it is
-// sequenced and has a forward key (records without a key are not kept in
-// order by the targets).
-func RunHead(m *state.Message) bool { return m.OrderSeq > 0 && m.ForwardKey != "" }
+// sequenced.
+func RunHead(m *state.Message) bool { return m.OrderSeq > 0 }
 
 // Runs puts each head's run (its followers, as RunOf kept them) right after
 // it: heads in their order, each followed by its run.

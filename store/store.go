@@ -227,8 +227,8 @@ type Claim struct {
 	// to the target together (forwarder.OrderedTarget) instead of one
 	// round trip each. A run is unbroken: the messages follow the head in
 	// sequence order without a gap, each pending, not under a live send
-	// lease, never tried or due, on the head's partition and with its
-	// forward key; it ends at the first that is not (see RunOf). The
+	// lease, never tried or due, and on the head's partition; it ends at
+	// the first that is not (see RunOf). The
 	// claim returns each run right after its head, in sequence order; the
 	// runs count against Limit.
 	Run int
