@@ -12,6 +12,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/state"
+	"github.com/eventcenter/eventcenter/store"
 )
 
 // orderedFake is a fakeTarget that keeps a forward key's order
@@ -44,8 +45,9 @@ func (o orderedFake) SendInOrder(ctx context.Context, recs []forwarder.Record) [
 // after the refused one, and every message arrives in commit order.
 func TestOrderedRunsKeepOrderWhenASendFailsMidRun(t *testing.T) {
 	t.Parallel()
-	for _, inOrder := range []bool{true, false} {
-		t.Run(fmt.Sprintf("SendInOrder=%v", inOrder), func(t *testing.T) {
+	for _, tc := range []struct{ inOrder, fkeys bool }{{true, false}, {false, false}, {true, true}} {
+		inOrder := tc.inOrder
+		t.Run(fmt.Sprintf("OrderedTarget=%v/ForwardKeyEach=%v", tc.inOrder, tc.fkeys), func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, func(c *forwarder.Config) {
 				c.Ordered = func() bool { return true }
@@ -66,7 +68,14 @@ func TestOrderedRunsKeepOrderWhenASendFailsMidRun(t *testing.T) {
 				}
 				return nil
 			})
-			ids := h.commitOrdered(t, h.f.Applier(h.st), 40, "order-7")
+			var ids []string
+			if tc.fkeys {
+				// Each message its own forward key: a run goes head of
+				// line even through an OrderedTarget.
+				ids = h.commitOrderedKeys(t, h.f.Applier(h.st), 40, "order-7")
+			} else {
+				ids = h.commitOrdered(t, h.f.Applier(h.st), 40, "order-7")
+			}
 			close(gate) // key-1 was in flight; the rest parked behind it
 			require.Eventually(t, func() bool {
 				h.clock.Advance(500 * time.Millisecond) // key-5's backoff
@@ -82,7 +91,7 @@ func TestOrderedRunsKeepOrderWhenASendFailsMidRun(t *testing.T) {
 				}
 				require.Zero(t, m.SendAttempts, "%s: behind a failure costs no attempt", id)
 			}
-			if inOrder {
+			if inOrder && !tc.fkeys {
 				ft.mu.Lock()
 				most := slices.Max(ft.sizes)
 				ft.mu.Unlock()
@@ -91,4 +100,22 @@ func TestOrderedRunsKeepOrderWhenASendFailsMidRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// commitOrderedKeys is commitOrdered with a forward key per message.
+func (h *harness) commitOrderedKeys(t *testing.T, a *forwarder.Applier, n int, orderKey string) []string {
+	t.Helper()
+	var ids []string
+	for range n {
+		h.seq++
+		key := fmt.Sprintf("key-%d", h.seq)
+		at := h.clock.Now()
+		body := &state.Body{Payload: []byte("p-" + key), Topic: "biz-topic", ForwardKey: "fk-" + key, OrderKey: orderKey, CheckAfter: time.Minute}
+		for _, ev := range []state.Event{{Kind: state.KindPrepare, At: at, Body: body}, {Kind: state.KindCommit, At: at}} {
+			_, err := a.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{{BizID: "shop", Key: key, Partition: 0, Event: ev}}})
+			require.NoError(t, err)
+		}
+		ids = append(ids, "shop:"+key)
+	}
+	return ids
 }
