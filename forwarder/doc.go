@@ -116,6 +116,18 @@
 // order when a key's records land on one partition or queue (one forward
 // key per order key).
 //
+// A hot key goes in runs: the claims and the chained marks lease behind
+// each free head up to a batch of its key's next messages (store.Claim.Run:
+// in sequence order, without a gap, on the head's partition), queued
+// together on one worker (sequenced messages are sharded by order key),
+// which sends them with SendInOrder where the target is an OrderedTarget
+// (Kafka: pipelined, in order) and they share one forward key, else head
+// of line (one message of a key per Send, the next once it was
+// acknowledged). Once one of a run is not sent (refused, fenced,
+// not queued), the rest of its run is not sent either: their leases are
+// released without an attempt (ErrBehindFailed, never DEAD;
+// eventcenter_forward_order_behind_failed_total), and they go after it.
+//
 // # Records
 //
 // BuildRecord makes the forwarded record: the forward topic and key, the

@@ -222,19 +222,25 @@ func (f *Forwarder) Handoff(msgs []state.Message) {
 	f.route(msgs, wait, running, true)
 }
 
-// shard returns the queue for a message: by forward key, or round robin
-// for messages without one.
+// shard returns the queue for a message: by order key for a sequenced
+// one (a run of its key, whatever their forward keys, goes through one
+// worker in order), else by forward key, or round robin for messages
+// without one.
 func (l *lane) shard(m *state.Message) chan state.Message {
 	n := uint32(len(l.shards))
 	if n == 1 {
 		return l.shards[0]
 	}
-	if m.ForwardKey == "" {
+	key := m.ForwardKey
+	if m.OrderSeq > 0 {
+		key = m.OrderKey
+	}
+	if key == "" {
 		return l.shards[l.rr.Add(1)%n]
 	}
 	h := uint32(2166136261) // FNV-1a
-	for i := 0; i < len(m.ForwardKey); i++ {
-		h ^= uint32(m.ForwardKey[i])
+	for i := 0; i < len(key); i++ {
+		h ^= uint32(key[i])
 		h *= 16777619
 	}
 	return l.shards[h%n]
@@ -279,14 +285,33 @@ func (f *Forwarder) route(msgs []state.Message, wait time.Duration, release, han
 // unconfigured target, for the caller to hand to the recorder (the
 // recorder itself keeps them). With handoff, a message over its bizID's
 // limit (BizLimits) is not queued: its lease is released (with release).
-// Claimed messages were counted against the limits by the claim.
+// Claimed messages were counted against the limits by the claim. Once a
+// message with an order key is not queued, the later ones of its key in
+// msgs (its run: store.Claim.Run) are not queued either: their leases are
+// released (due at once; the claims skip them while it holds the key).
 func (f *Forwarder) enqueue(msgs []state.Message, wait time.Duration, release, handoff bool) (int, []store.Change, []failure) {
 	dropped := 0
 	var unknown []failure
 	var released []store.Change
-	var expired <-chan time.Time // armed at the first full queue
+	var expired <-chan time.Time    // armed at the first full queue
+	var cut map[store.OrderRef]bool // order keys with a message not queued
+	notQueued := func(m *state.Message) {
+		if m.OrderSeq > 0 {
+			if cut == nil {
+				cut = map[store.OrderRef]bool{}
+			}
+			cut[store.OrderOf(m)] = true
+		}
+	}
 	for i := range msgs {
 		m := &msgs[i]
+		if m.OrderSeq > 0 && cut[store.OrderOf(m)] {
+			if m.ID != 0 && !f.Stopping() {
+				released = append(released, f.newRelease(m, m.LeaseToken))
+			}
+			f.met.behind.Inc()
+			continue
+		}
 		name := f.targetName(m)
 		l := f.lanes[name]
 		if l == nil {
@@ -300,9 +325,11 @@ func (f *Forwarder) enqueue(msgs []state.Message, wait time.Duration, release, h
 			if release && m.ID != 0 && !f.Stopping() {
 				released = append(released, f.newRelease(m, m.LeaseToken))
 			}
+			notQueued(m)
 			continue
 		}
 		if !f.track.add(m.ID, m.LeaseToken, m.BizID, f.leaseEnd(m)) {
+			notQueued(m)
 			continue // already queued or in flight; its newer lease is noted
 		}
 		ch := l.shard(m)
@@ -328,6 +355,7 @@ func (f *Forwarder) enqueue(msgs []state.Message, wait time.Duration, release, h
 		}
 		// A scan that claimed it again while it waited (not before its
 		// lease ran out, longer than HandoffWait) is dropped with it.
+		notQueued(m)
 		tok := f.track.done(m.ID)
 		f.met.dropped.Inc()
 		dropped++
@@ -491,7 +519,7 @@ func (f *Forwarder) scan(ctx context.Context) int {
 	if limit <= 0 {
 		return scanIdle // every queue is full; the workers are behind
 	}
-	claim := store.Claim{Partitions: parts, Limit: limit, Lease: f.cfg.Lease, Ordered: f.cfg.Ordered()}
+	claim := store.Claim{Partitions: parts, Limit: limit, Lease: f.cfg.Lease, Ordered: f.cfg.Ordered(), Run: f.run()}
 	var cut map[string]string
 	if !f.cfg.OldestFirst {
 		claim.FairSends, cut = f.fair.claim(limit)
@@ -553,6 +581,7 @@ const (
 func (f *Forwarder) work(l *lane, ch chan state.Message) {
 	batch := make([]state.Message, 0, f.cfg.BatchSize)
 	recs := make([]Record, 0, f.cfg.BatchSize)
+	var g runGuard
 	for {
 		batch = batch[:0]
 		select {
@@ -578,18 +607,21 @@ func (f *Forwarder) work(l *lane, ch chan state.Message) {
 				break fill
 			}
 		}
-		recs = f.send(l, batch, recs[:0])
+		recs = f.send(l, batch, recs[:0], &g)
 	}
 }
 
 // send sends one batch and hands the outcomes to the recorder. It returns
-// recs for reuse.
-func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record {
+// recs for reuse. g is the worker's memory of failed runs: a message behind
+// one of its run (the messages of an order key leased together) that was
+// not sent is not sent either; its lease is released, without an attempt.
+func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record, g *runGuard) []Record {
 	owned := f.view.snapshot()
 	keep := batch[:0]
 	var br batchResult
 	expired := 0
 	checkedAt := f.cfg.Now()
+	g.sweep(checkedAt, f.cfg.Lease)
 	for _, m := range batch {
 		_, ours := owned[m.Partition]
 		// Fencing: a message whose lease ran out while it waited here (a
@@ -599,10 +631,12 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 		// again if it is still due.
 		until := f.track.until(m.ID)
 		lapsed := !until.IsZero() && !checkedAt.Before(until)
-		if ours && !lapsed {
+		behind := g.behind(&m)
+		if ours && !lapsed && !behind {
 			keep = append(keep, m)
 			continue
 		}
+		g.fail(&m, checkedAt)
 		// Its lease is released (if the row still carries it), so the
 		// partition's owner sends it at its next scan instead of after
 		// the lease.
@@ -615,6 +649,11 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 		}
 		if lapsed {
 			expired++
+			continue
+		}
+		if behind {
+			l.deferred.Inc()
+			f.met.behind.Inc()
 			continue
 		}
 		f.log.Debug("skipping send of a message whose partition is no longer owned; lease released",
@@ -640,6 +679,7 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 	if !ok {
 		for i := range keep {
 			f.track.done(keep[i].ID)
+			g.fail(&keep[i], checkedAt)
 		}
 		l.deferred.Add(float64(len(keep)))
 		f.hand(l, br)
@@ -650,7 +690,7 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 	}
 	ctx, cancel := context.WithTimeout(f.hardCtx, f.cfg.SendTimeout)
 	began := time.Now()
-	res := l.target.Send(ctx, recs)
+	res := sendRecords(ctx, l.target, keep, recs)
 	cancel()
 	l.duration.Observe(time.Since(began).Seconds())
 	aborted := f.hardCtx.Err() != nil
@@ -661,6 +701,7 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 	capped := false
 	for i := range keep {
 		m := &keep[i]
+		claimed := m.LeaseToken
 		if tok := f.track.done(m.ID); tok != 0 {
 			m.LeaseToken = tok // claimed again while it waited: the newest lease
 		}
@@ -681,8 +722,20 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record) []Record
 			})
 			continue
 		}
+		if m.OrderSeq > 0 {
+			g.fail(&state.Message{BizID: m.BizID, OrderKey: m.OrderKey, Target: m.Target, Topic: m.Topic,
+				OrderSeq: m.OrderSeq, LeaseToken: claimed}, now)
+		}
 		if aborted {
 			continue // stopping: do not burn an attempt; the lease brings it back
+		}
+		if errors.Is(err, ErrBehindFailed) {
+			// Not sent, behind a failed one of its key: no attempt spent,
+			// due at once (the claims skip it while that one holds the key).
+			br.defers = append(br.defers, f.newRelease(m, m.LeaseToken))
+			l.deferred.Inc()
+			f.met.behind.Inc()
+			continue
 		}
 		if IsThrottled(err) {
 			busy = append(busy, m)

@@ -27,6 +27,7 @@ type metrics struct {
 	dropped      prometheus.Counter
 	released     prometheus.Counter
 	chained      prometheus.Counter
+	behind       prometheus.Counter
 	ahead        *prometheus.CounterVec
 	dead         *prometheus.CounterVec
 	breakerOpen  *prometheus.GaugeVec
@@ -72,6 +73,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "eventcenter_forward_order_chained_total",
 			Help: "Messages with an order key leased with their predecessor's sent mark and queued at once, instead of woken for the scan.",
 		}),
+		behind: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventcenter_forward_order_behind_failed_total",
+			Help: "Messages with an order key not sent because an earlier message of their run (leased together) was not: released without an attempt, due again once that one is sent.",
+		}),
 		ahead: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_forward_order_ahead_total",
 			Help: "Messages with an order key written sent before their send and confirmed by their control partition's sent watermark (result=confirmed), or written ahead by a batch that did not confirm them and written back to pending by its replay (result=written_back).",
@@ -94,7 +99,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	// or a dashboard finds the series before the first one happens.
 	m.ahead.WithLabelValues("confirmed")
 	m.ahead.WithLabelValues("written_back")
-	for _, c := range append([]prometheus.Collector{m.forward, m.inline, m.duration, m.commitToSent, m.lateness, m.dropped, m.released, m.chained, m.ahead, m.dead, m.breakerOpen,
+	for _, c := range append([]prometheus.Collector{m.forward, m.inline, m.duration, m.commitToSent, m.lateness, m.dropped, m.released, m.chained, m.behind, m.ahead, m.dead, m.breakerOpen,
 		m.fair.sent, m.fair.throttled}, m.throttleMetrics.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register forwarder metrics: %w", err)

@@ -275,7 +275,8 @@ func (r *recorder) markSent(ctx context.Context) (bool, error) {
 		return false, f.st.MarkSent(ctx, r.sents)
 	}
 	parts := f.owned.Partitions()
-	next, woken, err := nc.MarkSentClaimNext(ctx, r.sents, store.Claim{Partitions: parts, Limit: len(r.sents), Lease: f.cfg.Lease, Ordered: true})
+	next, woken, err := nc.MarkSentClaimNext(ctx, r.sents, store.Claim{Partitions: parts, Limit: max(len(r.sents), f.cfg.ClaimLimit),
+		Lease: f.cfg.Lease, Ordered: true, Run: f.run()})
 	if err != nil {
 		return false, err
 	}

@@ -220,6 +220,18 @@ type Claim struct {
 	// Ordered (ClaimSends only) skips messages held back by their order
 	// key (see Store.ClaimSends).
 	Ordered bool
+	// Run (ClaimSends and NextClaimer.MarkSentClaimNext, with Ordered), when
+	// above 1, leases behind each ordered message claimed (a head: no
+	// earlier message holds its key) up to Run-1 of the next messages of
+	// its queue with the same lease token, so that a key's messages go
+	// to the target together (forwarder.OrderedTarget) instead of one
+	// round trip each. A run is unbroken: the messages follow the head in
+	// sequence order without a gap, each pending, not under a live send
+	// lease, never tried or due, and on the head's partition; it ends at
+	// the first that is not (see RunOf). The
+	// claim returns each run right after its head, in sequence order; the
+	// runs count against Limit.
+	Run int
 	// FairCheckbacks (ClaimCheckbacks only), when set, shares Limit
 	// between the bizIDs with due check-backs by weight, with per-bizID
 	// caps (see Fair), instead of taking the oldest due first.
@@ -372,6 +384,9 @@ type NextClaimer interface {
 	// MarkSent's wake does): an Apply that parks a message behind one of
 	// them and commits meanwhile looks again after its commit, so one of
 	// the two sees the other.
+	// With c.Run above 1, each message it leases heads a run, leased with
+	// it as ClaimSends leases runs (Claim.Run); c.Limit bounds the heads
+	// and runs together, but never leaves a head out.
 	// woken counts the next messages made due (not leased) for the
 	// claims: on other partitions, or committed while the leases were
 	// looked for.

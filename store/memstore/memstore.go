@@ -277,9 +277,62 @@ func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message,
 		low := s.holders(func(*state.Message) bool { return true })
 		free = func(m *state.Message) bool { return m.OrderSeq == 0 || low[store.OrderOf(m)] >= m.OrderSeq }
 	}
-	return s.claim(c, func(m *state.Message) time.Time { return m.SendNextAt },
+	heads, err := s.claim(c, func(m *state.Message) time.Time { return m.SendNextAt },
 		func(m *state.Message) bool { return m.Sendable() && free(m) },
 		func(m *state.Message, until time.Time) { m.SendNextAt = until })
+	if err != nil || !c.Ordered {
+		return heads, err
+	}
+	return s.runs(heads, c, codec.Time(s.now())), nil
+}
+
+// runs leases the run behind each head of heads (store.Claim.Run), as
+// sqlcore's ClaimRuns does. s.mu must be held.
+func (s *Store) runs(heads []state.Message, c store.Claim, now time.Time) []state.Message {
+	if c.Run <= 1 {
+		return heads
+	}
+	take := store.RunBudget(heads, c)
+	want := map[store.OrderRef]*state.Message{}
+	n := map[int64]int64{}
+	for i := range heads {
+		h := &heads[i]
+		if r := store.OrderOf(h); store.RunHead(h) && want[r] == nil {
+			if k := take(h, c.Run-1); k > 0 {
+				want[r], n[h.ID] = h, int64(k)
+			}
+		}
+	}
+	if len(want) == 0 {
+		return heads
+	}
+	bySeq := map[store.OrderRef]map[int64]*state.Message{}
+	for _, m := range s.rows {
+		r := store.OrderOf(m)
+		if h := want[r]; h != nil && m.HoldsOrder() && m.OrderSeq > h.OrderSeq && m.OrderSeq <= h.OrderSeq+n[h.ID] {
+			if bySeq[r] == nil {
+				bySeq[r] = map[int64]*state.Message{}
+			}
+			bySeq[r][m.OrderSeq] = m
+		}
+	}
+	runs := map[int64][]state.Message{}
+	for i := range heads {
+		h := &heads[i]
+		r := store.OrderOf(h)
+		if want[r] != h {
+			continue
+		}
+		for seq := h.OrderSeq + 1; seq <= h.OrderSeq+n[h.ID]; seq++ {
+			m := bySeq[r][seq]
+			if m == nil || !store.RunOf(h, m, seq, now) {
+				break
+			}
+			m.LeaseToken, m.SendNextAt = h.LeaseToken, h.SendNextAt
+			runs[h.ID] = append(runs[h.ID], *clone(m))
+		}
+	}
+	return store.Runs(heads, runs)
 }
 
 // ClaimCheckbacks implements store.Store.
@@ -425,7 +478,12 @@ func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c stor
 			out = append(out, *clone(m))
 		}
 	}
-	return out, s.wake(ids, now), nil
+	woken := s.wake(ids, now)
+	if len(out) > 0 {
+		c.Limit = max(c.Limit, len(out))
+		out = s.runs(out, c, now)
+	}
+	return out, woken, nil
 }
 
 // Get implements store.Store.

@@ -373,13 +373,41 @@ const (
 
 // ClaimSends implements store.Store.
 func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
-	if c.FairSends != nil {
-		return s.claimFair(ctx, c)
+	var ms []state.Message
+	var err error
+	switch {
+	case c.FairSends != nil:
+		ms, err = s.claimFair(ctx, c)
+	case c.Ordered:
+		ms, err = s.claim(ctx, "claim sends", c, fmt.Sprintf(claimOrderedSendsSQL, columns, sqlcore.OrderFree("eventcenter_messages")), false)
+	default:
+		return s.claim(ctx, "claim sends", c, fmt.Sprintf(claimSendsSQL, columns), false)
 	}
-	if c.Ordered {
-		return s.claim(ctx, "claim sends", c, fmt.Sprintf(claimOrderedSendsSQL, columns, sqlcore.OrderFree("eventcenter_messages")), false)
+	if err != nil {
+		return nil, err
 	}
-	return s.claim(ctx, "claim sends", c, fmt.Sprintf(claimSendsSQL, columns), false)
+	return s.claimRuns(ctx, ms, c), nil
+}
+
+// claimRuns leases the runs behind the heads a claim leased
+// (store.Claim.Run), in a transaction of its own. The heads are leased
+// already: should that fail, they are returned without their runs (whose
+// messages the key's next claims take).
+func (s *Store) claimRuns(ctx context.Context, heads []state.Message, c store.Claim) []state.Message {
+	if !c.Ordered || c.Run <= 1 || !slices.ContainsFunc(heads, func(m state.Message) bool { return store.RunHead(&m) }) {
+		return heads
+	}
+	var out []state.Message
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = dialect.ClaimRuns(ctx, sqlcore.SQLDB(tx), heads, c, codec.Time(s.now()))
+		return err
+	})
+	if err != nil {
+		s.log.Warn("lease the runs behind claimed order keys failed; sending their heads alone", "err", translate(err))
+		return heads
+	}
+	return out
 }
 
 // ClaimCheckbacks implements store.Store. It counts the attempt each claim

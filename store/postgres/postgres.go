@@ -586,13 +586,41 @@ var claimOrderedSendsSQL = claimSQL("send_next_at = $1, lease_token = $2",
 
 // ClaimSends implements store.Store.
 func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
-	if c.FairSends != nil {
-		return s.claimFair(ctx, c)
+	var ms []state.Message
+	var err error
+	switch {
+	case c.FairSends != nil:
+		ms, err = s.claimFair(ctx, c)
+	case c.Ordered:
+		ms, err = s.claim(ctx, "claim sends", c, claimOrderedSendsSQL)
+	default:
+		return s.claim(ctx, "claim sends", c, claimSendsSQL)
 	}
-	if c.Ordered {
-		return s.claim(ctx, "claim sends", c, claimOrderedSendsSQL)
+	if err != nil {
+		return nil, err
 	}
-	return s.claim(ctx, "claim sends", c, claimSendsSQL)
+	return s.claimRuns(ctx, ms, c), nil
+}
+
+// claimRuns leases the runs behind the heads a claim leased
+// (store.Claim.Run), in a transaction of its own. The heads are leased
+// already: should that fail, they are returned without their runs (whose
+// messages the key's next claims take).
+func (s *Store) claimRuns(ctx context.Context, heads []state.Message, c store.Claim) []state.Message {
+	if !c.Ordered || c.Run <= 1 || !slices.ContainsFunc(heads, func(m state.Message) bool { return store.RunHead(&m) }) {
+		return heads
+	}
+	var out []state.Message
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = dialect.ClaimRuns(ctx, pgDB{tx}, heads, c, codec.Time(s.now()))
+		return err
+	})
+	if err != nil {
+		s.log.Warn("lease the runs behind claimed order keys failed; sending their heads alone", "err", translate(err))
+		return heads
+	}
+	return out
 }
 
 // ClaimCheckbacks implements store.Store. Both claims, fair or oldest
@@ -714,6 +742,11 @@ func (s *Store) MarkSentClaimNext(ctx context.Context, sent []store.Sent, c stor
 		} else {
 			woken++
 		}
+	}
+	if len(leased) > 0 {
+		c.Ordered = true
+		c.Limit = max(c.Limit, len(leased))
+		leased = s.claimRuns(ctx, leased, c)
 	}
 	return leased, woken, nil
 }

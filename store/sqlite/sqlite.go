@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -393,18 +394,47 @@ func partitionsJSON(ps []int32) string {
 // ClaimSends implements store.Store.
 func (s *Store) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
 	if c.FairSends != nil {
-		return s.claimFair(ctx, c)
+		ms, err := s.claimFair(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		return s.claimRuns(ctx, ms, c), nil
 	}
 	free := ""
 	if c.Ordered {
 		free = " AND " + sqlcore.OrderFree("eventcenter_messages")
 	}
-	return s.claim(ctx, "claim sends", c, `UPDATE eventcenter_messages SET send_next_at = ?, lease_token = ?
+	ms, err := s.claim(ctx, "claim sends", c, `UPDATE eventcenter_messages SET send_next_at = ?, lease_token = ?
 		WHERE id IN (SELECT id FROM eventcenter_messages
 			WHERE `+dialect.PendingSend()+free+`
 			AND partition IN (SELECT value FROM json_each(?)) AND send_next_at <= ?
 			ORDER BY send_next_at LIMIT ?)
 		RETURNING `+codec.Columns)
+	if err != nil {
+		return nil, err
+	}
+	return s.claimRuns(ctx, ms, c), nil
+}
+
+// claimRuns leases the runs behind the heads a claim leased
+// (store.Claim.Run), in a transaction of its own. The heads are leased
+// already: should that fail, they are returned without their runs (whose
+// messages the key's next claims take).
+func (s *Store) claimRuns(ctx context.Context, heads []state.Message, c store.Claim) []state.Message {
+	if !c.Ordered || c.Run <= 1 || !slices.ContainsFunc(heads, func(m state.Message) bool { return store.RunHead(&m) }) {
+		return heads
+	}
+	var out []state.Message
+	err := s.write(ctx, "claim runs", func(tx *sql.Tx) error {
+		var err error
+		out, err = dialect.ClaimRuns(ctx, sqlcore.SQLDB(tx), heads, c, codec.Time(s.now()))
+		return err
+	})
+	if err != nil {
+		s.log.Warn("lease the runs behind claimed order keys failed; sending their heads alone", "err", err)
+		return heads
+	}
+	return out
 }
 
 // ClaimCheckbacks implements store.Store. It counts the attempt each claim

@@ -40,6 +40,8 @@ func ExerciseOrder(t *testing.T, newStore NewStore) {
 	t.Run("ParkAndWake", func(t *testing.T) { t.Parallel(); testOrderWake(t, newStore) })
 	t.Run("WakeAfterCheckbackClaim", func(t *testing.T) { t.Parallel(); testOrderWakeAfterCheckback(t, newStore) })
 	t.Run("ClaimNextWithTheSentMark", func(t *testing.T) { t.Parallel(); testOrderClaimNext(t, newStore) })
+	t.Run("ClaimRun", func(t *testing.T) { t.Parallel(); testOrderClaimRun(t, newStore) })
+	t.Run("ClaimNextRun", func(t *testing.T) { t.Parallel(); testOrderClaimNextRun(t, newStore) })
 }
 
 // allParts are the partitions the order tests use.
@@ -495,4 +497,113 @@ func testBlockedKeys(t *testing.T, newStore NewStore) {
 	require.NoError(t, err)
 	require.Len(t, got, 1, "a closed: b is o-1's head and has not failed")
 	require.Equal(t, "x", got[0].Head.Key)
+}
+
+// commitRun prepares and commits keys of order key ok in order, one batch
+// each, all with forward key fk on partition part(i).
+func (b *bundle) commitRun(t *testing.T, ok, fk string, keys []string, part func(int) int32) {
+	t.Helper()
+	for i, k := range keys {
+		c := PrepareOrdered(biz, k, ok, part(i), b.now())
+		c.Event.Body.ForwardKey = fk
+		b.applyOrdered(t, c)
+		b.applyOrdered(t, Commit(biz, k, part(i), b.now()))
+	}
+}
+
+// claimRun claims with runs of up to run messages (store.Claim.Run) and
+// returns the keys in the order the claim returned them; every message of
+// one queue carries its head's lease.
+func (b *bundle) claimRun(t *testing.T, run, limit int) []string {
+	t.Helper()
+	got, err := b.s.ClaimSends(t.Context(), store.Claim{Partitions: allParts, Limit: limit, Lease: lease, Ordered: true, Run: run})
+	require.NoError(t, err)
+	return b.checkRuns(t, got)
+}
+
+// checkRuns checks that each queue's messages in got follow one another
+// in sequence order without a gap, leased as their head is and as
+// stored, and returns their keys in got's order.
+func (b *bundle) checkRuns(t *testing.T, got []state.Message) []string {
+	t.Helper()
+	keys := []string{}
+	last := map[store.OrderRef]state.Message{}
+	for _, m := range got {
+		keys = append(keys, m.Key)
+		require.NotZero(t, m.LeaseToken, m.Key)
+		require.Equal(t, b.now().Add(lease), m.SendNextAt, m.Key)
+		stored := b.get(t, biz, m.Key)
+		require.Equal(t, m.LeaseToken, stored.LeaseToken, "%s leased as returned", m.Key)
+		require.Equal(t, m.SendNextAt, stored.SendNextAt, "%s leased as returned", m.Key)
+		if p, ok := last[store.OrderOf(&m)]; ok && m.OrderSeq > 0 {
+			require.Equal(t, p.OrderSeq+1, m.OrderSeq, "%s right after %s", m.Key, p.Key)
+			require.Equal(t, p.LeaseToken, m.LeaseToken, "%s leased with %s", m.Key, p.Key)
+		}
+		last[store.OrderOf(&m)] = m
+	}
+	return keys
+}
+
+// store.Claim.Run: behind each head the claim leases the next messages of
+// its key, in sequence order and with the head's lease, up to Run in all,
+// within Limit; a run ends before a message that failed (its backoff), is
+// DEAD or is on another partition (not before one with another forward
+// key); the rest of the key stays held.
+func testOrderClaimRun(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	b.commitRun(t, "o-1", "cart", []string{"a", "b", "c", "d", "e", "f"}, part0)
+	b.clock.Advance(lease + time.Second) // a's handed-over lease ran out
+	require.Equal(t, []string{"a", "b"}, b.claimRun(t, 4, 2), "the run counts against Limit")
+	require.Empty(t, b.claimRun(t, 4, 100), "c to f held behind a and b, leased")
+	b.clock.Advance(lease + time.Second)
+	require.Equal(t, []string{"a", "b", "c", "d"}, b.claimRun(t, 4, 100), "a run of four in sequence order")
+	require.Empty(t, b.claimRun(t, 4, 100), "e and f held behind the run")
+	b.markSent(t, "a", "b", "c", "d")
+	require.Equal(t, []string{"e", "f"}, b.claimRun(t, 4, 100), "the run sent: the next one")
+	b.markSent(t, "e", "f")
+
+	// Where a run ends.
+	b.commitRun(t, "o-2", "cart", []string{"g", "h", "i"}, part0)
+	b.failSend(t, "h", false, false) // waits for its backoff
+	b.commitRun(t, "o-3", "cart", []string{"j", "k", "l"}, part0)
+	b.failSend(t, "k", true, false) // DEAD
+	b.commitRun(t, "o-4", "cart", []string{"m", "n"}, part0)
+	c := PrepareOrdered(biz, "o", "o-4", 0, b.now()) // another forward key
+	b.applyOrdered(t, c)
+	b.applyOrdered(t, Commit(biz, "o", 0, b.now()))
+	b.commitRun(t, "o-4", "cart", []string{"p"}, part0)
+	b.commitRun(t, "o-5", "cart", []string{"q", "r", "s"}, func(i int) int32 { return []int32{0, 0, 1}[i] })
+	b.clock.Advance(lease + time.Second) // the heads' leases ran out, not h's backoff (a minute)
+	got, err := b.s.ClaimSends(t.Context(), store.Claim{Partitions: allParts, Limit: 100, Lease: lease, Ordered: true, Run: 10})
+	require.NoError(t, err)
+	b.checkRuns(t, got)
+	runs := map[string][]string{}
+	for _, m := range got {
+		runs[m.OrderKey] = append(runs[m.OrderKey], m.Key)
+	}
+	require.Equal(t, map[string][]string{"o-2": {"g"}, "o-3": {"j"}, "o-4": {"m", "n", "o", "p"}, "o-5": {"q", "r"}}, runs)
+}
+
+// store.NextClaimer with Claim.Run: the sent marks of a run lease the next
+// run of its key with the next head, in sequence order, within Limit.
+func testOrderClaimNextRun(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	nc, ok := b.s.(store.NextClaimer)
+	if !ok {
+		t.Skip("the store does not implement store.NextClaimer")
+	}
+	b.commitRun(t, "o-1", "cart", []string{"a", "b", "c", "d", "e", "f", "g"}, part0)
+	mark := func(limit int, keys ...string) []string {
+		t.Helper()
+		var sent []store.Sent
+		for _, k := range keys {
+			sent = append(sent, store.Sent{ID: b.get(t, biz, k).ID, Ref: "ref/" + k, Ordered: true})
+		}
+		got, _, err := nc.MarkSentClaimNext(t.Context(), sent, store.Claim{Partitions: allParts, Limit: limit, Lease: lease, Run: 3})
+		require.NoError(t, err)
+		return b.checkRuns(t, got)
+	}
+	require.Equal(t, []string{"b", "c", "d"}, mark(10, "a"), "a's mark leases b and its run")
+	require.Equal(t, []string{"e", "f"}, mark(2, "b", "c", "d"), "within Limit")
+	require.Equal(t, []string{"g"}, mark(10, "e", "f"))
 }

@@ -86,6 +86,8 @@ func CheckClaim(c store.Claim) error {
 		return errField("Limit", "must be positive")
 	case c.Lease <= 0:
 		return errField("Lease", "must be positive")
+	case c.Run < 0:
+		return errField("Run", "must not be negative")
 	}
 	return nil
 }
