@@ -22,7 +22,21 @@ func TestLockWaitAddsUpRunsOfWaitingSamples(t *testing.T) {
 	in.Finish()
 	in.RequireNoErrors(t)
 	require.Greater(t, in.LockWait(), 50*time.Millisecond)
+	require.Equal(t, in.LockWait(), in.LongestLockWait(), "one unbroken wait")
 	require.Positive(t, in.Count())
+}
+
+// A sample that sees no wait ends a run: the longest wait is one run's,
+// not the sum of them.
+func TestLongestLockWaitIsOneRun(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	in := onlinetest.Start(t, noop, func(context.Context) (bool, error) { return n.Add(1)%10 != 0, nil })
+	require.Eventually(t, func() bool { return n.Load() > 60 }, 10*time.Second, time.Millisecond)
+	in.Finish()
+	in.RequireNoErrors(t)
+	require.Positive(t, in.LongestLockWait())
+	require.Less(t, in.LongestLockWait(), in.LockWait(), "runs were added up")
 }
 
 // Single waiting samples between others count nothing: a late sample after
@@ -34,6 +48,7 @@ func TestLockWaitIgnoresLoneSamples(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	in.Finish()
 	require.Zero(t, in.LockWait())
+	require.Zero(t, in.LongestLockWait())
 	require.Greater(t, n.Load(), int64(4))
 }
 
