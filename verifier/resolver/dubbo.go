@@ -93,6 +93,24 @@ func groupMatches(want, have string) bool {
 	return false
 }
 
+// withoutZeroWeights drops the providers of weight 0 when some have a
+// weight, and gives them all weight 1 when none has.
+func withoutZeroWeights(ps []Provider) []Provider {
+	weighted := ps[:0:0]
+	for _, p := range ps {
+		if p.Weight > 0 {
+			weighted = append(weighted, p)
+		}
+	}
+	if len(weighted) > 0 {
+		return weighted
+	}
+	for i := range ps {
+		ps[i].Weight = 1
+	}
+	return ps
+}
+
 // speaks maps a provider URL's protocol to the center's.
 func speaks(protocol string) checkback.Protocol {
 	switch protocol {
@@ -105,7 +123,10 @@ func speaks(protocol string) checkback.Protocol {
 }
 
 // selectProviders turns a service's provider list into the direct
-// endpoints ep may call, or says why there is none.
+// endpoints ep may call, or says why there is none. Providers of weight 0
+// are called only when no provider has a weight, and then with equal
+// weights, as Dubbo's random load balance does: dubbo-go registers
+// weight=0 unless its configuration names a weight.
 func selectProviders(ep checkback.Endpoint, registry string, list []providerURL) ([]Provider, error) {
 	var out []Provider
 	var other, unspoken, wrongVia, disabled, broken []string
@@ -119,7 +140,7 @@ func selectProviders(ep checkback.Endpoint, registry string, list []providerURL)
 		case !versionMatches(ep.Version, p.version) || !groupMatches(ep.Group, p.group):
 			other = append(other, fmt.Sprintf("version %q group %q", p.version, p.group))
 			continue
-		case p.disabled || p.weight == 0:
+		case p.disabled:
 			disabled = append(disabled, p.host)
 			continue
 		}
@@ -140,7 +161,7 @@ func selectProviders(ep checkback.Endpoint, registry string, list []providerURL)
 		out = append(out, Provider{Endpoint: d, Weight: p.weight})
 	}
 	if len(out) > 0 {
-		return out, nil
+		return withoutZeroWeights(out), nil
 	}
 	what := fmt.Sprintf("%s (version %q, group %q) in registry zookeeper://%s", ep.Interface, ep.Version, ep.Group, registry)
 	switch {
@@ -152,7 +173,7 @@ func selectProviders(ep checkback.Endpoint, registry string, list []providerURL)
 			Reason: fmt.Sprintf("the providers of %s speak only %s, and the endpoint asks protocol=%s", what, strings.Join(uniq(wrongVia), ", "), viaName(ep.Via))}
 	case len(disabled) > 0:
 		return nil, &NoProviderError{Service: ep.Interface, Registry: registry,
-			Reason: fmt.Sprintf("every provider of %s is disabled or has weight 0 (%s)", what, strings.Join(uniq(disabled), ", "))}
+			Reason: fmt.Sprintf("every provider of %s is disabled (%s)", what, strings.Join(uniq(disabled), ", "))}
 	case len(other) > 0:
 		return nil, &NoProviderError{Service: ep.Interface, Registry: registry,
 			Reason: fmt.Sprintf("no provider of %s: the registry lists only %s", what, strings.Join(uniq(other), ", "))}

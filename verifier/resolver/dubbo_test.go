@@ -118,3 +118,26 @@ func TestOrderFollowsWeights(t *testing.T) {
 	require.InDelta(t, 100.0/401, float64(first["b:1"])/n, 0.02, "%v", first)
 	require.Equal(t, []Provider{a}, Order([]Provider{a}, r.Float64))
 }
+
+// Weight 0, which dubbo-go registers unless told a weight: such providers
+// are called only when none has a weight, then with equal weights.
+func TestSelectProvidersWeightZero(t *testing.T) {
+	t.Parallel()
+	ep := mustEP(t, "zookeeper://zk:2181/com.shop.Verify")
+	got, err := selectProviders(ep, "zk:2181", parseAll(
+		node("jsonrpc://10.0.0.1:8080/com.shop.Verify?interface=com.shop.Verify&weight=0"),
+		node("jsonrpc://10.0.0.2:8080/com.shop.Verify?interface=com.shop.Verify&weight=0"),
+	))
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, []int{1, 1}, []int{got[0].Weight, got[1].Weight})
+
+	got, err = selectProviders(ep, "zk:2181", parseAll(
+		node("jsonrpc://10.0.0.1:8080/com.shop.Verify?interface=com.shop.Verify&weight=0"),
+		node("jsonrpc://10.0.0.2:8080/com.shop.Verify?interface=com.shop.Verify&weight=5"),
+	))
+	require.NoError(t, err)
+	require.Len(t, got, 1, "weight 0 beside a weighted provider is not called")
+	require.Equal(t, "10.0.0.2:8080", got[0].Endpoint.Host)
+	require.Equal(t, 5, got[0].Weight)
+}
