@@ -1,6 +1,7 @@
 package forwarder_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -47,31 +48,90 @@ func TestScheduledSentAtItsTime(t *testing.T) {
 	require.Equal(t, state.Cancelled, c.Status)
 }
 
+// steppedClaims holds each scan's claim until the test lets it go: scans
+// tells that a scan is about to claim (and waits for go), claimed how
+// many it then claimed.
+type steppedClaims struct {
+	forwarder.Store
+	done    <-chan struct{} // the test's end: claims pass
+	scans   chan struct{}
+	proceed chan struct{}
+	claimed chan int
+}
+
+func (s *steppedClaims) ClaimSends(ctx context.Context, c store.Claim) ([]state.Message, error) {
+	select {
+	case s.scans <- struct{}{}:
+	case <-s.done:
+		return s.Store.ClaimSends(ctx, c)
+	}
+	select {
+	case <-s.proceed:
+	case <-s.done:
+	}
+	msgs, err := s.Store.ClaimSends(ctx, c)
+	select {
+	case s.claimed <- len(msgs):
+	case <-s.done:
+	}
+	return msgs, err
+}
+
+// nextScan waits for the forwarder's next scan to begin its claim, with a
+// safety bound far beyond BusyScanInterval and far below ScanInterval.
+func (s *steppedClaims) nextScan(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-s.scans:
+	case <-time.After(10 * time.Second):
+		require.FailNow(t, "no scan came: "+what)
+	}
+}
+
+// claim lets the scan nextScan saw claim, and returns how many it claimed.
+func (s *steppedClaims) claim() int {
+	s.proceed <- struct{}{}
+	return <-s.claimed
+}
+
 // TestBusyScanFollowsMessagesFallingDue: after a scan that claimed
 // something the next comes after BusyScanInterval, not ScanInterval, so a
 // stream of messages falling due (scheduled ones) is not held a whole
 // interval; after a scan that claimed nothing the interval is
-// ScanInterval again.
+// ScanInterval again. The test takes the scans one at a time, so that
+// what each one finds does not depend on how fast the machine runs.
 func TestBusyScanFollowsMessagesFallingDue(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *forwarder.Config) { c.ScanInterval, c.BusyScanInterval = time.Hour, 20*time.Millisecond })
-	require.Eventually(t, func() bool { return h.st.Calls().ClaimSends >= 1 }, 5*time.Second, time.Millisecond, "the first scan")
+	var st *steppedClaims
+	h := newHarnessWith(t, func(c *forwarder.Config) { c.ScanInterval, c.BusyScanInterval = time.Hour, 20*time.Millisecond },
+		func(s forwarder.Store) forwarder.Store {
+			st = &steppedClaims{Store: s, done: t.Context().Done(), scans: make(chan struct{}), proceed: make(chan struct{}), claimed: make(chan int)}
+			return st
+		})
+	st.nextScan(t, "the first scan")
+	require.Zero(t, st.claim(), "nothing due yet")
 
 	// Due now, left to the scan: the ownership change scans at once.
 	first := h.commit(t, 1, 0, "main", 0)[0]
 	h.owned.Assign(1)
+	st.nextScan(t, "the ownership change's")
+	require.Equal(t, 1, st.claim())
 	h.waitStatus(t, first, state.SendSent)
-	// It claimed one: the next scan comes soon and takes one more.
+	// It claimed one: the next scan comes soon and takes what fell due
+	// meanwhile.
+	st.nextScan(t, "a busy interval after a scan that claimed")
 	second := h.commit(t, 1, 0, "main", 0)[0]
+	require.Equal(t, 1, st.claim())
 	h.waitStatus(t, second, state.SendSent)
 
 	// Then a scan claims nothing, and the next is an hour away.
-	require.Eventually(t, func() bool {
-		claims := h.st.Calls().ClaimSends
-		time.Sleep(100 * time.Millisecond) // five busy intervals without a claim
-		return h.st.Calls().ClaimSends == claims
-	}, 5*time.Second, time.Millisecond, "the scans stop after one that claimed nothing")
+	st.nextScan(t, "a busy interval after a scan that claimed")
+	require.Zero(t, st.claim())
 	third := h.commit(t, 1, 0, "main", 0)[0]
-	time.Sleep(200 * time.Millisecond) // ten busy intervals
+	select {
+	case <-st.scans:
+		require.Fail(t, "a scan within ScanInterval after one that claimed nothing")
+	case <-time.After(200 * time.Millisecond): // ten busy intervals
+	}
 	require.Equal(t, state.SendPending, h.get(t, third).SendStatus, "idle: no scan before ScanInterval")
 }

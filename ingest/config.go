@@ -139,7 +139,8 @@ type Config struct {
 	// ClientOptions are appended to the franz-go client options (TLS, SASL,
 	// client id, tests' timeouts); they may override the defaults.
 	ClientOptions []kgo.Opt
-	// Now is the clock stamped on envelopes (nil: time.Now).
+	// Now is the clock stamped on envelopes and the one DLQRetryBudget is
+	// measured by (nil: time.Now).
 	Now func() time.Time
 	// Logger (nil: slog.Default()).
 	Logger *slog.Logger

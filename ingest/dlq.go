@@ -141,9 +141,9 @@ func (in *Ingester) produceBounded(r *run, wanted <-chan struct{}, parts []int32
 	for i := range pending {
 		pending[i] = i
 	}
-	until := time.Now().Add(in.cfg.DLQRetryBudget)
+	until := in.cfg.Now().Add(in.cfg.DLQRetryBudget)
 	err := in.retry(r, wanted, what, parts, in.met.dlqErrs, until, func(ctx context.Context) error {
-		ctx, cancel := context.WithDeadline(ctx, until)
+		ctx, cancel := context.WithTimeout(ctx, until.Sub(in.cfg.Now()))
 		defer cancel()
 		batch := make([]*kgo.Record, len(pending))
 		for i, j := range pending {

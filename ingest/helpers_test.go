@@ -75,10 +75,13 @@ func (e *env) topicID(topic string) [16]byte {
 	return d.ID
 }
 
-// fastGroup makes group membership changes quick in tests.
+// fastGroup makes group membership changes quick in tests. The session
+// is long enough that a loaded machine (-race, tests in parallel) does not
+// miss heartbeats for all of it and lose the member's partitions mid-test;
+// the ingesters these tests stop leave the group, so none waits it out.
 func fastGroup() []kgo.Opt {
 	return []kgo.Opt{
-		kgo.SessionTimeout(2 * time.Second),
+		kgo.SessionTimeout(20 * time.Second),
 		kgo.HeartbeatInterval(50 * time.Millisecond),
 		kgo.RebalanceTimeout(5 * time.Second),
 		kgo.FetchMaxWait(50 * time.Millisecond),

@@ -419,7 +419,7 @@ func (in *Ingester) countCancel(c *store.Change, o state.Outcome) {
 // rebalance waits for this poll (returning the last error): the batch then
 // stays uncommitted and is fetched again. With a non-zero until it also
 // gives up, wrapping errBudget, when the next attempt would start after
-// until.
+// until (by Config.Now).
 func (in *Ingester) retry(r *run, wanted <-chan struct{}, what string, partitions []int32, failures interface{ Inc() }, until time.Time, f func(context.Context) error) error {
 	backoff := in.cfg.RetryMin
 	for attempt := 1; ; attempt++ {
@@ -443,7 +443,7 @@ func (in *Ingester) retry(r *run, wanted <-chan struct{}, what string, partition
 		}
 		// Full jitter over the upper half keeps retries spread but bounded.
 		wait := backoff/2 + rand.N(backoff/2+1)
-		if !until.IsZero() && time.Now().Add(wait).After(until) {
+		if !until.IsZero() && in.cfg.Now().Add(wait).After(until) {
 			in.log.Error(what+" failed; retry budget spent", "partitions", partitions, "attempts", attempt, "err", err)
 			return fmt.Errorf("%s: %w: %w", what, errBudget, err)
 		}

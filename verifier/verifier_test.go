@@ -191,7 +191,9 @@ func TestDisallowedEndpointNeverCalled(t *testing.T) {
 }
 
 // A hanging endpoint and a slow one hold only their own slots: checks of
-// other bizIDs go through at once.
+// other bizIDs go through while the hanging calls still hang. The call
+// timeout is an hour: were the fast checks queued behind the hanging
+// endpoint, none would be done within the test.
 func TestHangingAndSlowEndpointsDoNotDelayOthers(t *testing.T) {
 	t.Parallel()
 	var hangInFlight, hangMax atomic.Int32
@@ -212,8 +214,8 @@ func TestHangingAndSlowEndpointsDoNotDelayOthers(t *testing.T) {
 	clk := newRealClock()
 	h := startVerifier(t, clk, openSQLite(t, clk), Config{
 		Workers: 8, EndpointConcurrency: 2, EndpointQueue: 2, BusyDelay: 10 * time.Millisecond,
-		Policy: Policy{Timeout: 30 * time.Second},
-		Allow:  []string{hang.endpoint("http", ""), slow.endpoint("http", ""), fast.endpoint("tri", "")},
+		Policy: Policy{Timeout: time.Hour}, Lease: 3 * time.Hour,
+		Allow: []string{hang.endpoint("http", ""), slow.endpoint("http", ""), fast.endpoint("tri", "")},
 	})
 	for i := range 20 {
 		h.prepare("hang", fmt.Sprint("c", i), hang.endpoint("http", "/cb"))
@@ -226,11 +228,9 @@ func TestHangingAndSlowEndpointsDoNotDelayOthers(t *testing.T) {
 	for i := range 20 {
 		h.waitStatus("fast", fmt.Sprint("c", i), state.Committed)
 	}
-	took := time.Since(start)
-	t.Logf("20 fast checks done in %s behind a hanging and a slow endpoint", took)
-	require.Less(t, took, 10*time.Second, "far below the hanging endpoint's 30s timeout")
+	t.Logf("20 fast checks done in %s behind a hanging and a slow endpoint", time.Since(start))
 	require.LessOrEqual(t, hangMax.Load(), int32(2), "hanging endpoint held to its cap")
-	require.Equal(t, int32(2), hangInFlight.Load())
+	require.Equal(t, int32(2), hangInFlight.Load(), "done while the hanging calls still hang")
 	require.Positive(t, h.total("http", outcomeDeferred), "the rest were put off, not waited for")
 	m := h.get("hang", "c19")
 	require.Equal(t, 0, m.VerifyAttempts, "put-offs burn no attempt")
