@@ -240,6 +240,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 			row("handoffs dropped", "%.0f (not queued at once)", m.Value)
 		case strings.HasPrefix(m.Name, "eventcenter_forward_handoff_released_total"):
 			row("handoff leases released", "%.0f (due at once for the scan)", m.Value)
+		case strings.HasPrefix(m.Name, "eventcenter_forward_order_run_messages_total"):
+			row("order runs: "+strings.TrimSuffix(strings.TrimPrefix(m.Name, "eventcenter_forward_order_run_messages_total{send="), "}"), "%.0f messages sent in runs", m.Value)
+		case strings.HasPrefix(m.Name, "eventcenter_forward_order_behind_failed_total"):
+			row("order runs: behind a failure", "%.0f messages not sent behind a failed one", m.Value)
 		case strings.HasPrefix(m.Name, "eventcenter_ingest_batch_size"):
 			row("ingest batches", "%d, mean %.0f records", m.Count, m.Mean)
 		case strings.HasPrefix(m.Name, "eventcenter_ingest_batch_apply_duration_seconds"):
