@@ -123,7 +123,8 @@
 // which sends them with SendInOrder where the target is an OrderedTarget
 // (Kafka: pipelined, in order) and they share one forward key, else head
 // of line (one message of a key per Send, the next once it was
-// acknowledged). Once one of a run is not sent (refused, fenced,
+// acknowledged); eventcenter_forward_order_run_messages_total{send} counts
+// the messages of such batches by path (in_order, head_of_line). Once one of a run is not sent (refused, fenced,
 // not queued), the rest of its run is not sent either: their leases are
 // released without an attempt (ErrBehindFailed, never DEAD;
 // eventcenter_forward_order_behind_failed_total), and they go after it.

@@ -690,8 +690,11 @@ func (f *Forwarder) send(l *lane, batch []state.Message, recs []Record, g *runGu
 	}
 	ctx, cancel := context.WithTimeout(f.hardCtx, f.cfg.SendTimeout)
 	began := time.Now()
-	res := sendRecords(ctx, l.target, keep, recs)
+	res, how := sendRecords(ctx, l.target, keep, recs)
 	cancel()
+	if how != "" {
+		f.met.runs.WithLabelValues(how).Add(float64(len(keep)))
+	}
 	l.duration.Observe(time.Since(began).Seconds())
 	aborted := f.hardCtx.Err() != nil
 

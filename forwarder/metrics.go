@@ -28,6 +28,7 @@ type metrics struct {
 	released     prometheus.Counter
 	chained      prometheus.Counter
 	behind       prometheus.Counter
+	runs         *prometheus.CounterVec
 	ahead        *prometheus.CounterVec
 	dead         *prometheus.CounterVec
 	breakerOpen  *prometheus.GaugeVec
@@ -77,6 +78,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "eventcenter_forward_order_behind_failed_total",
 			Help: "Messages with an order key not sent because an earlier message of their run (leased together) was not: released without an attempt, due again once that one is sent.",
 		}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventcenter_forward_order_run_messages_total",
+			Help: "Messages sent in a batch holding two or more messages of one order key (a run), by how the batch went: in_order (pipelined through the target's SendInOrder: the run shares one forward key) or head_of_line (one round trip per message of a key).",
+		}, []string{"send"}),
 		ahead: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_forward_order_ahead_total",
 			Help: "Messages with an order key written sent before their send and confirmed by their control partition's sent watermark (result=confirmed), or written ahead by a batch that did not confirm them and written back to pending by its replay (result=written_back).",
@@ -99,7 +104,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	// or a dashboard finds the series before the first one happens.
 	m.ahead.WithLabelValues("confirmed")
 	m.ahead.WithLabelValues("written_back")
-	for _, c := range append([]prometheus.Collector{m.forward, m.inline, m.duration, m.commitToSent, m.lateness, m.dropped, m.released, m.chained, m.behind, m.ahead, m.dead, m.breakerOpen,
+	m.runs.WithLabelValues(sendInOrder)
+	m.runs.WithLabelValues(sendHeadOfLineLabel)
+	for _, c := range append([]prometheus.Collector{m.forward, m.inline, m.duration, m.commitToSent, m.lateness, m.dropped, m.released, m.chained, m.behind, m.runs, m.ahead, m.dead, m.breakerOpen,
 		m.fair.sent, m.fair.throttled}, m.throttleMetrics.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register forwarder metrics: %w", err)

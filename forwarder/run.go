@@ -83,8 +83,9 @@ func (g *runGuard) sweep(now time.Time, lease time.Duration) {
 // key (a run) go through SendInOrder where the target keeps a forward
 // key's order (OrderedTarget) and the key's messages share one forward
 // key; else head of line (sendHeadOfLine). A batch without two messages of
-// one key goes with Send.
-func sendRecords(ctx context.Context, t Target, batch []state.Message, recs []Record) []Result {
+// one key goes with Send. how is sendInOrder or sendHeadOfLineLabel for
+// a batch with a run, else "".
+func sendRecords(ctx context.Context, t Target, batch []state.Message, recs []Record) (res []Result, how string) {
 	fkeys := map[store.OrderRef]string{}
 	runs, oneKey := false, true
 	for i := range batch {
@@ -102,12 +103,18 @@ func sendRecords(ctx context.Context, t Target, batch []state.Message, recs []Re
 	}
 	switch ot, ok := t.(OrderedTarget); {
 	case !runs:
-		return t.Send(ctx, recs)
+		return t.Send(ctx, recs), ""
 	case ok && oneKey:
-		return ot.SendInOrder(ctx, recs)
+		return ot.SendInOrder(ctx, recs), sendInOrder
 	}
-	return sendHeadOfLine(ctx, t, batch, recs)
+	return sendHeadOfLine(ctx, t, batch, recs), sendHeadOfLineLabel
 }
+
+// The send label values of eventcenter_forward_order_run_messages_total.
+const (
+	sendInOrder         = "in_order"
+	sendHeadOfLineLabel = "head_of_line"
+)
 
 // sendHeadOfLine sends recs with Send in rounds, each with at most one
 // message of each order key, so that a key's next message goes only once

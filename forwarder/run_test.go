@@ -91,6 +91,14 @@ func TestOrderedRunsKeepOrderWhenASendFailsMidRun(t *testing.T) {
 				}
 				require.Zero(t, m.SendAttempts, "%s: behind a failure costs no attempt", id)
 			}
+			const runs = "eventcenter_forward_order_run_messages_total"
+			if inOrder && !tc.fkeys {
+				require.Positive(t, h.counter(t, runs, "send", "in_order"), "a run of one forward key goes through SendInOrder")
+				require.Zero(t, h.counter(t, runs, "send", "head_of_line"))
+			} else {
+				require.Positive(t, h.counter(t, runs, "send", "head_of_line"))
+				require.Zero(t, h.counter(t, runs, "send", "in_order"))
+			}
 			if inOrder && !tc.fkeys {
 				ft.mu.Lock()
 				most := slices.Max(ft.sizes)

@@ -147,6 +147,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 	f.IntVar(&cfg.Payload, "payload", cfg.Payload, "payload bytes")
 	f.IntVar(&cfg.OrderKeys, "order-keys", 0, "give messages order keys: message i gets key i mod N (0: none; order is kept with the postgres store)")
 	f.BoolVar(&cfg.HotKey, "hot-key", false, "give every message the same order key")
+	f.StringVar(&cfg.ForwardKey, "forward-key", cfg.ForwardKey, "with --order-keys or --hot-key, the forward (Kafka) key of a message: order (its order key, one partition per key, a key's run pipelined) or message (its own key, spread over the partitions, a run sent head of line)")
 	f.IntVar(&cfg.Scheduled, "scheduled", 0, "hold this many committed scheduled messages in the center's store (written through the center's ingest conversion and store, not through Kafka), due after the run unless --scheduled-due-rate")
 	f.Float64Var(&cfg.ScheduledDueRate, "scheduled-due-rate", 0, "the --scheduled messages fall due at this rate (msg/s) and the report gives their delivery lateness (0: held)")
 	f.DurationVar(&cfg.ScheduledLead, "scheduled-lead", 0, "with --scheduled-due-rate: when the first falls due, from the start of the seeding (0: 20s plus 1s per 20,000 messages)")

@@ -205,6 +205,40 @@ func TestRunPostgresOrderKeys(t *testing.T) {
 	require.Empty(t, (&Config{}).orderKey(5))
 }
 
+// A message with an order key is forwarded with its order key by default
+// (a key's run on one partition, pipelined), with its own key under
+// --forward-key message; one without an order key always with its own.
+func TestForwardKey(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		set            func(*Config)
+		order, forward string
+	}{
+		"none":          {func(*Config) {}, "", "m-10"},
+		"none, message": {func(c *Config) { c.ForwardKey = ForwardKeyMessage }, "", "m-10"},
+		"hot":           {func(c *Config) { c.HotKey = true }, "hot", "hot"},
+		"hot, message":  {func(c *Config) { c.HotKey, c.ForwardKey = true, ForwardKeyMessage }, "hot", "m-10"},
+		"order keys":    {func(c *Config) { c.OrderKeys = 7 }, "ok-3", "ok-3"},
+		"keys, message": {func(c *Config) { c.OrderKeys, c.ForwardKey = 7, ForwardKeyMessage }, "ok-3", "m-10"},
+	}
+	for name, tc := range cases {
+		cfg := Default()
+		tc.set(&cfg)
+		require.NoError(t, cfg.Validate(), name)
+		order, forward := cfg.keys(10, "m-10")
+		require.Equal(t, tc.order, order, name)
+		require.Equal(t, tc.forward, forward, name)
+	}
+	cfg := Default()
+	cfg.ForwardKey = "partition"
+	require.ErrorContains(t, cfg.Validate(), "forward-key")
+	cfg = Default()
+	cfg.HotKey = true
+	var table strings.Builder
+	require.NoError(t, (&Report{Config: reportConfig(cfg)}).WriteTable(&table))
+	require.Contains(t, table.String(), "forward key: the order key")
+}
+
 func TestHistogram(t *testing.T) {
 	t.Parallel()
 	var h hist

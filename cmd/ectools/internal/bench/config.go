@@ -42,6 +42,15 @@ type Config struct {
 	// cluster level gate opens: with the PostgreSQL store.
 	OrderKeys int
 	HotKey    bool
+	// ForwardKey is the forward (Kafka) key of a message with an order
+	// key: ForwardKeyOrder (the default) its order key, as when an order
+	// key (a shop, an account) is also what keeps the order on a Kafka
+	// partition, so that a key's run is pipelined (SendInOrder);
+	// ForwardKeyMessage its own message key, which spreads a key's
+	// records over the partitions and sends a run head of line (one round
+	// trip each). Messages without an order key are forwarded with their
+	// message key.
+	ForwardKey string
 
 	// Scheduled, when positive, puts that many committed scheduled
 	// messages in the center's store before the load starts (written
@@ -167,8 +176,15 @@ func Default() Config {
 		DrainTimeout:         2 * time.Minute,
 		HeapEvery:            10 * time.Second,
 		Noisy:                DefaultNoisy(),
+		ForwardKey:           ForwardKeyOrder,
 	}
 }
+
+// ForwardKey values (--forward-key).
+const (
+	ForwardKeyOrder   = "order"
+	ForwardKeyMessage = "message"
+)
 
 // Validate checks the configuration; errors name the field (as the flag).
 func (c *Config) Validate() error {
@@ -220,6 +236,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HotKey && c.OrderKeys > 0 {
 		bad("hot-key", "either --hot-key or --order-keys")
+	}
+	if c.ForwardKey != ForwardKeyOrder && c.ForwardKey != ForwardKeyMessage {
+		bad("forward-key", "must be order or message")
 	}
 	if c.RollbackRatio < 0 || c.CheckbackRatio < 0 || c.RollbackRatio+c.CheckbackRatio > 1 {
 		bad("rollback-ratio", "rollback-ratio and checkback-ratio must be ≥ 0 and add up to at most 1")
@@ -283,10 +302,17 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// orderKey is message seq's order key ("" without order keys). The
-// forward key stays the message key: records spread over the business
-// topic's partitions as without order keys, so a run compares the cost of
-// the ordering rule alone.
+// keys are message seq's order key ("" without order keys) and forward
+// key, given its message key (see ForwardKey).
+func (c *Config) keys(seq int64, key string) (orderKey, forwardKey string) {
+	orderKey = c.orderKey(seq)
+	if orderKey != "" && c.ForwardKey == ForwardKeyOrder {
+		return orderKey, orderKey
+	}
+	return orderKey, key
+}
+
+// orderKey is message seq's order key ("" without order keys).
 func (c *Config) orderKey(seq int64) string {
 	switch {
 	case c.HotKey:

@@ -65,6 +65,8 @@ type ReportConfig struct {
 	Tracing        bool    `json:"tracing"`
 	OrderKeys      int     `json:"order_keys,omitempty"`
 	HotKey         bool    `json:"hot_key,omitempty"`
+	// ForwardKey: --forward-key, with order keys.
+	ForwardKey string `json:"forward_key,omitempty"`
 	// Scheduled and ScheduledDueRate: --scheduled, --scheduled-due-rate;
 	// ScanInterval the embedded center's forward.scan_interval when set.
 	Scheduled        int     `json:"scheduled,omitempty"`
@@ -93,6 +95,9 @@ func reportConfig(c Config) ReportConfig {
 	rc.Retention = c.BrokerRetention.String()
 	rc.Tracing = c.Tracing
 	rc.OrderKeys, rc.HotKey = c.OrderKeys, c.HotKey
+	if c.OrderKeys > 0 || c.HotKey {
+		rc.ForwardKey = c.ForwardKey
+	}
 	rc.Scheduled, rc.ScheduledDueRate = c.Scheduled, c.ScheduledDueRate
 	if c.ScanInterval > 0 {
 		rc.ScanInterval = c.ScanInterval.String()
@@ -163,9 +168,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		c.Mode, c.Store, load, rate, c.Payload, c.Producers, c.Concurrency, c.RollbackRatio, c.CheckbackRatio, c.Partitions)
 	switch {
 	case c.HotKey:
-		row("order keys", "one hot key: every message the same order key")
+		row("order keys", "one hot key: every message the same order key, forward key: %s", forwardKeyText(c.ForwardKey))
 	case c.OrderKeys > 0:
-		row("order keys", "%d distinct, message i key i mod %d", c.OrderKeys, c.OrderKeys)
+		row("order keys", "%d distinct, message i key i mod %d, forward key: %s", c.OrderKeys, c.OrderKeys, forwardKeyText(c.ForwardKey))
 	}
 	row("sent", "%d (committed %d, rolled back %d, left for check-back %d), errors %d, %.0f msg/s over %.1fs",
 		x.Sent, x.Committed, x.RolledBack, x.LeftForCheckback, x.Errors, x.SendRate, x.SendSeconds)
@@ -235,6 +240,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 			row("handoffs dropped", "%.0f (not queued at once)", m.Value)
 		case strings.HasPrefix(m.Name, "eventcenter_forward_handoff_released_total"):
 			row("handoff leases released", "%.0f (due at once for the scan)", m.Value)
+		case strings.HasPrefix(m.Name, "eventcenter_forward_order_run_messages_total"):
+			row("order runs: "+strings.TrimSuffix(strings.TrimPrefix(m.Name, "eventcenter_forward_order_run_messages_total{send="), "}"), "%.0f messages sent in runs", m.Value)
+		case strings.HasPrefix(m.Name, "eventcenter_forward_order_behind_failed_total"):
+			row("order runs: behind a failure", "%.0f messages not sent behind a failed one", m.Value)
 		case strings.HasPrefix(m.Name, "eventcenter_ingest_batch_size"):
 			row("ingest batches", "%d, mean %.0f records", m.Count, m.Mean)
 		case strings.HasPrefix(m.Name, "eventcenter_ingest_batch_apply_duration_seconds"):
@@ -272,4 +281,13 @@ func embeddedNote(mode string) string {
 		return ": center, kfake and load generator"
 	}
 	return ""
+}
+
+// forwardKeyText says which key a report's ordered messages were
+// forwarded with ("": a report from before --forward-key, the message key).
+func forwardKeyText(fk string) string {
+	if fk == ForwardKeyOrder {
+		return "the order key"
+	}
+	return "the message key"
 }

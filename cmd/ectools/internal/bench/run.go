@@ -812,8 +812,9 @@ func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic stri
 				}
 				seqBuf = strconv.AppendInt(seqBuf[:0], seq, 10)
 				key := ps.keyPrefix + "-" + string(seqBuf)
-				msg := clientlib.Message{BizID: cmp.Or(ps.bizID, bizID), Key: key, Payload: payload, ForwardTopic: topic, ForwardKey: key,
-					Headers: []clientlib.Header{{Key: seqHeader, Value: []byte(string(seqBuf))}}, OrderKey: cfg.orderKey(seq)}
+				orderKey, forwardKey := cfg.keys(seq, key)
+				msg := clientlib.Message{BizID: cmp.Or(ps.bizID, bizID), Key: key, Payload: payload, ForwardTopic: topic, ForwardKey: forwardKey,
+					Headers: []clientlib.Header{{Key: seqHeader, Value: []byte(string(seqBuf))}}, OrderKey: orderKey}
 				mctx := lctx
 				if cfg.Tracing {
 					mctx = tracing.WithProducerSpan(lctx)
