@@ -119,7 +119,9 @@ func (h *harness) get(bizID, key string) state.Message {
 // waitFor waits until the message satisfies cond.
 func (h *harness) waitFor(bizID, key string, what string, cond func(m state.Message) bool) state.Message {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	// A safety net, not a bound the tests assert: a starved machine can
+	// take seconds for what takes milliseconds alone.
+	deadline := time.Now().Add(60 * time.Second)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for {
