@@ -65,7 +65,7 @@ func (t *Target) classify(ctx context.Context, topic string, err error) error {
 			return fmt.Errorf("send to rocketmq topic %q: %w", topic, err)
 		}
 	}
-	if strings.Contains(err.Error(), "route info not found") {
+	if noRoute(err) {
 		// The client says this both when the name server does not know the
 		// topic and when no name server answered. Ask them ourselves.
 		switch known, perr := probeRoute(ctx, t.nameServers, topic); {
@@ -79,6 +79,12 @@ func (t *Target) classify(ctx context.Context, topic string, err error) error {
 	}
 	// Timeouts ("request timeout"), connection errors and everything else.
 	return fmt.Errorf("send to rocketmq topic %q: %w", topic, err)
+}
+
+// noRoute tells whether err is the client's "no route for the topic":
+// no name server answered its route query, or none knew the topic.
+func noRoute(err error) bool {
+	return strings.Contains(err.Error(), "route info not found")
 }
 
 // probeRoute asks the name servers for topic's route (GET_ROUTEINFO_BY_TOPIC,

@@ -285,6 +285,15 @@ func (t *Target) send(ctx context.Context, rec *forwarder.Record) forwarder.Resu
 	sctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
 	sr, err := t.p.SendSync(sctx, msg)
+	if err != nil && ctx.Err() == nil && noRoute(err) {
+		// The client had no route: its query found no name server
+		// answering in time, or none knew the topic. Nothing was sent, so
+		// one more try cannot duplicate the message; it is worth one when
+		// a name server knows the topic now (a slow first route query).
+		if known, perr := probeRoute(sctx, t.nameServers, rec.Topic); perr == nil && known {
+			sr, err = t.p.SendSync(sctx, msg)
+		}
+	}
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			// The caller gave up; the client reports that as a timeout.

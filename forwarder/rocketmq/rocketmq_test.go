@@ -191,6 +191,30 @@ func TestNoRouteWhileNameServerDownIsRetryable(t *testing.T) {
 	}, 15*time.Second, 50*time.Millisecond)
 }
 
+// A route query that goes unanswered (a slow or restarting name server)
+// fails the client's send with "route info not found" although nothing
+// was sent: the target asks the name servers itself and, since they know
+// the topic now, sends once more, so the message is not put off for a
+// retry.
+func TestUnansweredRouteQueryIsTriedAgain(t *testing.T) {
+	t.Parallel()
+	s := startFake(t, rocketmqfake.WithTopic("t", 1))
+	queries := 0
+	s.SetRouteHook(func(topic string) bool {
+		if topic != "t" {
+			return true
+		}
+		queries++
+		return queries > 1 // the client's first query gets no answer
+	})
+	tg := newTarget(t, s, func(c *rocketmq.Config) { c.Retries = -1 })
+	res := tg.Send(t.Context(), []forwarder.Record{rec("t", "1:a")})
+	require.NoError(t, res[0].Err)
+	require.NotEmpty(t, res[0].Ref)
+	require.Len(t, s.Messages("t"), 1, "sent once")
+	require.GreaterOrEqual(t, s.Requests(rocketmqfake.CodeGetRouteInfoByTopic), 2, "the unanswered query, then the target's own")
+}
+
 func TestBrokerStoppedThenRestarted(t *testing.T) {
 	t.Parallel()
 	s := startFake(t, rocketmqfake.WithTopic("t", 2))

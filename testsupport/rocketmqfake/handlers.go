@@ -31,6 +31,10 @@ type routeData struct {
 func (s *Server) handleRoute(req *command) *command {
 	topic := req.ExtFields["topic"]
 	s.mu.Lock()
+	if s.routeHook != nil && !s.routeHook(topic) {
+		s.mu.Unlock()
+		return nil
+	}
 	t := s.topicLocked(topic)
 	n := 0
 	if t != nil {

@@ -19,6 +19,12 @@ import (
 // messages; any other code stores nothing.
 type SendHook func(topic string, msg Message) (code int, remark string, delay time.Duration)
 
+// RouteHook is called with the topic of each route query (105) before it
+// is answered; when it returns false the query gets no answer at all, as
+// from a name server that is down or too slow (the client times out).
+// Calls are serialized; h must not call the Server's methods.
+type RouteHook func(topic string) (answer bool)
+
 // Option configures a Server.
 type Option func(*config)
 
@@ -124,6 +130,7 @@ type Server struct {
 	commitLog   int64
 	counts      map[int]int
 	sendHook    SendHook
+	routeHook   RouteHook
 	groups      map[string]map[string]*conn // consumer group → client id → registering conn
 	offsets     map[string]map[qkey]int64   // consumer group → queue → offset
 	newData     chan struct{}               // closed and replaced on every store
@@ -263,6 +270,13 @@ func (s *Server) Requests(code int) int {
 func (s *Server) SetSendHook(h SendHook) {
 	s.mu.Lock()
 	s.sendHook = h
+	s.mu.Unlock()
+}
+
+// SetRouteHook installs h (nil removes it).
+func (s *Server) SetRouteHook(h RouteHook) {
+	s.mu.Lock()
+	s.routeHook = h
 	s.mu.Unlock()
 }
 
