@@ -36,6 +36,25 @@ func TestLineBudgets(t *testing.T) {
 	}
 }
 
+// CI runs exactly the test command the README gives, so that what passes
+// in CI is what a newcomer runs.
+func TestCIRunsTheReadmesTestCommand(t *testing.T) {
+	root := repoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
+	require.NoError(t, err)
+	cmds := regexp.MustCompile("(?m)^go test .*$").FindAllString(string(readme), -1)
+	require.Len(t, cmds, 1, "the README gives one test command (a line starting with \"go test \")")
+	var ran []string
+	for _, line := range strings.Split(string(ci), "\n") {
+		if strings.HasPrefix(line, "go test ") && strings.Contains(line, "./...") && !strings.Contains(line, "-fuzz") {
+			ran = append(ran, line)
+		}
+	}
+	require.Equal(t, cmds, ran, ".ci/run's test command differs from the README's")
+}
+
 // Every relative link of every Markdown file resolves, and its fragment
 // names a heading or an anchor of the page it points to.
 func TestMarkdownLinks(t *testing.T) {
