@@ -76,11 +76,12 @@ func (a *Applier) Apply(ctx context.Context, req store.ApplyRequest) (store.Appl
 	req.SendLease = a.lease
 	req.Ordered = a.ordered != nil && a.ordered()
 	if a.inline != nil {
-		req.Forward = a.inline.inlineSender()
-		// Written ahead, sent after the commit; a replayed batch also
-		// writes back what an earlier try left unconfirmed.
+		req.Forward = a.inline.inlineSender(false)
+		// Written ahead, sent after the commit, each order key's messages
+		// of the batch in one send; a replayed batch also writes back what
+		// an earlier try left unconfirmed.
 		req.WriteAhead = req.Ordered && a.inline.cfg.WriteAhead()
-		req.SendAhead = a.inline.inlineSender()
+		req.SendAhead, req.AheadInOrder = a.inline.inlineSender(true), true
 	}
 	res, err := a.st.Apply(ctx, req)
 	if err != nil {

@@ -164,6 +164,16 @@ type ApplyRequest struct {
 	// SendAhead sends the messages written ahead, after the commit (see
 	// WriteAhead); it may be called several times for one batch.
 	SendAhead ForwardFunc
+	// AheadInOrder: SendAhead keeps each order key's order itself, so it
+	// is called once per batch with every message written ahead, each
+	// key's in sequence, instead of once per message of a key. It must
+	// send a key's message only behind every earlier one of the key in the
+	// call (acknowledged, or pipelined ahead of it on a transport that
+	// keeps their order) and, once one of a key is not sent, send none of
+	// the key's later ones: the store treats those as never offered
+	// (parked behind the first one not sent), whatever it answers for
+	// them, except a message it answers sent.
+	AheadInOrder bool
 }
 
 // ForwardFunc sends messages and returns one result per message, in order

@@ -20,6 +20,7 @@ func ExerciseAhead(t *testing.T, newStore NewStore) {
 	t.Helper()
 	t.Run("WrittenOnceSentAfterCommit", func(t *testing.T) { t.Parallel(); testAheadWritesOnce(t, newStore) })
 	t.Run("FailedSendWrittenBack", func(t *testing.T) { t.Parallel(); testAheadSendFails(t, newStore) })
+	t.Run("InOrderOneSendPerBatch", func(t *testing.T) { t.Parallel(); testAheadInOrder(t, newStore) })
 	t.Run("UnconfirmedHoldsUntilReplay", func(t *testing.T) { t.Parallel(); testAheadUnconfirmed(t, newStore) })
 	t.Run("OffKeepsThePathOfLevel2", func(t *testing.T) { t.Parallel(); testAheadOff(t, newStore) })
 }
@@ -163,6 +164,40 @@ func testAheadSendFails(t *testing.T, newStore NewStore) {
 	require.Equal(t, state.SendPending, h.SendStatus)
 	require.False(t, h.SentAhead.Valid)
 	require.Zero(t, h.LeaseToken, "parked, not leased")
+	require.Empty(t, b.claimOrdered(t), "g is leased, h held behind it")
+	b.markSent(t, "g")
+	require.Equal(t, []string{"h"}, b.claimOrdered(t), "woken by g's sent mark")
+}
+
+// With AheadInOrder the batch's messages written ahead go in one send,
+// each key's in sequence. The second of a key's three fails: the first is
+// sent, the second written back and leased, and the third, which the
+// sender left unsent behind it, is parked behind it (not leased, not
+// handed over) and woken by its sent mark; another key's two are sent.
+func testAheadInOrder(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	s := &sender{fail: map[string]bool{"g": true, "h": true}} // h: not sent behind g
+	var changes []store.Change
+	for i, k := range []string{"f", "x", "g", "y", "h"} {
+		ok := "o-3"
+		if k == "x" || k == "y" {
+			ok = "o-4"
+		}
+		changes = append(changes, fromRecord(PrepareOrdered(biz, k, ok, 1, b.now()), int64(2*i)),
+			fromRecord(Commit(biz, k, 1, b.now()), int64(2*i+1)))
+	}
+	res, err := b.s.Apply(t.Context(), store.ApplyRequest{Changes: changes, SendLease: lease, Ordered: true,
+		WriteAhead: true, SendAhead: s.send, AheadInOrder: true})
+	require.NoError(t, err)
+	require.Equal(t, [][]string{{"f", "g", "h", "x", "y"}}, s.calls, "one send, each key's messages in sequence")
+	require.Equal(t, 3, res.Ahead)
+	require.Equal(t, []string{"f", "x", "y"}, sortedKeys(res.Forwarded))
+	require.Equal(t, []string{"g"}, sortedKeys(res.Sendable), "the first not sent is leased; the one behind it is not")
+	h := b.get(t, biz, "h")
+	require.Equal(t, state.SendPending, h.SendStatus)
+	require.False(t, h.SentAhead.Valid)
+	require.Zero(t, h.LeaseToken, "parked, not leased")
+	require.Zero(t, h.SendAttempts)
 	require.Empty(t, b.claimOrdered(t), "g is leased, h held behind it")
 	b.markSent(t, "g")
 	require.Equal(t, []string{"h"}, b.claimOrdered(t), "woken by g's sent mark")

@@ -229,7 +229,8 @@ func marks(changes []store.Change) map[int32]int64 {
 // confirms the batch (AheadDriver.Confirm). A queue's messages go in
 // turn: its first ones in one call with every other queue's first, its
 // second ones in the next call, and so on, each only if the one before it
-// was sent. One not sent is written back to pending: leased for lease and
+// was sent; or, with req.AheadInOrder, all in one call, the sender
+// keeping each queue's order. One not sent is written back to pending: leased for lease and
 // returned in res.Sendable (or due now when the sender held it back), and
 // the later ones of its queue, never offered, are parked behind it until
 // the lease (its sent mark wakes them). The sent ones are added to
@@ -264,16 +265,7 @@ func (c *Core) sendAhead(ctx context.Context, drv AheadDriver, req store.ApplyRe
 		held
 	)
 	outcome := make([]int, len(ahead))
-	for round := 0; ; round++ {
-		var idx []int
-		for _, r := range order {
-			if q := queues[r]; round < len(q) && (round == 0 || outcome[q[round-1]] == sent) {
-				idx = append(idx, q[round])
-			}
-		}
-		if len(idx) == 0 {
-			break
-		}
+	send := func(idx []int) {
 		msgs := make([]state.Message, len(idx))
 		for j, i := range idx {
 			msgs[j] = ahead[i]
@@ -290,6 +282,39 @@ func (c *Core) sendAhead(ctx context.Context, drv AheadDriver, req store.ApplyRe
 				outcome[i] = failed
 			}
 		}
+	}
+	if req.AheadInOrder {
+		// One call; the sender keeps each key's order. Behind a key's
+		// first message not sent, the rest were not offered in order.
+		var idx []int
+		for _, r := range order {
+			idx = append(idx, queues[r]...)
+		}
+		send(idx)
+		for _, r := range order {
+			stop := false
+			for _, i := range queues[r] {
+				switch {
+				case outcome[i] == sent:
+				case stop:
+					outcome[i] = untried
+				default:
+					stop = true
+				}
+			}
+		}
+	}
+	for round := 0; !req.AheadInOrder; round++ {
+		var idx []int
+		for _, r := range order {
+			if q := queues[r]; round < len(q) && (round == 0 || outcome[q[round-1]] == sent) {
+				idx = append(idx, q[round])
+			}
+		}
+		if len(idx) == 0 {
+			break
+		}
+		send(idx)
 	}
 	var back []*state.Message
 	var wake []int64
