@@ -83,11 +83,7 @@ type Config struct {
 // DefaultConfig returns a Config holding the defaults New gives zero
 // fields. The binary's configuration starts from it and sets what its
 // settings say; Validate then refuses what a setting made zero.
-func DefaultConfig() Config {
-	var c Config
-	c.setDefaults()
-	return c
-}
+func DefaultConfig() Config { return Config{}.WithDefaults() }
 
 // WithDefaults returns c with every zero field given its default, as New
 // does; cfg.WithDefaults().Validate() checks a Config before New.
