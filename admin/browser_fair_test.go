@@ -34,11 +34,7 @@ func TestBrowserFairShare(t *testing.T) {
 	bctx := headless.Browser(t)
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 	require.NoError(t, chromedp.Do(bctx,
-		chromedp.Navigate(env.Server.URL+"/ui/"),
-		chromedp.WaitVisible(css(`input[name="token"]`)),
-		chromedp.SendKeys(css(`input[name="token"]`), admintest.ReadToken),
-		chromedp.Submit(css(`input[name="token"]`)),
-		chromedp.WaitVisible(css(`#search`)),
+		signIn(env.Server.URL, admintest.ReadToken),
 		chromedp.Navigate(env.Server.URL+"/ui/bizids"),
 		chromedp.WaitVisible(css(`tr[data-biz="slowcb"]`)),
 	))

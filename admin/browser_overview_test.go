@@ -42,13 +42,7 @@ func TestBrowserOverviewFits1280(t *testing.T) {
 
 	bctx := headless.Browser(t)
 	problems := headless.Problems(t, bctx)
-	require.NoError(t, chromedp.Do(bctx,
-		chromedp.Navigate(env.Server.URL+"/ui/"),
-		chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)),
-		chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), admintest.AdminToken),
-		chromedp.Submit(chromedp.CSS(`input[name="token"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#search`)),
-	))
+	require.NoError(t, chromedp.Do(bctx, signIn(env.Server.URL, admintest.AdminToken)))
 	type fit struct {
 		Inner, Scroll int
 		Clipped       []string

@@ -32,11 +32,7 @@ func TestBrowserRegistries(t *testing.T) {
 	bctx := headless.Browser(t)
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 	require.NoError(t, chromedp.Do(bctx,
-		chromedp.Navigate(env.Server.URL+"/ui/"),
-		chromedp.WaitVisible(css(`input[name="token"]`)),
-		chromedp.SendKeys(css(`input[name="token"]`), admintest.ReadToken),
-		chromedp.Submit(css(`input[name="token"]`)),
-		chromedp.WaitVisible(css(`#search`)),
+		signIn(env.Server.URL, admintest.ReadToken),
 		chromedp.Click(css(`nav a[href="/ui/registries"]`)),
 		chromedp.WaitVisible(css(`section[data-registry="zk1:2181"]`)),
 	))

@@ -27,14 +27,7 @@ func TestBrowserResolve(t *testing.T) {
 
 	base := env.Server.URL
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
-	require.NoError(t, chromedp.Do(bctx,
-		chromedp.Navigate(base+"/ui/"),
-		// Redirected to the login form.
-		chromedp.WaitVisible(css(`input[name="token"]`)),
-		chromedp.SendKeys(css(`input[name="token"]`), admintest.AdminToken),
-		chromedp.Submit(css(`input[name="token"]`)),
-		chromedp.WaitVisible(css(`#search`)),
-	))
+	require.NoError(t, chromedp.Do(bctx, signIn(base, admintest.AdminToken)))
 
 	// Search for it, open it from the VERIFY_FAILED list, resolve it.
 	vf := css(`a[href="/ui/m/orders/vf:1%2Fx"]`)
@@ -88,4 +81,17 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
 	require.NoError(t, os.WriteFile(out, png, 0o644))
 	t.Logf("saved %s (%d bytes)", out, len(png))
+}
+
+// signIn opens the console at base, is sent to the login form, signs in
+// with token and waits for the overview (its search form).
+func signIn(base, token string) chromedp.Action[chromedp.Void] {
+	field := chromedp.CSS(`input[name="token"]`)
+	return chromedp.Steps(
+		chromedp.Navigate(base+"/ui/"),
+		chromedp.WaitVisible(field),
+		chromedp.SendKeys(field, token),
+		chromedp.Submit(field),
+		chromedp.WaitVisible(chromedp.CSS(`#search`)),
+	)
 }

@@ -16,24 +16,39 @@ import (
 // commitOrdered prepares and commits n messages of one order key through
 // the fast path (inline sends, handoff), one COMMIT per Apply, as ingest
 // applies them in control-record order; it returns their ids in commit
-// order.
-func (h *harness) commitOrdered(t *testing.T, a *forwarder.Applier, n int, orderKey string) []string {
+// order. Their forward key is the order key, or with forwardKeyEach one
+// of each message's own.
+func (h *harness) commitOrdered(t *testing.T, a *forwarder.Applier, n int, orderKey string, forwardKeyEach bool) []string {
 	t.Helper()
 	var ids []string
 	for range n {
 		h.seq++
 		key := fmt.Sprintf("key-%d", h.seq)
 		at := h.clock.Now()
-		body := &state.Body{Payload: []byte("p-" + key), Topic: "biz-topic", ForwardKey: orderKey, OrderKey: orderKey, CheckAfter: time.Minute}
-		_, err := a.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{
-			{BizID: "shop", Key: key, Partition: 0, Event: state.Event{Kind: state.KindPrepare, At: at, Body: body}}}})
-		require.NoError(t, err)
-		_, err = a.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{
-			{BizID: "shop", Key: key, Partition: 0, Event: state.Event{Kind: state.KindCommit, At: at}}}})
-		require.NoError(t, err)
+		fkey := orderKey
+		if forwardKeyEach {
+			fkey = "fk-" + key
+		}
+		body := &state.Body{Payload: []byte("p-" + key), Topic: "biz-topic", ForwardKey: fkey, OrderKey: orderKey, CheckAfter: time.Minute}
+		for _, ev := range []state.Event{{Kind: state.KindPrepare, At: at, Body: body}, {Kind: state.KindCommit, At: at}} {
+			_, err := a.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{{BizID: "shop", Key: key, Partition: 0, Event: ev}}})
+			require.NoError(t, err)
+		}
 		ids = append(ids, "shop:"+key)
 	}
 	return ids
+}
+
+// failFirst is a fail rule (fakeTarget.setFail) that refuses the sends of
+// id its first n times with errBroker.
+func failFirst(id string, n int32) func(forwarder.Record) error {
+	var fails atomic.Int32
+	return func(r forwarder.Record) error {
+		if r.ID == id && fails.Add(1) <= n {
+			return errBroker
+		}
+		return nil
+	}
 }
 
 // firstOccurrences returns the ids the target received, first occurrence
@@ -59,14 +74,8 @@ func TestOrderedKeyWaitsForItsFailingHead(t *testing.T) {
 		t.Run(fmt.Sprintf("ordered=%v", ordered), func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, func(c *forwarder.Config) { c.Ordered = func() bool { return ordered } })
-			var fails atomic.Int32
-			h.targets["main"].setFail(func(r forwarder.Record) error {
-				if r.ID == "shop:key-1" && fails.Add(1) <= 2 {
-					return errBroker
-				}
-				return nil
-			})
-			ids := h.commitOrdered(t, h.f.Applier(h.st), 5, "order-7")
+			h.targets["main"].setFail(failFirst("shop:key-1", 2))
+			ids := h.commitOrdered(t, h.f.Applier(h.st), 5, "order-7", false)
 			require.Eventually(t, func() bool {
 				h.clock.Advance(500 * time.Millisecond) // the head's backoff
 				return len(firstOccurrences(h.targets["main"])) == len(ids)
@@ -102,7 +111,7 @@ func TestOrderedDeadHeadHoldsOrReleases(t *testing.T) {
 				}
 				return nil
 			})
-			ids := h.commitOrdered(t, h.f.Applier(h.st), 3, "order-7")
+			ids := h.commitOrdered(t, h.f.Applier(h.st), 3, "order-7", false)
 			head := h.waitStatus(t, state.Message{BizID: "shop", Key: "key-1"}, state.SendDead)
 			if release {
 				require.Zero(t, head.OrderSeq)
@@ -142,7 +151,7 @@ func TestOrderedNextGoesWithItsHeadsMark(t *testing.T) {
 			h.targets["main"].mu.Lock()
 			h.targets["main"].gate = gate
 			h.targets["main"].mu.Unlock()
-			ids := h.commitOrdered(t, h.f.Applier(h.st), 5, "order-7")
+			ids := h.commitOrdered(t, h.f.Applier(h.st), 5, "order-7", false)
 			for _, id := range ids[1:] {
 				m := h.get(t, state.Message{BizID: "shop", Key: id[len("shop:"):]})
 				require.True(t, m.SendNextAt.After(h.clock.Now()), "%s parked behind the head", id)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/state"
-	"github.com/eventcenter/eventcenter/store"
 )
 
 // orderedFake is a fakeTarget that keeps a forward key's order
@@ -61,21 +59,10 @@ func TestOrderedRunsKeepOrderWhenASendFailsMidRun(t *testing.T) {
 			ft.mu.Lock()
 			ft.gate = gate
 			ft.mu.Unlock()
-			var fails atomic.Int32
-			ft.setFail(func(r forwarder.Record) error {
-				if r.ID == "shop:key-5" && fails.Add(1) <= 2 {
-					return errBroker
-				}
-				return nil
-			})
-			var ids []string
-			if tc.fkeys {
-				// Each message its own forward key: a run goes head of
-				// line even through an OrderedTarget.
-				ids = h.commitOrderedKeys(t, h.f.Applier(h.st), 40, "order-7")
-			} else {
-				ids = h.commitOrdered(t, h.f.Applier(h.st), 40, "order-7")
-			}
+			ft.setFail(failFirst("shop:key-5", 2))
+			// With tc.fkeys each message has its own forward key: a run
+			// goes head of line even through an OrderedTarget.
+			ids := h.commitOrdered(t, h.f.Applier(h.st), 40, "order-7", tc.fkeys)
 			close(gate) // key-1 was in flight; the rest parked behind it
 			require.Eventually(t, func() bool {
 				h.clock.Advance(500 * time.Millisecond) // key-5's backoff
@@ -108,22 +95,4 @@ func TestOrderedRunsKeepOrderWhenASendFailsMidRun(t *testing.T) {
 			}
 		})
 	}
-}
-
-// commitOrderedKeys is commitOrdered with a forward key per message.
-func (h *harness) commitOrderedKeys(t *testing.T, a *forwarder.Applier, n int, orderKey string) []string {
-	t.Helper()
-	var ids []string
-	for range n {
-		h.seq++
-		key := fmt.Sprintf("key-%d", h.seq)
-		at := h.clock.Now()
-		body := &state.Body{Payload: []byte("p-" + key), Topic: "biz-topic", ForwardKey: "fk-" + key, OrderKey: orderKey, CheckAfter: time.Minute}
-		for _, ev := range []state.Event{{Kind: state.KindPrepare, At: at, Body: body}, {Kind: state.KindCommit, At: at}} {
-			_, err := a.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{{BizID: "shop", Key: key, Partition: 0, Event: ev}}})
-			require.NoError(t, err)
-		}
-		ids = append(ids, "shop:"+key)
-	}
-	return ids
 }

@@ -256,7 +256,7 @@ func (c *Config) Validate() error {
 	if c.RetryMax < c.RetryMin {
 		bad("RetryMax", "must be at least RetryMin (%v), got %v", c.RetryMin, c.RetryMax)
 	}
-	if c.MaxDelay < 0 || c.MaxDelay > envelope.MaxDelay {
+	if c.MaxDelay <= 0 || c.MaxDelay > envelope.MaxDelay {
 		bad("MaxDelay", "must be within (0, %v], got %v", envelope.MaxDelay, c.MaxDelay)
 	}
 	if c.DLQRetryBudget < 0 {

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventcenter/eventcenter/envelope"
@@ -39,73 +38,6 @@ type Producer interface {
 // Getter reads a message's state (the center's store).
 type Getter interface {
 	Get(ctx context.Context, bizID, key string) (state.Message, error)
-}
-
-// Defaults of zero Config fields.
-const (
-	DefaultRate           = 1000
-	DefaultBurst          = 2000
-	DefaultMaxBatch       = 500
-	DefaultMaxBatchBytes  = 8 << 20
-	DefaultProduceTimeout = 10 * time.Second
-	DefaultMaxConcurrent  = 64
-)
-
-// Config configures the handler.
-type Config struct {
-	// Producer writes to ControlTopic. Required.
-	Producer     Producer
-	ControlTopic string
-	// ControlTopicFor, when set, is the control topic of a bizID's
-	// envelopes: its control lane's (kafka.lanes), or ControlTopic. nil
-	// means ControlTopic for all.
-	ControlTopicFor func(bizID string) string
-	// Store answers GET /v1/messages/{bizID}/{key}. Required.
-	Store Getter
-	// MaxPayload is ingest's payload limit (ingest.max_payload_bytes); 0
-	// means envelope.DefaultMaxPayload. A PREPARE over it is refused 413,
-	// as is one whose forwarded record would exceed MaxPayload +
-	// ingest.RecordOverhead (which ingest would dead-letter).
-	MaxPayload int
-	// CheckTopic is ingest's check of a PREPARE's forward topic against
-	// its target (ingest.Config.CheckTopic); nil checks nothing more than
-	// the envelope rules.
-	CheckTopic func(target, topic string) error
-	// Scheduling is ingest's scheduled-delivery gate
-	// (ingest.Config.Scheduling): while it reports off, a PREPARE with
-	// ec-deliver-at or ec-delay is refused 503 with the reason instead of
-	// being written for ingest to dead-letter. nil means on.
-	Scheduling func() (on bool, why string)
-	// Tokens are the producer tokens; TokenSource, when set, is asked on
-	// every request instead (re-read token files).
-	Tokens      []Token
-	TokenSource func() []Token
-	// Insecure, without tokens, accepts requests without one for every
-	// bizID (dev).
-	Insecure bool
-	// Rate and Burst are the default token bucket of a token, in
-	// envelopes per second.
-	Rate  float64
-	Burst int
-	// MaxBatch bounds the envelopes of a batch, MaxBatchBytes its body.
-	MaxBatch      int
-	MaxBatchBytes int
-	// MaxConcurrent bounds the requests served at once; the rest are
-	// answered 503 with Retry-After at once.
-	MaxConcurrent int
-	// MaxDelay is ingest's bound on a schedule (forward.max_delay,
-	// ingest.Config.MaxDelay); 0 means ingest.DefaultMaxDelay.
-	MaxDelay time.Duration
-	// ProduceTimeout bounds waiting for the broker; then 503.
-	ProduceTimeout time.Duration
-	Now            func() time.Time
-	Logger         *slog.Logger
-	// Registerer receives the metrics (nil: not registered).
-	Registerer prometheus.Registerer
-
-	// observe, when set, is told every answered request (tests: every
-	// route and status must be in the OpenAPI document).
-	observe func(route string, code int)
 }
 
 // Handler serves the producer API.
@@ -143,45 +75,9 @@ var routes = []route{
 
 // New returns the handler.
 func New(cfg Config) (*Handler, error) {
-	if cfg.Producer == nil || cfg.Store == nil {
-		return nil, errors.New("producerapi: Producer and Store are required")
-	}
-	if cfg.ControlTopic == "" {
-		cfg.ControlTopic = envelope.DefaultControlTopic
-	}
-	if cfg.MaxPayload == 0 {
-		cfg.MaxPayload = envelope.DefaultMaxPayload
-	}
-	if cfg.Rate == 0 {
-		cfg.Rate = DefaultRate
-	}
-	if cfg.Burst == 0 {
-		cfg.Burst = DefaultBurst
-	}
-	if cfg.MaxBatch == 0 {
-		cfg.MaxBatch = DefaultMaxBatch
-	}
-	if cfg.MaxBatchBytes == 0 {
-		cfg.MaxBatchBytes = DefaultMaxBatchBytes
-	}
-	if cfg.ProduceTimeout == 0 {
-		cfg.ProduceTimeout = DefaultProduceTimeout
-	}
-	if cfg.MaxConcurrent == 0 {
-		cfg.MaxConcurrent = DefaultMaxConcurrent
-	}
-	if cfg.MaxDelay == 0 {
-		cfg.MaxDelay = ingest.DefaultMaxDelay
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Rate < 0 || cfg.Burst < 0 || cfg.MaxBatch < 0 || cfg.MaxBatchBytes < 0 || cfg.ProduceTimeout < 0 || cfg.MaxPayload < 0 ||
-		cfg.MaxConcurrent < 0 || cfg.MaxDelay < 0 {
-		return nil, errors.New("producerapi: Rate, Burst, MaxBatch, MaxBatchBytes, ProduceTimeout, MaxPayload, MaxConcurrent and MaxDelay must not be negative")
+	cfg.setDefaults()
+	if err := cfg.validate(false); err != nil {
+		return nil, err
 	}
 	met, err := newMetrics(cfg.Registerer)
 	if err != nil {

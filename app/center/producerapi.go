@@ -68,15 +68,12 @@ func (c *Center) newProducerAPI(cfg config.Config, opt Options) (*producerAPI, e
 	if err != nil {
 		return nil, fmt.Errorf("ingress: kafka client: %w", err)
 	}
-	h, err := producerapi.New(producerapi.Config{
-		Producer: cl, ControlTopic: cfg.Kafka.ControlTopic, Store: c.Store,
-		ControlTopicFor: cfg.Kafka.ControlTopicFor,
-		MaxPayload:      cfg.Ingest.MaxPayloadBytes, CheckTopic: targetTopicCheck(cfg.Forward), Scheduling: c.Scheduling,
-		TokenSource: c.secrets.ProducerTokens, Insecure: in.Insecure,
-		Rate: in.Rate, Burst: in.Burst, MaxBatch: in.MaxBatch, MaxBatchBytes: in.MaxBatchBytes, MaxConcurrent: in.MaxConcurrent,
-		MaxDelay:       cfg.Forward.MaxDelay,
-		ProduceTimeout: in.ProduceTimeout, Now: opt.Now, Logger: log, Registerer: c.registerer,
-	})
+	pc := cfg.ProducerAPIConfig()
+	pc.Producer, pc.Store = cl, c.Store
+	pc.CheckTopic, pc.Scheduling = targetTopicCheck(cfg.Forward), c.Scheduling
+	pc.TokenSource = c.secrets.ProducerTokens
+	pc.Now, pc.Logger, pc.Registerer = opt.Now, log, c.registerer
+	h, err := producerapi.New(pc)
 	if err != nil {
 		cl.Close()
 		return nil, err

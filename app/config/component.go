@@ -19,6 +19,15 @@ type fieldPaths map[string]string
 // component is made.
 const notASetting = "-"
 
+// reportedAs marks a field whose setting another section reports the
+// problems of (producerapi's MaxPayload is ingest.max_payload_bytes,
+// checked by ingest's Validate): its own problems are left out, so that a
+// bad setting is reported once, and the texts of the others name the
+// setting.
+func reportedAs(path string) string { return reportedMark + path }
+
+const reportedMark = "="
+
 // goField matches a field in a component's message: a Go name, with its
 // elements ([2], ["a"]) and subfields (.Base).
 var goField = regexp.MustCompile(`\b[A-Z][A-Za-z0-9]*(?:\[[^\]\s]*\])?(?:\.[A-Z][A-Za-z0-9]*(?:\[[^\]\s]*\])?)*`)
@@ -60,20 +69,21 @@ func (paths fieldPaths) withEntries(goList, yamlList string, ids []string, field
 // text names are renamed too. A problem of a field paths does not name
 // (one no setting reaches) or an error that is no fieldcheck.Problem is
 // reported under section as it is; one of a field notASetting marks is
-// left to the center.
+// left to the center, and one of a field reportedAs marks to the other
+// section.
 func (paths fieldPaths) report(section string, err error, bad func(string, string, ...any)) {
 	problems, others := fieldcheck.Problems(err)
 	for _, p := range problems {
 		path, ok := paths.path(p.Field)
 		switch {
-		case path == notASetting:
+		case path == notASetting, strings.HasPrefix(path, reportedMark):
 			continue
 		case !ok:
 			path = section + " (" + p.Field + ")"
 		}
 		bad(path, "%s", goField.ReplaceAllStringFunc(p.Text, func(w string) string {
 			if path, ok := paths.path(w); ok && path != notASetting {
-				return path
+				return strings.TrimPrefix(path, reportedMark)
 			}
 			return w
 		}))

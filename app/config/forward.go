@@ -6,7 +6,6 @@ import (
 
 	"github.com/eventcenter/eventcenter/clientlib/kafkaauth"
 	"github.com/eventcenter/eventcenter/clientlib/kafkarec"
-	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/forwarder/kafka"
 	"github.com/eventcenter/eventcenter/forwarder/rocketmq/rmqrules"
@@ -203,15 +202,11 @@ func (c *Config) ForwarderConfig() forwarder.Config {
 
 // validateForward checks forward: forwarder.Config.Validate's limits
 // under the settings' names, and what only the settings have (targets by
-// name and type, order, the schedule's bound).
+// name and type, order). ingest.Config.Validate bounds the schedule
+// (forward.max_delay, validateIngest).
 func (c *Config) validateForward(bad func(string, string, ...any)) {
 	f := c.Forward
 	c.forwarderPaths().report("forward", c.ForwarderConfig().Validate(), bad)
-	if f.MaxDelay == 0 {
-		// ingest.Config.Validate checks the range (validateIngest); its
-		// zero would mean its default, a setting of 0 means nothing.
-		bad("forward.max_delay", "must be within (0, %v]", envelope.MaxDelay)
-	}
 	if f.Order.Dead != "" && f.Order.Dead != "hold" && f.Order.Dead != "skip" {
 		bad("forward.order.dead", "must be hold or skip, not %q", f.Order.Dead)
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/eventcenter/eventcenter/envelope"
-	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/producerapi"
 )
 
@@ -73,6 +72,43 @@ func defaultIngress() Ingress {
 		ReadTimeout:   30 * time.Second, IdleTimeout: 2 * time.Minute}
 }
 
+// ingressPaths are the settings behind producerapi.Config's fields.
+var ingressPaths = fieldPaths{
+	// The center makes the producer and the store.
+	"Producer":       notASetting,
+	"Store":          notASetting,
+	"Rate":           "ingress.rate",
+	"Burst":          "ingress.burst",
+	"MaxBatch":       "ingress.max_batch",
+	"MaxBatchBytes":  "ingress.max_batch_bytes",
+	"MaxConcurrent":  "ingress.max_concurrent",
+	"ProduceTimeout": "ingress.produce_timeout",
+	// ingest's, checked by its Validate (validateIngest).
+	"MaxPayload": reportedAs("ingest.max_payload_bytes"),
+	"MaxDelay":   reportedAs("forward.max_delay"),
+}
+
+// ProducerAPIConfig is the producerapi.Config the settings make
+// (ingressPaths): the producer API's defaults, then ingress.*,
+// kafka.control_topic and kafka.lanes, ingest.max_payload_bytes and
+// forward.max_delay. What is not a setting (the producer, the store,
+// topic checks, the scheduling gate, tokens as they are re-read, the
+// clock, the logger, the registerer) the center adds.
+func (c *Config) ProducerAPIConfig() producerapi.Config {
+	in := c.Ingress
+	pc := producerapi.DefaultConfig()
+	pc.ControlTopic = c.Kafka.ControlTopic
+	pc.ControlTopicFor = c.Kafka.ControlTopicFor
+	pc.MaxPayload = c.Ingest.MaxPayloadBytes
+	pc.MaxDelay = c.Forward.MaxDelay
+	pc.Insecure = in.Insecure
+	pc.Rate, pc.Burst = in.Rate, in.Burst
+	pc.MaxBatch, pc.MaxBatchBytes = in.MaxBatch, in.MaxBatchBytes
+	pc.MaxConcurrent = in.MaxConcurrent
+	pc.ProduceTimeout = in.ProduceTimeout
+	return pc
+}
+
 // resolveIngressSecrets reads ingress.tokens[].token_file.
 func (c *Config) resolveIngressSecrets(read func(field, path string, into *string)) {
 	for i := range c.Ingress.Tokens {
@@ -81,8 +117,10 @@ func (c *Config) resolveIngressSecrets(read func(field, path string, into *strin
 	}
 }
 
-// validateIngress checks the ingress section; nothing is checked but the
-// kind of values when the API is off.
+// validateIngress checks the ingress section: producerapi.Config.Validate's
+// limits under the settings' names, and what only the settings have (the
+// listener, TLS, tokens against each other and the admin tokens);
+// nothing is checked but the kind of values when the API is off.
 func (c *Config) validateIngress(bad func(string, string, ...any)) {
 	in := c.Ingress
 	if in.Listen == "" {
@@ -99,24 +137,7 @@ func (c *Config) validateIngress(bad func(string, string, ...any)) {
 	if in.Insecure && len(in.Tokens) == 0 && !LoopbackListen(in.Listen) {
 		bad("ingress.insecure", "accepts messages without a token and is refused on ingress.listen %s, which is reachable from other hosts: configure ingress.tokens, or listen on 127.0.0.1", in.Listen)
 	}
-	if in.Rate <= 0 {
-		bad("ingress.rate", "must be positive (envelopes per second per token)")
-	}
-	if in.Burst < 1 {
-		bad("ingress.burst", "must be at least 1")
-	}
-	if in.MaxBatch < 1 {
-		bad("ingress.max_batch", "must be at least 1")
-	}
-	if least := c.Ingest.MaxPayloadBytes + ingest.RecordOverhead; in.MaxBatchBytes < least {
-		bad("ingress.max_batch_bytes", "must be at least ingest.max_payload_bytes + 64 KiB (%d), to fit a batch of one largest envelope", least)
-	}
-	if in.MaxConcurrent < 1 {
-		bad("ingress.max_concurrent", "must be at least 1")
-	}
-	if in.ProduceTimeout <= 0 {
-		bad("ingress.produce_timeout", "must be positive")
-	}
+	ingressPaths.report("ingress", c.ProducerAPIConfig().Validate(), bad)
 	if in.ReadTimeout <= 0 {
 		bad("ingress.read_timeout", "must be positive")
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -91,4 +92,57 @@ func TestCompressionSettings(t *testing.T) {
 	t.Setenv("EVENTCENTER_KAFKA_COMPRESSION", "lz4")
 	require.NoError(t, ApplyEnv(&cfg))
 	require.Equal(t, "lz4", cfg.Kafka.Compression)
+}
+
+// The producer API's limits are producerapi.Config.Validate's, reported
+// under the settings' names (and the variable a value came from); the
+// ones it shares with ingest (ingest.max_payload_bytes,
+// forward.max_delay) are reported once, by ingest.
+func TestIngressLimitsAreTheProducerAPIs(t *testing.T) {
+	on := "ingress:\n  listen: 127.0.0.1:8081\n  insecure: true\n"
+	for _, tc := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"max batch", on + "  max_batch: 0\n", []string{"ingress.max_batch: must be at least 1, got 0"}},
+		{"max concurrent", on + "  max_concurrent: -2\n", []string{"ingress.max_concurrent: must be at least 1, got -2"}},
+		{"produce timeout", on + "  produce_timeout: 0s\n", []string{"ingress.produce_timeout: must be positive, got 0s"}},
+		{"batch bytes names the payload setting", on + "  max_batch_bytes: 1000\n",
+			[]string{"ingress.max_batch_bytes: must be at least ingest.max_payload_bytes + 64 KiB (1114112), to fit a batch of one largest envelope, got 1000"}},
+		{"payload limit once", on + "ingest:\n  max_payload_bytes: 0\n", []string{"ingest.max_payload_bytes: must be 1 to"}},
+		{"max delay once", on + "forward:\n  max_delay: 0s\n", []string{"forward.max_delay: must be within (0, 8784h0m0s], got 0s"}},
+		{"max delay once, api off", "forward:\n  max_delay: 0s\n", []string{"forward.max_delay: must be within (0, 8784h0m0s], got 0s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := parseValidate(t, tc.body)
+			requireUserError(t, err, tc.want...)
+			lines := strings.Split(err.Error(), "\n")
+			require.Len(t, lines, len(tc.want), "each problem once:\n%s", err)
+		})
+	}
+
+	t.Run("from a variable", func(t *testing.T) {
+		t.Setenv("EVENTCENTER_INGRESS_BURST", "0")
+		cfg := Default()
+		require.NoError(t, Parse([]byte(on+sqliteBase), &cfg))
+		require.NoError(t, ApplyEnv(&cfg))
+		requireUserError(t, cfg.Validate(), "ingress.burst (from EVENTCENTER_INGRESS_BURST): must be at least 1, got 0")
+	})
+}
+
+// ProducerAPIConfig carries every setting the center used to hand the
+// producer API itself.
+func TestProducerAPIConfigMapsTheSettings(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseValidate(t, "ingress:\n  listen: 127.0.0.1:8081\n  insecure: true\n  rate: 5\n  burst: 7\n  max_batch: 9\n"+
+		"  max_batch_bytes: 2000000\n  max_concurrent: 3\n  produce_timeout: 4s\n"+
+		"kafka:\n  control_topic: ctl\n  lanes: [{name: vip, id: 1, biz_ids: [gold]}]\ningest:\n  max_payload_bytes: 1000\nforward:\n  max_delay: 48h\n")
+	require.NoError(t, err)
+	pc := cfg.ProducerAPIConfig()
+	require.InDelta(t, 5.0, pc.Rate, 0)
+	require.Equal(t, []any{7, 9, 2000000, 3, 4 * time.Second, 1000, 48 * time.Hour, "ctl", true},
+		[]any{pc.Burst, pc.MaxBatch, pc.MaxBatchBytes, pc.MaxConcurrent, pc.ProduceTimeout, pc.MaxPayload, pc.MaxDelay, pc.ControlTopic, pc.Insecure})
+	require.Equal(t, "ctl.lane.vip", pc.ControlTopicFor("gold"))
+	require.Equal(t, "ctl", pc.ControlTopicFor("other"))
 }

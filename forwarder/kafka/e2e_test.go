@@ -39,11 +39,23 @@ const lease = 30 * time.Second
 
 func newPipeline(t *testing.T, clusterOpts []kfake.Opt, mod func(*forwarder.Config)) *pipeline {
 	t.Helper()
+	return newPipelineWith(t, clusterOpts, nil, mod)
+}
+
+// newPipelineWith is newPipeline whose target's configuration (creating
+// missing topics) targetMod, when set, changes too.
+func newPipelineWith(t *testing.T, clusterOpts []kfake.Opt, targetMod func(*kafka.Config), mod func(*forwarder.Config)) *pipeline {
+	t.Helper()
 	p := &pipeline{
 		c:     newCluster(t, clusterOpts...),
 		clock: testclock.At(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)),
 	}
-	tg := newTarget(t, p.c, func(cfg *kafka.Config) { cfg.AutoCreateTopics = true })
+	tg := newTarget(t, p.c, func(cfg *kafka.Config) {
+		cfg.AutoCreateTopics = true
+		if targetMod != nil {
+			targetMod(cfg)
+		}
+	})
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "ec.db"), sqlite.Options{Now: p.clock.Now, Logger: quiet})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })

@@ -1,9 +1,7 @@
 package kafka_test
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +14,8 @@ import (
 
 	"github.com/eventcenter/eventcenter/forwarder"
 	"github.com/eventcenter/eventcenter/forwarder/kafka"
-	"github.com/eventcenter/eventcenter/ingest"
-	"github.com/eventcenter/eventcenter/internal/testclock"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
-	"github.com/eventcenter/eventcenter/store/sqlite"
 	"github.com/eventcenter/eventcenter/testsupport/kfaketest"
 )
 
@@ -33,38 +28,20 @@ import (
 func TestForwardHotKeyRunsKeepOrderThroughBrokerErrors(t *testing.T) {
 	t.Parallel()
 	const n = 240
-	c := newCluster(t, kfake.SeedTopics(1, "payments"))
-	// Small producer batches: a run of records goes in several produce
-	// requests, so an injected error lands in the middle of one.
-	tg := newTarget(t, c, func(cfg *kafka.Config) { cfg.ClientOptions = []kgo.Opt{kgo.ProducerBatchMaxBytes(2 << 10)} })
-	clock := testclock.At(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "ec.db"), sqlite.Options{Now: clock.Now, Logger: quiet})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	owned := ingest.NewOwnership()
-	owned.Assign(0)
 	reg := prometheus.NewRegistry()
-	f, err := forwarder.New(forwarder.Config{
-		Targets:      map[string]forwarder.Target{"kafka": tg},
-		ScanInterval: 5 * time.Millisecond,
-		Lease:        lease,
-		SendTimeout:  5 * time.Second,
-		MarkInterval: 2 * time.Millisecond,
-		BatchSize:    64,
-		Backoff:      forwarder.Backoff{Base: time.Second, Cap: 2 * time.Second, Rand: func() float64 { return 0.5 }},
-		MaxAttempts:  3,
-		Ordered:      func() bool { return true },
-		Now:          clock.Now,
-		Logger:       quiet,
-		Registerer:   reg,
-	}, st, owned)
-	require.NoError(t, err)
-	require.NoError(t, f.Start(t.Context()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, f.Stop(ctx))
+	p := newPipelineWith(t, []kfake.Opt{kfake.SeedTopics(1, "payments")}, func(cfg *kafka.Config) {
+		// Small producer batches: a run of records goes in several produce
+		// requests, so an injected error lands in the middle of one.
+		cfg.ClientOptions = []kgo.Opt{kgo.ProducerBatchMaxBytes(2 << 10)}
+		cfg.AutoCreateTopics = false
+	}, func(cfg *forwarder.Config) {
+		cfg.ScanInterval, cfg.MarkInterval = 5*time.Millisecond, 2*time.Millisecond
+		cfg.BatchSize = 64
+		cfg.Backoff.Cap = 2 * time.Second
+		cfg.Ordered = func() bool { return true }
+		cfg.Registerer = reg
 	})
+	c, clock, st, f := p.c, p.clock, p.st, p.f
 
 	// Two faults, each in the middle of a run: the broker takes some
 	// requests, refuses the next ones, then takes the rest.

@@ -51,17 +51,6 @@ var limitExceptions = map[string]string{
 	// released clientlib module.
 	"forwarder/kafka.DefaultBatchBytes = ingest.defaultBatchMax": "franz-go's default ProducerBatchMaxBytes; no shared home below both yet",
 	"forwarder/kafka.RecordFraming = ingest.batchFraming":        "a record batch's framing; no shared home below both yet",
-	// Found when the check learnt to follow settings through their types
-	// (lists of entries, helpers, embedded structs); not yet moved.
-	// producerapi.New refuses only negatives (0 means its default): it
-	// needs the forwarder's and the verifier's DefaultConfig and
-	// Validate first.
-	"app/config/ingress.go: Ingress.Burst (producerapi.Config.Burst) is bounded by producerapi's validation":                   "to move",
-	"app/config/ingress.go: Ingress.MaxBatch (producerapi.Config.MaxBatch) is bounded by producerapi's validation":             "to move",
-	"app/config/ingress.go: Ingress.MaxBatchBytes (producerapi.Config.MaxBatchBytes) is bounded by producerapi's validation":   "to move",
-	"app/config/ingress.go: Ingress.MaxConcurrent (producerapi.Config.MaxConcurrent) is bounded by producerapi's validation":   "to move",
-	"app/config/ingress.go: Ingress.ProduceTimeout (producerapi.Config.ProduceTimeout) is bounded by producerapi's validation": "to move",
-	"app/config/ingress.go: Ingress.Rate (producerapi.Config.Rate) is bounded by producerapi's validation":                     "to move",
 	// A lane of kafka.lanes may not be id 0 (the default lane,
 	// kafka.control_topic), which ingest's Lane allows; the upper bound is
 	// ingest.MaxLane, referred to.
