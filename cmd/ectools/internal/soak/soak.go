@@ -85,7 +85,7 @@ type Report struct {
 	WorstCommitToForward time.Duration
 	Converged            bool
 	Invariants           []*Invariant
-	WorkDir         string
+	WorkDir              string
 }
 
 // OK tells whether every invariant held (check makes every fault error
