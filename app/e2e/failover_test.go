@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -195,7 +196,9 @@ func (f *failoverEnv) asyncFailover(t *testing.T, lagging bool) (plan, asyncLoss
 		return total == 0
 	}, 2*time.Minute, 100*time.Millisecond, "the center did not read the control topic to its end")
 	var loss asyncLoss
-	require.Eventually(t, func() bool {
+	deadline := time.Now().Add(f.cfg.Checkback.Lease + f.cfg.Forward.Lease + 2*time.Minute)
+	for {
+		var pending []string
 		loss.missing, loss.parked = loss.missing[:0], loss.parked[:0]
 		for _, id := range pl.committed {
 			if len(f.col.get(id)) > 0 {
@@ -207,12 +210,19 @@ func (f *failoverEnv) asyncFailover(t *testing.T, lagging bool) (plan, asyncLoss
 			case m.Status == state.VerifyFailed:
 				loss.parked = append(loss.parked, id)
 			default:
-				return false
+				pending = append(pending, fmt.Sprintf("%s (%v, send %v, %d check-backs, %d sends, next send %s)",
+					id, m.Status, m.SendStatus, m.VerifyAttempts, m.SendAttempts, m.SendNextAt.UTC().Format("15:04:05.000")))
 			}
 		}
-		return true
-	}, f.cfg.Checkback.Lease+f.cfg.Forward.Lease+2*time.Minute, 100*time.Millisecond,
-		"committed messages neither forwarded nor lost")
+		if len(pending) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d committed messages neither forwarded nor lost at %s, e.g. %v", len(pending),
+				time.Now().UTC().Format("15:04:05.000"), pending[:min(len(pending), 10)])
+		}
+		time.Sleep(100 * time.Millisecond) // polling the store and the collector
+	}
 	for _, id := range pl.committed {
 		if m, ok := row(id); len(f.col.get(id)) > 0 && (!ok || m.Status != state.Committed) {
 			loss.forgot++
