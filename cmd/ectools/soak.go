@@ -29,8 +29,8 @@ outages, cuts, delays, losses and flaps of one center's link to PostgreSQL, the
 broker or the check-back endpoint (through loopback proxies of the soak's), one
 center cut from PostgreSQL and the broker at once, one control-topic
 partition increase and, with --standby, PostgreSQL failovers (the primary
-crashed, the standby promoted, a new standby made from the new primary). At the end it checks the
-invariants; the exit status is non-zero when one is violated.
+crashed, the standby promoted, a new standby made from the new primary). At
+the end it checks the invariants; the exit status is non-zero when one is violated.
 
 eventcenter and ecbroker are looked up next to this binary, then in PATH
 (go build -o bin/ ./cmd/eventcenter ./cmd/ecbroker ./cmd/ectools).`,
