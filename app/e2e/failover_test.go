@@ -210,8 +210,8 @@ func (f *failoverEnv) asyncFailover(t *testing.T, lagging bool) (plan, asyncLoss
 			case m.Status == state.VerifyFailed:
 				loss.parked = append(loss.parked, id)
 			default:
-				pending = append(pending, fmt.Sprintf("%s (%v, send %v, %d check-backs, %d sends, next send %s)",
-					id, m.Status, m.SendStatus, m.VerifyAttempts, m.SendAttempts, m.SendNextAt.UTC().Format("15:04:05.000")))
+				pending = append(pending, fmt.Sprintf("%s (%v, send %v, body %v, partition %d, lease token %d, %d check-backs, %d sends, next send %s)",
+					id, m.Status, m.SendStatus, m.HasBody, m.Partition, m.LeaseToken, m.VerifyAttempts, m.SendAttempts, m.SendNextAt.UTC().Format("15:04:05.000")))
 			}
 		}
 		if len(pending) == 0 {
