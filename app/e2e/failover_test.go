@@ -19,8 +19,8 @@ import (
 
 // failoverEnv is a center on a PostgreSQL primary with a streaming
 // standby (synchronous with o.Sync, lagging by o.Lag), its DSN listing
-// both hosts with target_session_attrs=read-write, consuming every
-// partition, with a collector on the business topic.
+// both hosts, the standby first, with target_session_attrs=read-write,
+// consuming every partition, with a collector on the business topic.
 type failoverEnv struct {
 	*env
 	primary, standby *pgtest.Server
@@ -36,7 +36,9 @@ func newFailoverEnv(t *testing.T, o pgtest.StandbyOptions) *failoverEnv {
 	f := &failoverEnv{primary: pgtest.Cluster(t), srv: newCountingCheckback(t)}
 	f.standby = f.primary.StandbyWith(t, o)
 	f.env = clusterEnv(t, f.srv)
-	f.cfg.Store.DSN = pgtest.FailoverDSN(f.primary, f.standby)
+	// The standby first: only target_session_attrs=read-write keeps the
+	// center off it (and, after the failover, off the old primary).
+	f.cfg.Store.DSN = pgtest.FailoverDSN(f.standby, f.primary)
 	// A check-back answer whose write fails all through the failover is
 	// asked again after the check-back lease; a short one bounds the wait.
 	f.cfg.Checkback.Lease = 20 * time.Second
@@ -68,6 +70,9 @@ func (f *failoverEnv) failOver(t *testing.T, lagging bool) time.Time {
 // WAL is dropped at the crash, so whatever the primary committed without
 // the standby having it is gone: only synchronous replication keeps every
 // message. Every committed message is forwarded, no rolled-back one is.
+// The DSN lists the standby first, so it also fails without
+// target_session_attrs=read-write (the center would migrate and write on
+// the standby).
 func TestPostgresFailoverLosesNothing(t *testing.T) {
 	t.Parallel()
 	f := newFailoverEnv(t, pgtest.StandbyOptions{Sync: true, Lag: 500 * time.Millisecond})

@@ -163,13 +163,14 @@ func (s *Server) Promote(t testing.TB) {
 	}
 }
 
-// FailoverDSN is a DSN listing primary and standby, for database
-// "postgres" as superuser postgres, that connects only to the one that
-// accepts writes (target_session_attrs=read-write): after a promotion the
-// clients' new connections go to the new primary.
-func FailoverDSN(primary, standby *Server) string {
+// FailoverDSN is a DSN listing two servers, a primary and its standby in
+// either order, for database "postgres" as superuser postgres, that
+// connects only to the one that accepts writes
+// (target_session_attrs=read-write): after a promotion the clients' new
+// connections go to the new primary.
+func FailoverDSN(first, second *Server) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&connect_timeout=5",
-		primary.Port, standby.Port)
+		first.Port, second.Port)
 }
 
 func (s *Server) exec(t testing.TB, sql string) {
