@@ -27,9 +27,10 @@ injects, at random from the printed seed: SIGKILL and restart of a center,
 SIGSTOP/SIGCONT, PostgreSQL restarts, broker produce and fetch errors, check-back
 outages, cuts, delays, losses and flaps of one center's link to PostgreSQL, the
 broker or the check-back endpoint (through loopback proxies of the soak's), one
-center cut from PostgreSQL and the broker at once, and one control-topic
-partition increase. At the end it checks the
-invariants; the exit status is non-zero when one is violated.
+center cut from PostgreSQL and the broker at once, one control-topic
+partition increase and, with --standby, PostgreSQL failovers (the primary
+crashed, the standby promoted, a new standby made from the new primary). At
+the end it checks the invariants; the exit status is non-zero when one is violated.
 
 eventcenter and ecbroker are looked up next to this binary, then in PATH
 (go build -o bin/ ./cmd/eventcenter ./cmd/ecbroker ./cmd/ectools).`,
@@ -69,6 +70,9 @@ eventcenter and ecbroker are looked up next to this binary, then in PATH
 	f.BoolVar(&cfg.Faults, "faults", true, "inject faults")
 	f.DurationVar(&cfg.FaultEvery, "fault-every", 4*time.Second, "mean time between faults")
 	f.DurationVar(&cfg.Settle, "settle", 0, "how long to wait for convergence after the producers stop (0: check-back schedule + 90s)")
+	f.StringVar(&cfg.Standby, "standby", "", `run PostgreSQL with a streaming standby the soak makes, "sync" (--standby alone) or "async" (empty: none); faults then include failovers`)
+	f.Lookup("standby").NoOptDefVal = soak.StandbySync
+	f.DurationVar(&cfg.StandbyLag, "standby-lag", 0, "delay the standby's replication link by this much (with --standby async: a standby that lags)")
 	f.StringVar(&cfg.BrokerBin, "ecbroker", "", "ecbroker binary (default: next to this binary, then PATH)")
 	f.StringVar(&cfg.EventcenterBin, "eventcenter", "", "eventcenter binary the centers run (default: next to this binary, then PATH)")
 	f.StringVar(&cfg.PGBinDir, "pg-bin", "/usr/lib/postgresql/15/bin", "directory of initdb and pg_ctl")

@@ -25,6 +25,8 @@ type Server struct {
 	data  string
 	log   string
 	runAs []string
+	// link is a standby's delayed replication link (StandbyOptions.Lag).
+	link *delayLine
 }
 
 // DSN returns a URL for database "postgres" as superuser postgres (trust).

@@ -26,6 +26,24 @@ const StandbyName = "ec_standby"
 // without, replication is asynchronous. The standby stops at cleanup.
 func (s *Server) Standby(t testing.TB, sync bool) *Server {
 	t.Helper()
+	return s.StandbyWith(t, StandbyOptions{Sync: sync})
+}
+
+// StandbyOptions are the choices of StandbyWith.
+type StandbyOptions struct {
+	// Sync names the standby in the primary's synchronous_standby_names.
+	Sync bool
+	// Lag delays the WAL the primary streams by this much: the standby's
+	// primary_conninfo points at a delay line in front of the primary.
+	// DropReplication drops what it holds, as when the primary's host dies
+	// with WAL not yet delivered.
+	Lag time.Duration
+}
+
+// StandbyWith is Standby with options.
+func (s *Server) StandbyWith(t testing.TB, o StandbyOptions) *Server {
+	t.Helper()
+	sync := o.Sync
 	work, err := os.MkdirTemp("", "eventcenter-pgstandby-")
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
@@ -46,6 +64,15 @@ func (s *Server) Standby(t testing.TB, sync bool) *Server {
 	}
 	conninfo := fmt.Sprintf("host=127.0.0.1 port=%d user=postgres application_name=%s", s.Port, StandbyName)
 	sb.run(t, "pg_basebackup", "-d", conninfo, "-D", sb.data, "-X", "stream", "-R", "--no-sync", "-c", "fast")
+	if o.Lag > 0 {
+		link, err := newDelayLine(fmt.Sprintf("127.0.0.1:%d", s.Port), o.Lag)
+		if err != nil {
+			t.Fatalf("pgtest: %v", err)
+		}
+		t.Cleanup(link.close)
+		sb.link = link
+		conninfo = fmt.Sprintf("host=127.0.0.1 port=%d user=postgres application_name=%s", link.port(), StandbyName)
+	}
 	// -R wrote primary_conninfo and standby.signal; make sure the
 	// application name the primary's synchronous_standby_names uses is in it.
 	auto := filepath.Join(sb.data, "postgresql.auto.conf")
@@ -89,6 +116,39 @@ func (s *Server) Standby(t testing.TB, sync bool) *Server {
 	}
 }
 
+// DropReplication closes a lagging standby's replication link (see
+// StandbyOptions.Lag), dropping the WAL it delays, and refuses new
+// connections: call it just before stopping the primary, so that the
+// standby has exactly what reached it Lag before.
+func (s *Server) DropReplication(t testing.TB) {
+	t.Helper()
+	if s.link == nil {
+		t.Fatalf("pgtest: server on port %d has no delayed replication link", s.Port)
+	}
+	s.link.close()
+}
+
+// ReplayLag is the primary's pg_stat_replication.replay_lag of the
+// standby, or "" while none was measured.
+func (s *Server) ReplayLag(t testing.TB) string {
+	t.Helper()
+	return s.query(t, "SELECT coalesce((SELECT replay_lag::text FROM pg_stat_replication WHERE application_name = '"+StandbyName+"'), '')")
+}
+
+// WaitReplayed waits until the standby streaming from s (StandbyName) has
+// replayed everything s had written when it was called.
+func (s *Server) WaitReplayed(t testing.TB) {
+	t.Helper()
+	lsn := s.query(t, "SELECT pg_current_wal_lsn()::text")
+	deadline := time.Now().Add(time.Minute)
+	for s.query(t, "SELECT coalesce((SELECT (replay_lsn >= '"+lsn+"')::text FROM pg_stat_replication WHERE application_name = '"+StandbyName+"'), 'false')") != "true" {
+		if time.Now().After(deadline) {
+			t.Fatalf("pgtest: standby of port %d has not replayed %s after a minute", s.Port, lsn)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the server's replication view
+	}
+}
+
 // Promote makes a standby a primary (pg_ctl promote) and waits until it
 // accepts writes.
 func (s *Server) Promote(t testing.TB) {
@@ -103,13 +163,14 @@ func (s *Server) Promote(t testing.TB) {
 	}
 }
 
-// FailoverDSN is a DSN listing primary and standby, for database
-// "postgres" as superuser postgres, that connects only to the one that
-// accepts writes (target_session_attrs=read-write): after a promotion the
-// clients' new connections go to the new primary.
-func FailoverDSN(primary, standby *Server) string {
+// FailoverDSN is a DSN listing two servers, a primary and its standby in
+// either order, for database "postgres" as superuser postgres, that
+// connects only to the one that accepts writes
+// (target_session_attrs=read-write): after a promotion the clients' new
+// connections go to the new primary.
+func FailoverDSN(first, second *Server) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&connect_timeout=5",
-		primary.Port, standby.Port)
+		first.Port, second.Port)
 }
 
 func (s *Server) exec(t testing.TB, sql string) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,8 @@ import (
 type collector struct {
 	mu    sync.Mutex
 	byKey map[string]int // forwarded records per message key
+	// firstAt is when the collector read each message's first record.
+	firstAt map[string]time.Time
 	// byOrder lists, per order key, the message keys of its forwarded
 	// records in the order read (duplicates included). One order key's
 	// records share a forward key, so one partition: read order is their
@@ -37,7 +40,7 @@ func startCollector(brokers []string) (*collector, context.CancelFunc, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("collector: %w", err)
 	}
-	c := &collector{byKey: map[string]int{}, byOrder: map[string][]string{}, offsets: map[int32]int64{}, cl: cl, done: make(chan struct{})}
+	c := &collector{byKey: map[string]int{}, firstAt: map[string]time.Time{}, byOrder: map[string][]string{}, offsets: map[int32]int64{}, cl: cl, done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		defer close(c.done)
@@ -73,6 +76,9 @@ func (c *collector) add(r *kgo.Record) {
 	if !ok || string(r.Value) != string(payloadOf(key)) || (string(r.Key) != "fk-"+key && !ordered) {
 		c.bad = append(c.bad, fmt.Sprintf("partition %d offset %d: ec-id %q key %q value %.40q", r.Partition, r.Offset, id, r.Key, r.Value))
 		return
+	}
+	if c.byKey[key] == 0 {
+		c.firstAt[key] = time.Now()
 	}
 	c.byKey[key]++
 	if ordered {
@@ -340,4 +346,81 @@ func decisionName(d decision) string {
 		return "rollback"
 	}
 	return "nothing (never decided)"
+}
+
+// afterHealWindow is how long after a fault's heal a message committed
+// still counts toward the fault's latency (AfterHeal), unless another
+// fault began meanwhile.
+const afterHealWindow = 5 * time.Second
+
+// HealLatency is the worst commit-to-forward latency of the messages
+// committed during the faults of one kind or within afterHealWindow
+// after their heal: how long the system took to catch up.
+type HealLatency struct {
+	Kind     string
+	Faults   int
+	Messages int
+	Worst    time.Duration
+	WorstKey string
+	// CommittedIn is when the worst message was committed, from the
+	// start of its fault; AfterHeal when it was forwarded, from the heal.
+	CommittedIn, AfterHeal time.Duration
+}
+
+// afterHeal computes the commit-to-forward latencies of the committed
+// messages whose COMMIT reached the broker (decided to first forwarded
+// record read), per fault kind (the episodes) and over all.
+func afterHeal(episodes []episode, msgs map[string]message, col *collector) ([]HealLatency, time.Duration) {
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	type lat struct {
+		key       string
+		committed time.Time
+		d         time.Duration
+	}
+	var all []lat
+	var worst time.Duration
+	for k, m := range msgs {
+		at, ok := col.firstAt[k]
+		if m.decision != committed || !m.envelopeSent || !ok || m.decidedAt.IsZero() {
+			continue
+		}
+		l := lat{key: k, committed: m.decidedAt, d: at.Sub(m.decidedAt)}
+		all = append(all, l)
+		worst = max(worst, l.d)
+	}
+	// Faults run one after another; a message counts toward the last one
+	// that began before it was committed, if it was committed before that
+	// one's heal plus the window.
+	eps := append([]episode(nil), episodes...)
+	sort.Slice(eps, func(i, j int) bool { return eps[i].began.Before(eps[j].began) })
+	byKind := map[string]*HealLatency{}
+	for _, e := range eps {
+		h := byKind[e.kind]
+		if h == nil {
+			h = &HealLatency{Kind: e.kind}
+			byKind[e.kind] = h
+		}
+		h.Faults++
+	}
+	for _, l := range all {
+		i := sort.Search(len(eps), func(i int) bool { return eps[i].began.After(l.committed) }) - 1
+		if i < 0 || l.committed.After(eps[i].healed.Add(afterHealWindow)) {
+			continue
+		}
+		e := eps[i]
+		h := byKind[e.kind]
+		h.Messages++
+		if l.d > h.Worst {
+			h.Worst, h.WorstKey = l.d, l.key
+			h.CommittedIn = l.committed.Sub(e.began)
+			h.AfterHeal = l.committed.Add(l.d).Sub(e.healed)
+		}
+	}
+	out := make([]HealLatency, 0, len(byKind))
+	for _, h := range byKind {
+		out = append(out, *h)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
+	return out, worst
 }

@@ -18,7 +18,7 @@ func forwardedRecord(key, value string) *kgo.Record {
 }
 
 func newTestCollector() *collector {
-	return &collector{byKey: map[string]int{}, byOrder: map[string][]string{}, offsets: map[int32]int64{}}
+	return &collector{byKey: map[string]int{}, firstAt: map[string]time.Time{}, byOrder: map[string][]string{}, offsets: map[int32]int64{}}
 }
 
 func violations(rep *Report) map[string]int {
@@ -215,4 +215,36 @@ func TestCheckOrder(t *testing.T) {
 	// or without a sequence, is a violation as well.
 	msgs["x"] = message{key: "x", kind: kindCommit, decision: committed, orderKey: "o2"}
 	require.Equal(t, 1, run("a", "x"))
+}
+
+// TestAfterHealLatency: a message counts toward the last fault that began
+// before it was committed, while that fault lasted or within the window
+// after its heal; each kind keeps its worst.
+func TestAfterHealLatency(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	eps := []episode{
+		{kind: faultFailover, began: at(10), healed: at(15)},
+		{kind: faultPGCut, began: at(30), healed: at(32)},
+	}
+	col := newTestCollector()
+	msgs := map[string]message{}
+	add := func(key string, committedAt, forwardedAt float64, sent bool) {
+		msgs[key] = message{key: key, decision: committed, envelopeSent: sent, decidedAt: at(committedAt)}
+		col.byKey[key] = 1
+		col.firstAt[key] = at(forwardedAt)
+	}
+	add("before", 5, 25, true)           // before any fault: in the overall worst only
+	add("during", 12, 20, true)          // failover, 8 s
+	add("after", 19, 21, true)           // failover's window (heal 15 + 5 s), 2 s
+	add("late", 21, 22, true)            // past the failover's window
+	add("cut", 33, 40, true)             // the cut's window, 7 s
+	add("no-commit-sent", 12, 60, false) // learned by check-back: not counted
+	hs, worst := afterHeal(eps, msgs, col)
+	require.Equal(t, 20*time.Second, worst)
+	require.Equal(t, []HealLatency{
+		{Kind: faultPGCut, Faults: 1, Messages: 1, Worst: 7 * time.Second, WorstKey: "cut", CommittedIn: 3 * time.Second, AfterHeal: 8 * time.Second},
+		{Kind: faultFailover, Faults: 1, Messages: 2, Worst: 8 * time.Second, WorstKey: "during", CommittedIn: 2 * time.Second, AfterHeal: 5 * time.Second},
+	}, hs)
 }

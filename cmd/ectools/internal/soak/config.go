@@ -31,6 +31,15 @@ type Config struct {
 	// stop (default: the check-back schedule plus 90s).
 	Settle time.Duration
 
+	// Standby runs PostgreSQL with a streaming standby the soak makes
+	// (StandbySync, StandbyAsync; StandbyNone: a primary alone); the
+	// centers' DSN lists both with target_session_attrs=read-write and
+	// the faults include failovers.
+	Standby string
+	// StandbyLag delays the standby's replication link (toward the
+	// standby) by this much: with StandbyAsync, the standby lags by it.
+	StandbyLag time.Duration
+
 	// EventcenterBin is the eventcenter binary (required).
 	EventcenterBin string
 	// BrokerBin is the ecbroker binary (required).
@@ -41,6 +50,10 @@ type Config struct {
 	// directory, removed after a run without violations unless Keep.
 	WorkDir string
 	Keep    bool
+
+	// faultKinds, when set, limits the faults to these kinds (the fault
+	// names of faults.go): a test of one kind of fault.
+	faultKinds map[string]bool
 
 	// Out receives the progress and the report (default io.Discard).
 	Out    io.Writer
@@ -113,6 +126,12 @@ func (c *Config) validate() error {
 	}
 	if c.Partitions < 1 {
 		errs = append(errs, errors.New("soak: Partitions must be at least 1"))
+	}
+	if c.Standby != StandbyNone && c.Standby != StandbySync && c.Standby != StandbyAsync {
+		errs = append(errs, fmt.Errorf("soak: Standby %q: want %q, %q or none", c.Standby, StandbySync, StandbyAsync))
+	}
+	if c.StandbyLag < 0 || (c.StandbyLag > 0 && c.Standby == StandbyNone) {
+		errs = append(errs, errors.New("soak: StandbyLag needs a standby and must not be negative"))
 	}
 	if c.EventcenterBin == "" {
 		errs = append(errs, errors.New("soak: EventcenterBin is required"))

@@ -23,6 +23,7 @@ const (
 	faultPartitions = "partition increase"
 	faultPGCut      = "center-postgres link cut"
 	faultIsolate    = "center-postgres+broker cut"
+	faultFailover   = "postgres failover"
 )
 
 // linkFault is the name of a fault of one center's link to a dependency
@@ -38,7 +39,7 @@ type chaos struct {
 	r       *rand.Rand
 	every   time.Duration
 	centers []*centerProc
-	pg      *pgCluster
+	pg      *pgSet
 	broker  *broker
 	adm     *kadm.Client
 	truth   *truth
@@ -46,7 +47,7 @@ type chaos struct {
 	growAt  time.Duration
 	// pgLinks are the centers' links to PostgreSQL (by center index);
 	// one is cut at cutAt for sure, others at random.
-	pgLinks []*netProxy
+	pgLinks []linkSet
 	cutAt   time.Duration
 	// brokerLinks and cbLinks are the centers' links to the broker and to
 	// the check-back endpoint; each is cut once for sure (at brokerCutAt,
@@ -57,18 +58,39 @@ type chaos struct {
 	// isolateAt is when one center is cut from PostgreSQL and the broker
 	// at once, past its send lease and its group session, for sure.
 	isolateAt time.Duration
-	out       func(format string, args ...any)
+	// failoverAt is when the PostgreSQL primary fails over to its
+	// standby, for sure, when there is one (pg has two nodes).
+	failoverAt time.Duration
+	// only, when set, limits the faults to these kinds (Config.faultKinds).
+	only map[string]bool
+	out  func(format string, args ...any)
 
 	mu       sync.Mutex
 	counts   map[string]int
 	errs     []string
 	unfenced []string
+	episodes []episode
 }
 
-func (c *chaos) count(name string, err error) {
+// episode is one fault, from its start to its heal (when the dependency
+// it took away was back).
+type episode struct {
+	kind          string
+	began, healed time.Time
+}
+
+// count counts a fault of kind name that began then and is healed now.
+func (c *chaos) count(name string, began time.Time, err error) {
+	c.countHealed(name, began, time.Now(), err)
+}
+
+func (c *chaos) countHealed(name string, began, healed time.Time, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.counts[name]++
+	if !began.IsZero() {
+		c.episodes = append(c.episodes, episode{kind: name, began: began, healed: healed})
+	}
 	if err != nil {
 		c.errs = append(c.errs, fmt.Sprintf("%s: %v", name, err))
 	}
@@ -88,42 +110,65 @@ func (c *chaos) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(c.r.Int64N(int64(hi-lo)+1))
 }
 
+// caseKinds name the kinds of the random faults by their case in run
+// (link faults by their broadest name: any of their modes).
+var caseKinds = []string{faultKill, faultStall, faultPGRestart, faultProduceErr, faultFetchErr, faultCBOutage, faultPGCut,
+	"center-broker link", "center-check-back link", faultFailover}
+
+// allowed tells whether faults of kind name may be injected (c.only
+// limits them; link kinds match any of their modes).
+func (c *chaos) allowed(name string) bool {
+	if c.only == nil {
+		return true
+	}
+	for k := range c.only {
+		if strings.HasPrefix(name, k) || strings.HasPrefix(k, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// once is a fault injected once, for sure, at a point of the run.
+type once struct {
+	at     time.Duration
+	inject func(ctx context.Context)
+}
+
+// scheduled are the faults every run has once (those whose dependency
+// the run has): each at its point of the run, in that order.
+func (c *chaos) scheduled() []once {
+	var s []once
+	add := func(name string, ok bool, at time.Duration, inject func(ctx context.Context)) {
+		if ok && c.allowed(name) {
+			s = append(s, once{at: at, inject: inject})
+		}
+	}
+	add(faultPGCut, len(c.pgLinks) > 0, c.cutAt, c.cutPG)
+	add(linkFault("broker", "cut"), len(c.brokerLinks) > 0, c.brokerCutAt, func(ctx context.Context) { c.faultLink(ctx, "broker", c.brokerLinks, "cut") })
+	add(faultPartitions, c.grow > 0, c.growAt, c.growPartitions)
+	add(linkFault("check-back", "cut"), len(c.cbLinks) > 0, c.cbCutAt, func(ctx context.Context) { c.faultLink(ctx, "check-back", c.cbLinks, "cut") })
+	add(faultIsolate, len(c.brokerLinks) > 0 && len(c.pgLinks) > 0, c.isolateAt, c.isolate)
+	add(faultFailover, c.pg != nil && len(c.pg.nodes) > 1, c.failoverAt, c.failover)
+	sort.SliceStable(s, func(i, j int) bool { return s[i].at < s[j].at })
+	return s
+}
+
 // run injects faults one after another until ctx ends; every fault is
 // undone before the next one starts and before run returns.
 func (c *chaos) run(ctx context.Context) {
 	start := time.Now()
-	grown := c.grow == 0
-	cut := len(c.pgLinks) == 0
-	brokerCut, cbCut := len(c.brokerLinks) == 0, len(c.cbLinks) == 0
-	isolated := len(c.brokerLinks) == 0 || len(c.pgLinks) == 0
+	due := c.scheduled()
 	for ctx.Err() == nil {
 		sleep(ctx, c.between(c.every/2, c.every*3/2))
 		if ctx.Err() != nil {
 			return
 		}
-		if !grown && time.Since(start) >= c.growAt {
-			grown = true
-			c.growPartitions(ctx)
-			continue
-		}
-		if !cut && time.Since(start) >= c.cutAt {
-			cut = true
-			c.cutPG(context.WithoutCancel(ctx))
-			continue
-		}
-		if !brokerCut && time.Since(start) >= c.brokerCutAt {
-			brokerCut = true
-			c.faultLink(context.WithoutCancel(ctx), "broker", c.brokerLinks, "cut")
-			continue
-		}
-		if !isolated && time.Since(start) >= c.isolateAt {
-			isolated = true
-			c.isolate(context.WithoutCancel(ctx))
-			continue
-		}
-		if !cbCut && time.Since(start) >= c.cbCutAt {
-			cbCut = true
-			c.faultLink(context.WithoutCancel(ctx), "check-back", c.cbLinks, "cut")
+		// The fault's own waits are not cut short by ctx: it is undone first.
+		undo := context.WithoutCancel(ctx)
+		if len(due) > 0 && time.Since(start) >= due[0].at {
+			due[0].inject(undo)
+			due = due[1:]
 			continue
 		}
 		// One membership change at a time: kfake's group coordinator
@@ -134,8 +179,6 @@ func (c *chaos) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		// The fault's own waits are not cut short by ctx: it is undone first.
-		undo := context.WithoutCancel(ctx)
 		n := 6
 		if len(c.pgLinks) > 0 {
 			n = 7
@@ -143,7 +186,25 @@ func (c *chaos) run(ctx context.Context) {
 		if len(c.brokerLinks) > 0 && len(c.cbLinks) > 0 {
 			n = 9
 		}
-		switch c.r.IntN(n) {
+		if c.pg != nil && len(c.pg.nodes) > 1 {
+			n = 10
+		}
+		began := time.Now()
+		pick := c.r.IntN(n)
+		if c.only != nil {
+			// Only the cases of the allowed kinds, drawn alike.
+			var cases []int
+			for i := range n {
+				if c.allowed(caseKinds[i]) {
+					cases = append(cases, i)
+				}
+			}
+			if len(cases) == 0 {
+				continue
+			}
+			pick = cases[c.r.IntN(len(cases))]
+		}
+		switch pick {
 		case 0:
 			cp := c.centers[c.r.IntN(len(c.centers))]
 			// Restarted after the session timeout, so the group drops the
@@ -158,7 +219,7 @@ func (c *chaos) run(ctx context.Context) {
 			if serr := cp.start(); err == nil {
 				err = serr
 			}
-			c.count(faultKill, err)
+			c.count(faultKill, began, err)
 		case 1:
 			cp := c.centers[c.r.IntN(len(c.centers))]
 			d := c.between(time.Second, 2*sessionTimeout)
@@ -168,10 +229,11 @@ func (c *chaos) run(ctx context.Context) {
 			if cerr := cp.sigcont(); err == nil {
 				err = cerr
 			}
-			c.count(faultStall, err)
+			c.count(faultStall, began, err)
 		case 2:
 			c.out("fault: PostgreSQL immediate restart")
-			c.count(faultPGRestart, c.pg.restart(undo))
+			err := c.pg.restart(undo)
+			c.count(faultPGRestart, began, err)
 		case 3, 4:
 			name, key := faultProduceErr, "produce"
 			if c.r.IntN(2) == 0 {
@@ -185,20 +247,22 @@ func (c *chaos) run(ctx context.Context) {
 			if uerr := c.broker.setFault(undo, key, 0); err == nil {
 				err = uerr
 			}
-			c.count(name, err)
+			c.count(name, began, err)
 		case 5:
 			d := c.between(time.Second, 8*time.Second)
 			c.out("fault: check-back endpoint down for %s", d)
 			c.truth.outage.Store(true)
 			sleep(undo, d)
 			c.truth.outage.Store(false)
-			c.count(faultCBOutage, nil)
+			c.count(faultCBOutage, began, nil)
 		case 6:
 			c.cutPG(undo)
 		case 7:
 			c.faultLink(undo, "broker", c.brokerLinks, linkModes[c.r.IntN(len(linkModes))])
 		case 8:
 			c.faultLink(undo, "check-back", c.cbLinks, linkModes[c.r.IntN(len(linkModes))])
+		case 9:
+			c.failover(undo)
 		}
 	}
 }
@@ -212,10 +276,11 @@ func (c *chaos) cutPG(ctx context.Context) {
 	how := map[int]string{bothWays: "both ways", toDependency: "center to postgres", toCenter: "postgres to center"}[dirs]
 	d := c.between(2*time.Second, 2*sendLease)
 	c.out("fault: center %d's link to PostgreSQL cut (%s) for %s", i, how, d)
+	began := time.Now()
 	c.pgLinks[i].cut(dirs)
 	sleep(ctx, d)
 	c.pgLinks[i].heal()
-	c.count(faultPGCut, nil)
+	c.count(faultPGCut, began, nil)
 }
 
 // faultLink faults one center's link to dep in the given mode, one way or
@@ -227,6 +292,7 @@ func (c *chaos) faultLink(ctx context.Context, dep string, links []*netProxy, mo
 	how := map[int]string{bothWays: "both ways", toDependency: "center to " + dep, toCenter: dep + " to center"}[dirs]
 	d := c.between(2*time.Second, 2*sessionTimeout)
 	p := links[i]
+	began := time.Now()
 	switch mode {
 	case "cut":
 		c.out("fault: center %d's link to the %s cut (%s) for %s", i, dep, how, d)
@@ -252,7 +318,7 @@ func (c *chaos) faultLink(ctx context.Context, dep string, links []*netProxy, mo
 		}
 	}
 	p.heal()
-	c.count(linkFault(dep, mode), nil)
+	c.count(linkFault(dep, mode), began, nil)
 }
 
 // isolate cuts one center from PostgreSQL and the broker, both ways, past
@@ -284,7 +350,7 @@ func (c *chaos) isolate(ctx context.Context) {
 	}
 	c.out("fault: center %d healed; Produce requests it wrote from %s after the cut to the heal: %d",
 		i, fenced.Sub(began).Round(time.Millisecond), n)
-	c.count(faultIsolate, nil)
+	c.countHealed(faultIsolate, began, healed, nil)
 }
 
 // waitStable waits until the consumer group is Stable (up to 90s; a group
@@ -301,7 +367,7 @@ func (c *chaos) waitStable(ctx context.Context) {
 			if err == nil {
 				state = gs[groupName].State
 			}
-			c.count("group not stable after 90s", fmt.Errorf("consumer group %s", state))
+			c.count("group not stable after 90s", time.Time{}, fmt.Errorf("consumer group %s", state))
 			return
 		}
 		sleep(ctx, 200*time.Millisecond)
@@ -310,6 +376,7 @@ func (c *chaos) waitStable(ctx context.Context) {
 
 func (c *chaos) growPartitions(ctx context.Context) {
 	c.out("fault: control topic grows by %d partitions", c.grow)
+	began := time.Now()
 	resp, err := c.adm.CreatePartitions(ctx, c.grow, controlTopic)
 	if err == nil {
 		for _, r := range resp {
@@ -318,17 +385,35 @@ func (c *chaos) growPartitions(ctx context.Context) {
 			}
 		}
 	}
-	c.count(faultPartitions, err)
+	c.count(faultPartitions, began, err)
 }
 
-func (c *chaos) summary() (counts map[string]int, errs, unfenced []string) {
+// failover crashes the PostgreSQL primary and promotes its standby while
+// the centers run (their DSN lists both nodes with
+// target_session_attrs=read-write), then makes the old primary's node a
+// standby of the new one, so that failovers can follow. The fault is
+// healed when the new primary accepts writes.
+func (c *chaos) failover(ctx context.Context) {
+	began := time.Now()
+	c.out("fault: PostgreSQL primary (port %d) crashed, standby promoted", c.pg.primaryNode().port)
+	promoted, err := c.pg.failover(ctx)
+	if promoted.IsZero() {
+		promoted = time.Now()
+	}
+	c.out("fault: PostgreSQL port %d promoted after %s; new standby streaming after %s", c.pg.primaryNode().port,
+		promoted.Sub(began).Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+	c.countHealed(faultFailover, began, promoted, err)
+}
+
+func (c *chaos) summary() (counts map[string]int, errs, unfenced []string, episodes []episode) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	episodes = append(episodes, c.episodes...)
 	counts = map[string]int{}
 	for k, v := range c.counts {
 		counts[k] = v
 	}
-	return counts, append([]string(nil), c.errs...), append([]string(nil), c.unfenced...)
+	return counts, append([]string(nil), c.errs...), append([]string(nil), c.unfenced...), episodes
 }
 
 func formatCounts(m map[string]int) string {

@@ -135,15 +135,17 @@ func (p *netProxy) heal() {
 	}
 }
 
-// close stops accepting, closes every connection and waits for the copies.
+// close stops accepting, closes every connection and waits for the
+// copies. What a cut or a delay holds is dropped, not passed on: the
+// connections close before the gates open.
 func (p *netProxy) close() error {
 	err := p.ln.Close()
-	p.heal()
 	p.mu.Lock()
 	for c := range p.conns {
 		_ = c.Close()
 	}
 	p.mu.Unlock()
+	p.heal()
 	p.wg.Wait()
 	return err
 }
@@ -254,5 +256,28 @@ func (p *netProxy) pipe(dst io.Writer, next func() ([]byte, error), dir int) {
 		if _, err := dst.Write(r.b); err != nil {
 			return
 		}
+	}
+}
+
+// linkSet is one center's link to a dependency with several nodes (the
+// PostgreSQL primary and standby): a fault point per node, faulted and
+// healed together.
+type linkSet []*netProxy
+
+func (l linkSet) cut(dirs int) {
+	for _, p := range l {
+		p.cut(dirs)
+	}
+}
+
+func (l linkSet) heal() {
+	for _, p := range l {
+		p.heal()
+	}
+}
+
+func (l linkSet) close() {
+	for _, p := range l {
+		_ = p.close()
 	}
 }

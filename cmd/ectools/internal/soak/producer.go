@@ -141,7 +141,7 @@ func (w *workload) one(ctx context.Context, r *rand.Rand, p *clientlib.Producer,
 	}
 	sendCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	decide := func(d decision) { w.truth.update(key, func(m *message) { m.decision = d }) }
+	decide := func(d decision) { w.truth.update(key, func(m *message) { m.decision, m.decidedAt = d, time.Now() }) }
 	var err error
 	switch k {
 	case kindCommit, kindRollback:

@@ -77,9 +77,15 @@ type Report struct {
 	// UnexpectedExits are center processes that exited without the soak
 	// killing or stopping them: each fails the run.
 	UnexpectedExits []string
-	Converged       bool
-	Invariants      []*Invariant
-	WorkDir         string
+	// AfterHeal is, per fault kind, the worst commit-to-forward latency of
+	// the messages committed while a fault of that kind lasted or in the
+	// afterHealWindow after its heal.
+	AfterHeal []HealLatency
+	// WorstCommitToForward is the worst over every forwarded message.
+	WorstCommitToForward time.Duration
+	Converged            bool
+	Invariants           []*Invariant
+	WorkDir              string
 }
 
 // OK tells whether every invariant held (check makes every fault error
@@ -118,6 +124,12 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "rolled back/undecided parked VERIFY_FAILED: %d\n", r.VerifyFailed)
 	fmt.Fprintf(&b, "check-back calls: %d (%d refused during outages), at most %d for one message\n", r.CheckbackCalls, r.CheckbackRefused, r.MaxCallsPerMessage)
 	fmt.Fprintf(&b, "faults:\n%s", formatCounts(r.Faults))
+	fmt.Fprintf(&b, "worst commit-to-forward latency: %s over all messages; per fault kind, of messages committed during a fault or within %s after its heal:\n",
+		r.WorstCommitToForward.Round(time.Millisecond), afterHealWindow)
+	for _, h := range r.AfterHeal {
+		fmt.Fprintf(&b, "  %-34s %4d faults, %6d messages, worst %9s (%s, committed %s after the fault began; forwarded %s after the heal)\n",
+			h.Kind, h.Faults, h.Messages, h.Worst.Round(time.Millisecond), h.WorstKey, h.CommittedIn.Round(time.Millisecond), h.AfterHeal.Round(time.Millisecond))
+	}
 	for _, e := range r.FaultErrors {
 		fmt.Fprintf(&b, "  fault error: %s\n", e)
 	}
@@ -174,26 +186,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		_ = os.RemoveAll(workDir)
 	}()
 
-	// PostgreSQL.
-	pgPort, err := freePort()
+	// PostgreSQL: a primary, and with cfg.Standby a streaming standby.
+	pg, err := newPGSet(ctx, cfg.PGBinDir, workDir, cfg.Standby, cfg.StandbyLag, out)
 	if err != nil {
 		return rep, err
 	}
-	pg, err := newPGCluster(ctx, cfg.PGBinDir, workDir, pgPort)
-	if err != nil {
-		return rep, err
-	}
-	if err := pg.start(ctx); err != nil {
-		return rep, err
-	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if err := pg.stop(stopCtx); err != nil {
-			out("%v", err)
-		}
-	}()
-	out("postgres: %s", pg.DSN())
+	defer pg.stop(context.WithoutCancel(ctx))
+	out("postgres: %s (standby: %q, replication delayed %s)", pg.DSN(), cfg.Standby, cfg.StandbyLag)
 
 	// The broker.
 	kport, err := freePort()
@@ -231,11 +230,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// center's every broker connection crosses it), which the chaos cuts,
 	// delays, makes lossy or flaps.
 	centers := make([]*centerProc, cfg.Centers)
-	pgLinks := make([]*netProxy, cfg.Centers)
+	pgLinks := make([]linkSet, cfg.Centers)
 	brokerLinks := make([]*netProxy, cfg.Centers)
 	cbLinks := make([]*netProxy, cfg.Centers)
 	defer func() {
-		for _, links := range [][]*netProxy{pgLinks, brokerLinks, cbLinks} {
+		for _, l := range pgLinks {
+			l.close()
+		}
+		for _, links := range [][]*netProxy{brokerLinks, cbLinks} {
 			for _, p := range links {
 				if p != nil {
 					_ = p.close()
@@ -248,8 +250,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err != nil {
 			return rep, err
 		}
-		if pgLinks[i], err = newNetProxy(fmt.Sprintf("center %d - postgres", i), fmt.Sprintf("127.0.0.1:%d", pgPort)); err != nil {
-			return rep, err
+		// One fault point per PostgreSQL node; the DSN lists them all.
+		var linkPorts []int
+		for j, port := range pg.ports() {
+			p, err := newNetProxy(fmt.Sprintf("center %d - postgres %d", i, j), fmt.Sprintf("127.0.0.1:%d", port))
+			if err != nil {
+				return rep, err
+			}
+			pgLinks[i] = append(pgLinks[i], p)
+			linkPorts = append(linkPorts, p.Port())
 		}
 		if brokerLinks[i], err = newKafkaProxy(fmt.Sprintf("center %d - broker", i), br.addr); err != nil {
 			return rep, err
@@ -257,7 +266,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if cbLinks[i], err = newNetProxy(fmt.Sprintf("center %d - check-back", i), l.Addr().String()); err != nil {
 			return rep, err
 		}
-		ccfg := centerConfig([]string{brokerLinks[i].Addr()}, pg.dsnAt(pgLinks[i].Port()), port, cbURL, "http://"+cbLinks[i].Addr())
+		ccfg := centerConfig([]string{brokerLinks[i].Addr()}, dsnFor(linkPorts), port, cbURL, "http://"+cbLinks[i].Addr())
 		if centers[i], err = newCenterProc(i, cfg.EventcenterBin, workDir, ccfg); err != nil {
 			return rep, err
 		}
@@ -307,7 +316,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	ch := &chaos{r: newRand(cfg.Seed, 1000), every: cfg.FaultEvery, centers: centers, pg: pg, broker: br, adm: adm, truth: tr,
 		growAt: cfg.Duration * 2 / 5, cutAt: cfg.Duration / 5, pgLinks: pgLinks, out: out, counts: map[string]int{},
 		brokerLinks: brokerLinks, cbLinks: cbLinks, brokerCutAt: cfg.Duration * 3 / 10, cbCutAt: cfg.Duration / 2,
-		isolateAt: cfg.Duration * 3 / 5}
+		isolateAt: cfg.Duration * 3 / 5, failoverAt: cfg.Duration * 7 / 10, only: cfg.faultKinds}
 	if cfg.Faults {
 		ch.grow = 2
 	}
@@ -416,7 +425,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	rep.Faults, rep.FaultErrors, rep.Unfenced = ch.summary()
+	var episodes []episode
+	rep.Faults, rep.FaultErrors, rep.Unfenced, episodes = ch.summary()
+	rep.AfterHeal, rep.WorstCommitToForward = afterHeal(episodes, msgs, col)
 	for _, c := range centers {
 		rep.UnexpectedExits = append(rep.UnexpectedExits, c.unexpectedExits()...)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/eventcenter/eventcenter/clientlib"
 )
@@ -45,6 +46,8 @@ type message struct {
 	incomplete bool
 	// orderKey is the message's order key ("" for none).
 	orderKey string
+	// decidedAt is when the producer decided it (committed or rolled back).
+	decidedAt time.Time
 }
 
 // truth is the producers' side: every message's local decision, and the
