@@ -74,7 +74,7 @@ func (t *Target) classify(ctx context.Context, topic string, err error) error {
 		case !known:
 			return forwarder.Permanent(fmt.Errorf("rocketmq topic %q does not exist: the name servers have no route for it (and no auto-creation): %w", topic, err))
 		default:
-			return fmt.Errorf("send to rocketmq topic %q: no route yet (the name server has one now): %w", topic, err)
+			return noRouteYet(topic, err)
 		}
 	}
 	// Timeouts ("request timeout"), connection errors and everything else.
@@ -85,6 +85,12 @@ func (t *Target) classify(ctx context.Context, topic string, err error) error {
 // no name server answered its route query, or none knew the topic.
 func noRoute(err error) bool {
 	return strings.Contains(err.Error(), "route info not found")
+}
+
+// noRouteYet is the retryable error of a send that found no route while
+// the name servers know the topic.
+func noRouteYet(topic string, err error) error {
+	return fmt.Errorf("send to rocketmq topic %q: no route yet (the name server has one now): %w", topic, err)
 }
 
 // probeRoute asks the name servers for topic's route (GET_ROUTEINFO_BY_TOPIC,

@@ -285,12 +285,14 @@ func (t *Target) send(ctx context.Context, rec *forwarder.Record) forwarder.Resu
 	sctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
 	sr, err := t.p.SendSync(sctx, msg)
+	routeKnown := false
 	if err != nil && ctx.Err() == nil && noRoute(err) {
 		// The client had no route: its query found no name server
 		// answering in time, or none knew the topic. Nothing was sent, so
 		// one more try cannot duplicate the message; it is worth one when
 		// a name server knows the topic now (a slow first route query).
 		if known, perr := probeRoute(sctx, t.nameServers, rec.Topic); perr == nil && known {
+			routeKnown = true
 			sr, err = t.p.SendSync(sctx, msg)
 		}
 	}
@@ -298,6 +300,9 @@ func (t *Target) send(ctx context.Context, rec *forwarder.Record) forwarder.Resu
 		if cerr := ctx.Err(); cerr != nil {
 			// The caller gave up; the client reports that as a timeout.
 			return forwarder.Result{Err: fmt.Errorf("send to rocketmq topic %q: %w (client: %v)", rec.Topic, cerr, err)}
+		}
+		if routeKnown && noRoute(err) {
+			return forwarder.Result{Err: noRouteYet(rec.Topic, err)} // probed just now
 		}
 		return forwarder.Result{Err: t.classify(ctx, rec.Topic, err)}
 	}
