@@ -71,6 +71,22 @@ func (a *ahead) confirmed(p state.ControlPos) bool {
 	return ok && p.Offset <= w
 }
 
+// unconfirmed tells whether m was written ahead and its send is not
+// confirmed by its partition's watermark.
+func (a *ahead) unconfirmed(m *state.Message) bool {
+	return m.SentAhead.Valid && !a.confirmed(m.SentAhead)
+}
+
+// anyUnconfirmed tells whether a row of the batch is unconfirmed.
+func (a *ahead) anyUnconfirmed(loaded map[store.MessageRef]*state.Message) bool {
+	for _, m := range loaded {
+		if a.unconfirmed(m) {
+			return true
+		}
+	}
+	return false
+}
+
 // recover writes back to pending the rows of the batch that were written
 // ahead and whose send was never confirmed: the center that wrote them
 // died (or its confirmation failed) between their commit and their
@@ -78,6 +94,9 @@ func (a *ahead) confirmed(p state.ControlPos) bool {
 // records. They are sent again by the regular path (at least once), and
 // hold their keys until then.
 func (a *ahead) recover(loaded map[store.MessageRef]*state.Message, f *store.Folded, now time.Time) {
+	if !a.anyUnconfirmed(loaded) {
+		return // the common case: nothing to write back, no index of the batch
+	}
 	byRef := map[store.MessageRef]*state.Message{}
 	for _, rows := range [][]*state.Message{f.Inserts, f.Updates} {
 		for _, m := range rows {
@@ -85,7 +104,7 @@ func (a *ahead) recover(loaded map[store.MessageRef]*state.Message, f *store.Fol
 		}
 	}
 	for r, old := range loaded {
-		if !old.SentAhead.Valid || a.confirmed(old.SentAhead) {
+		if !a.unconfirmed(old) {
 			continue
 		}
 		m := byRef[r]
