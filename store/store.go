@@ -43,7 +43,8 @@ type Store interface {
 	// is due in the given partitions, and counts the attempt the claim is
 	// for (state.ClaimCheckback: VerifyAttempts+1, VerifyNextAt = now +
 	// Lease), so a claim whose answer is never recorded still counts. The
-	// returned rows carry the counted attempt. The claim's result applies
+	// returned rows carry the counted attempt; their Payload may be left
+	// out (nil): a check-back does not read it. The claim's result applies
 	// without counting again; a KindCheckDeferred result gives it back.
 	ClaimCheckbacks(ctx context.Context, c Claim) ([]state.Message, error)
 

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
@@ -38,7 +39,14 @@ var ckLeaseSQL = `UPDATE eventcenter_messages
 	WHERE id = ANY(ARRAY(SELECT id FROM eventcenter_messages
 		WHERE id = ANY($3::bigint[]) AND (` + sqlcore.IsPrepared() + `) IS TRUE AND verify_next_at <= $4
 		FOR UPDATE SKIP LOCKED))
-	RETURNING ` + columns
+	RETURNING ` + ckColumns
+
+// ckColumns is what a check-back claim returns: every column but the
+// payload, returned NULL. A check-back never reads the body, and the
+// answer's apply loads the row again under its lock; a claim of 1,000
+// messages of 256 bytes otherwise sends and decodes a quarter of a
+// megabyte for nothing.
+var ckColumns = strings.Replace(columns, " payload,", " NULL::bytea AS payload,", 1)
 
 type ckCandidate struct {
 	bizID string
