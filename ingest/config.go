@@ -79,6 +79,12 @@ type Config struct {
 	// envelope carries none (the verifier's configuration); nil, or a
 	// result <= 0, means DefaultCheckAfter.
 	CheckAfter func(bizID string) time.Duration
+	// CheckDue, when set, is told after each written batch when its
+	// PREPAREs fall due for a check-back (the earliest and the latest,
+	// never earlier than the store's due times): the verifier's DueAt, so
+	// that an idle verifier claims them when due rather than at its next
+	// poll. It must not block.
+	CheckDue func(at time.Time)
 	// CheckTopic, when set, checks a PREPARE's forward topic against the
 	// rules of the target it names (target "" is the default target): a
 	// non-nil error dead-letters the PREPARE (reason ec-topic, the error's

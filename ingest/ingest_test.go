@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -80,6 +81,13 @@ func TestCheckAfterFromEnvelopeOrConfig(t *testing.T) {
 		}
 		return 0 // the default
 	}
+	var toldMu sync.Mutex
+	var told []time.Time
+	cfg.CheckDue = func(at time.Time) {
+		toldMu.Lock()
+		told = append(told, at)
+		toldMu.Unlock()
+	}
 	e.start(cfg, st, nil, NewOwnership())
 	e.produce(
 		prepareRec("shop", "a", nil, kgo.RecordHeader{Key: envelope.HeaderCheckAfter, Value: []byte("1500")}),
@@ -87,6 +95,7 @@ func TestCheckAfterFromEnvelopeOrConfig(t *testing.T) {
 		prepareRec("shop", "c", nil),
 	)
 	require.Eventually(t, e.committedAll, waitFor, tick)
+	due := map[time.Time]bool{}
 	for key, want := range map[string]time.Duration{"shop/a": 1500 * time.Millisecond, "slow/b": time.Hour, "shop/c": DefaultCheckAfter} {
 		biz, k, _ := strings.Cut(key, "/")
 		m, ok := st.get(biz, k)
@@ -94,7 +103,18 @@ func TestCheckAfterFromEnvelopeOrConfig(t *testing.T) {
 		require.Equal(t, state.Prepared, m.Status)
 		require.Equal(t, now.Add(want), m.VerifyNextAt, key)
 		require.Equal(t, now, m.CreatedAt, key)
+		due[m.VerifyNextAt] = true
 	}
+	// The verifier is told when they fall due: the earliest and the
+	// latest of each batch, each one a PREPARE's due time.
+	toldMu.Lock()
+	defer toldMu.Unlock()
+	require.NotEmpty(t, told)
+	for _, at := range told {
+		require.True(t, due[at], "told %s, which is no PREPARE's due time", at)
+	}
+	require.Contains(t, told, now.Add(1500*time.Millisecond), "the earliest")
+	require.Contains(t, told, now.Add(time.Hour), "the latest")
 }
 
 func TestCommitBeforePrepare(t *testing.T) {

@@ -178,6 +178,7 @@ func (in *Ingester) processGroup(r *run, g *group, wanted <-chan struct{}) bool 
 			return false
 		}
 		in.account(changes, types, origin, res.Outcomes)
+		in.tellCheckDue(changes)
 	}
 	in.met.batchSize.Observe(float64(g.records))
 
@@ -331,6 +332,38 @@ func headerType(rec *kgo.Record) (label string, native bool) {
 		}
 	}
 	return "unknown", false
+}
+
+// tellCheckDue tells Config.CheckDue when the batch's PREPAREs fall due
+// for a check-back: the earliest and, if later, the latest. A PREPARE's
+// due time is its event's time plus its delay (state.Apply), which the
+// store keeps, truncated; a PREPARE its batch also decided is told
+// anyway, and costs the verifier one claim that finds nothing.
+func (in *Ingester) tellCheckDue(changes []store.Change) {
+	if in.cfg.CheckDue == nil {
+		return
+	}
+	var first, last time.Time
+	for i := range changes {
+		ev := &changes[i].Event
+		if ev.Kind != state.KindPrepare || ev.Body == nil {
+			continue
+		}
+		due := ev.At.Add(ev.Body.CheckAfter)
+		if first.IsZero() || due.Before(first) {
+			first = due
+		}
+		if due.After(last) {
+			last = due
+		}
+	}
+	if first.IsZero() {
+		return
+	}
+	in.cfg.CheckDue(first)
+	if last.After(first) {
+		in.cfg.CheckDue(last)
+	}
 }
 
 // change turns an envelope into a store change.

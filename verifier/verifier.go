@@ -70,6 +70,8 @@ type Verifier struct {
 	// registries are the registries (first servers) the allow lists
 	// name: the registry label values of the metrics.
 	registries map[string]struct{}
+	// hints are the due times DueAt was told of (due.go).
+	hints *dueHints
 
 	// Base gives Stop and the shared start/stop semantics.
 	startstop.Base
@@ -125,6 +127,7 @@ func New(cfg Config, st Store, owned Owned) (*Verifier, error) {
 		weights:   map[string]int{},
 
 		registries: map[string]struct{}{},
+		hints:      newDueHints(),
 	}
 	for _, r := range biz {
 		for _, rule := range r.allow {
@@ -211,11 +214,14 @@ type loop struct {
 	// takes a new one): a change is never lost to another ready case.
 	changed <-chan struct{}
 	last    time.Time
+	// dues are the told due times still ahead (DueAt); its timer makes a
+	// claim due at the earliest.
+	dues *dueTimes
 }
 
 func (v *Verifier) run(ctx, applyCtx context.Context) {
 	applied := v.startAppliers(applyCtx)
-	l := &loop{ctx: ctx, claimCtx: applyCtx, claimed: make(chan claimed, 1), due: true, changed: v.owned.Changed(), fb: newFairBuf(),
+	l := &loop{ctx: ctx, claimCtx: applyCtx, claimed: make(chan claimed, 1), due: true, changed: v.owned.Changed(), fb: newFairBuf(), dues: newDueTimes(),
 		// Never full: a task is sent only with a slot taken, and there
 		// are as many slots as room here.
 		work: make(chan task, cap(v.slots))}
@@ -224,6 +230,7 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 	minGap := min(v.cfg.PollInterval, 2*time.Millisecond)
 	poll := time.NewTimer(v.cfg.PollInterval)
 	defer poll.Stop()
+	defer l.dues.stop()
 	gap := time.NewTimer(time.Hour)
 	gap.Stop()
 	defer gap.Stop()
@@ -262,6 +269,12 @@ func (v *Verifier) run(ctx, applyCtx context.Context) {
 		case <-l.changed:
 			l.due, l.changed = true, nil
 		case <-poll.C:
+			l.due = true
+		case <-v.hints.added:
+			if l.dues.add(v.hints.take(), v.cfg.Now()) {
+				l.due = true
+			}
+		case <-l.dues.timer.C:
 			l.due = true
 		case <-gap.C:
 		case <-limited.C:
@@ -307,6 +320,7 @@ func (v *Verifier) claim(l *loop) {
 		return
 	}
 	l.claiming, l.last = true, time.Now()
+	l.dues.claimed(v.cfg.Now())
 	l.claims.Add(1)
 	fair := v.fairClaim(l.fb)
 	l.capped = l.capped[:0]

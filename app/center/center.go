@@ -291,6 +291,7 @@ func (c *Center) newIngesters(cfg config.Config, opt Options, kafkaAuth []kgo.Op
 	// ingester its own), with the control topic's partitions.
 	base.CreateDLQPartitions = createDLQPartitions(cfg.Kafka)
 	base.CheckAfter = checkAfter
+	base.CheckDue = c.Verifier.DueAt
 	base.CheckTopic = targetTopicCheck(cfg.Forward)
 	base.Scheduling = c.Scheduling
 	base.ClientOptions = append(append(ingestOpts, kafkaAuth...), opt.KafkaOptions...)
