@@ -170,19 +170,24 @@ func (f *Folded) ForwardFirst(ctx context.Context, forward ForwardFunc, now time
 		msgs[i] = *m
 	}
 	results := forward(ctx, msgs)
-	sent := make(map[*state.Message]Forwarded, len(offered))
-	for i, m := range offered {
-		if i < len(results) && (results[i].Sent || results[i].Held) {
-			sent[m] = results[i]
-		}
-	}
+	// offered is f.Sendable in order, less the messages not offered: the
+	// i-th offered message has the i-th result (a shorter answer leaves
+	// the rest unsent).
+	ri := 0
 	keep := f.Sendable[:0]
 	for _, m := range f.Sendable {
-		if r, ok := sent[m]; ok && !r.Sent {
+		var r Forwarded
+		if ri < len(offered) && offered[ri] == m {
+			if ri < len(results) {
+				r = results[ri]
+			}
+			ri++
+		}
+		if r.Held && !r.Sent {
 			m.SendNextAt, m.LeaseToken = now, 0 // held: due now, not leased
 			continue
 		}
-		if r, ok := sent[m]; ok {
+		if r.Sent {
 			if next, out, err := state.Apply(*m, state.Event{Kind: state.KindSent, At: now, Ref: r.Ref}); err == nil && out.Effect == state.Changed {
 				ClearStaleError(&next, state.KindSent, out)
 				*m = next
