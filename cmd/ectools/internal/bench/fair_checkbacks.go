@@ -234,7 +234,7 @@ func RunFairCheckback(ctx context.Context, cfg FairCheckback) (*FairCheckbackRep
 	rep := &FairCheckbackReport{Config: cfg}
 	rep.Config.Logger, rep.Config.Progress = nil, nil
 	fmt.Fprintf(cfg.Progress, "phase 1: B alone, %.0f/s for %s\n", cfg.BRate, cfg.Phase)
-	if err := prepareB(ctx, st, rs, cfg, "alone", fastURL); err != nil {
+	if err := prepareB(ctx, st, rs, cfg, "alone", fastURL, v.DueAt); err != nil {
 		return nil, err
 	}
 	if err := waitResolved(ctx, rs, 30*time.Second); err != nil {
@@ -247,7 +247,7 @@ func RunFairCheckback(ctx context.Context, cfg FairCheckback) (*FairCheckbackRep
 	if err := prepareBacklog(ctx, st, cfg, slowURL); err != nil {
 		return nil, err
 	}
-	if err := prepareB(ctx, st, rs, cfg, "during", fastURL); err != nil {
+	if err := prepareB(ctx, st, rs, cfg, "during", fastURL, v.DueAt); err != nil {
 		return nil, err
 	}
 	err = waitResolved(ctx, rs, time.Minute)
@@ -293,8 +293,9 @@ func waitResolved(ctx context.Context, rs *resolutionStore, limit time.Duration)
 }
 
 // prepareB writes B's PREPAREs at cfg.BRate for cfg.Phase, one Apply each
-// (as ingest writes a message that arrives alone), due at once.
-func prepareB(ctx context.Context, st store.Store, rs *resolutionStore, cfg FairCheckback, phase, url string) error {
+// (as ingest writes a message that arrives alone), due at once, and tells
+// dueAt (the verifier's DueAt) when, as ingest does.
+func prepareB(ctx context.Context, st store.Store, rs *resolutionStore, cfg FairCheckback, phase, url string, dueAt func(time.Time)) error {
 	every := time.Duration(float64(time.Second) / cfg.BRate)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -308,6 +309,7 @@ func prepareB(ctx context.Context, st store.Store, rs *resolutionStore, cfg Fair
 		if _, err := st.Apply(ctx, store.ApplyRequest{Changes: []store.Change{prepareChange("B", key, int32(i%cfg.Partitions), at, url)}}); err != nil {
 			return fmt.Errorf("prepare %s: %w", key, err)
 		}
+		dueAt(at)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
