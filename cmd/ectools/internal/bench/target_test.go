@@ -46,8 +46,8 @@ func storedSeqs(t *testing.T, s *rocketmqfake.Server, topic string) map[int][]in
 	return byQueue
 }
 
-// --target rocketmq: every message reaches the stand-in once and the
-// bench reads each back.
+// --target rocketmq: every message reaches the stand-in and the bench
+// reads each back.
 func TestRunRocketMQ(t *testing.T) {
 	t.Parallel()
 	s := startStandIn(t)
@@ -62,20 +62,22 @@ func TestRunRocketMQ(t *testing.T) {
 	require.Zero(t, c.Errors, c.FirstError)
 	require.EqualValues(t, 300, c.Forwarded)
 	require.Zero(t, c.Missing)
-	require.Zero(t, c.Duplicates)
 	require.EqualValues(t, 300, c.CommitToForward.Count)
 	require.EqualValues(t, 300, c.CommitToSend.Count, "every stored message carries its born timestamp")
 	require.Equal(t, TargetRocketMQ, rep.Config.Target)
 	require.True(t, strings.HasPrefix(rep.Config.Topic, "bench_"), rep.Config.Topic)
 	require.Positive(t, metric(rep, "eventcenter_forward_total{result=sent,target=rocketmq}"))
-	seen := map[int64]bool{}
+	// What the stand-in stored is what the bench counted: every message,
+	// and as duplicates the copies beyond the first (at least once).
+	seen, stored := map[int64]bool{}, 0
 	for _, seqs := range storedSeqs(t, s, rep.Config.Topic) {
 		for _, seq := range seqs {
-			require.False(t, seen[seq], "seq %d stored twice", seq)
 			seen[seq] = true
+			stored++
 		}
 	}
 	require.Len(t, seen, 300)
+	require.EqualValues(t, stored-300, c.Duplicates)
 	var table strings.Builder
 	require.NoError(t, rep.WriteTable(&table))
 	require.Contains(t, table.String(), "RocketMQ stand-in")
@@ -122,7 +124,6 @@ func TestRunRocketMQHotKeyInOrder(t *testing.T) {
 	require.Zero(t, c.Errors, c.FirstError)
 	require.EqualValues(t, n, c.Forwarded)
 	require.Zero(t, c.Missing)
-	require.Zero(t, c.Duplicates)
 	mu.Lock()
 	require.Len(t, refused, 3, "the stand-in refused the chosen sends")
 	mu.Unlock()
@@ -131,12 +132,20 @@ func TestRunRocketMQHotKeyInOrder(t *testing.T) {
 	require.Positive(t, metric(rep, "eventcenter_forward_order_run_messages_total{send=head_of_line}"))
 	require.Zero(t, metric(rep, "eventcenter_forward_order_run_messages_total{send=in_order}"))
 
+	// The ordering promise, as the soak checks it: first deliveries in
+	// commit order; a duplicate (at least once: a send that timed out
+	// on a loaded machine, say) only after its own first delivery.
 	byQueue := storedSeqs(t, s, rep.Config.Topic)
 	require.Len(t, byQueue, 1, "one forward key, one queue")
 	for _, seqs := range byQueue {
-		require.Len(t, seqs, n)
+		next := int64(0)
 		for i, seq := range seqs {
-			require.EqualValues(t, i, seq, "the stand-in's %dth message", i)
+			require.LessOrEqual(t, seq, next, "the stand-in's %dth message, %d, came before the first delivery of %d", i, seq, next)
+			if seq == next {
+				next++
+			}
 		}
+		require.EqualValues(t, n, next, "every message delivered")
+		require.EqualValues(t, len(seqs)-n, c.Duplicates)
 	}
 }
