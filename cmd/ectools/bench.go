@@ -43,6 +43,10 @@ after the run: a backlog the load flows past. With --scheduled-due-rate R they
 fall due at R/s instead, and the report gives their delivery lateness (the
 center's produce minus deliver-at) next to the load's latency.
 
+--target rocketmq forwards to the wire-level RocketMQ stand-in, started in this
+process, instead of the business topic on Kafka (the load still reaches the
+center through Kafka).
+
 A progress line per second goes to stderr, the table to stdout.`,
 		Example: `  ectools bench --messages 100000
   ectools bench --store postgres --dsn postgres://postgres@127.0.0.1:5432/test --messages 200000 --json run.json
@@ -52,7 +56,8 @@ A progress line per second goes to stderr, the table to stdout.`,
   ectools bench --messages 20000 --html report.html
   ectools bench --store postgres --dsn ... --duration 30s --rate 10000 --scheduled 1000000 --baselines=false
   ectools bench --store postgres --dsn ... --messages 0 --scheduled 1000000 --scheduled-due-rate 10000 --baselines=false
-  ectools bench --store postgres --dsn ... --baselines=false --flood-messages 200000 --quiet-rate 200`,
+  ectools bench --store postgres --dsn ... --baselines=false --flood-messages 200000 --quiet-rate 200
+  ectools bench --store postgres --dsn ... --baselines=false --messages 20000 --hot-key --target rocketmq`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
@@ -147,6 +152,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 	f.IntVar(&cfg.Payload, "payload", cfg.Payload, "payload bytes")
 	f.IntVar(&cfg.OrderKeys, "order-keys", 0, "give messages order keys: message i gets key i mod N (0: none; order is kept with the postgres store)")
 	f.BoolVar(&cfg.HotKey, "hot-key", false, "give every message the same order key")
+	f.StringVar(&cfg.Target, "target", cfg.Target, "the embedded center's forward target: kafka (the business topic on the brokers), or rocketmq: the RocketMQ stand-in in process, one queue per partition, read back from its memory (the plain load only: not with --external, --via http, --scheduled or --flood-messages)")
 	f.StringVar(&cfg.ForwardKey, "forward-key", cfg.ForwardKey, "with --order-keys or --hot-key, the forward (Kafka) key of a message: order (its order key, one partition per key, a key's run pipelined) or message (its own key, spread over the partitions, a run sent head of line)")
 	f.IntVar(&cfg.Scheduled, "scheduled", 0, "hold this many committed scheduled messages in the center's store (written through the center's ingest conversion and store, not through Kafka), due after the run unless --scheduled-due-rate")
 	f.Float64Var(&cfg.ScheduledDueRate, "scheduled-due-rate", 0, "the --scheduled messages fall due at this rate (msg/s) and the report gives their delivery lateness (0: held)")
@@ -162,7 +168,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 	f.StringSliceVar(&cfg.Brokers, "brokers", nil, "external Kafka brokers (default: kfake in process)")
 	f.BoolVar(&cfg.External, "external", false, "a center already runs against --brokers: only produce, answer check-backs and consume")
 	f.StringVar(&cfg.ControlTopic, "control-topic", cfg.ControlTopic, "control topic")
-	f.StringVar(&cfg.Topic, "topic", "", "business topic (default: a fresh bench.<run id>)")
+	f.StringVar(&cfg.Topic, "topic", "", "business topic (default: a fresh bench.<run id>, bench_<run id> with --target rocketmq)")
 	f.IntVar(&cfg.Partitions, "partitions", cfg.Partitions, "partitions of the topics the tool creates")
 	f.StringVar(&cfg.CheckbackListen, "checkback-listen", cfg.CheckbackListen, "address of the tool's check-back server")
 	f.StringVar(&cfg.CheckbackURL, "checkback-url", "", "check-back endpoint named in messages (default: http://<checkback-listen>/check)")

@@ -30,7 +30,8 @@ A build is an ectools binary, or a git revision of --repo (a tag, a branch, a
 commit) that is built once into <out>/builds. Each build runs its own bench,
 so its own center and load generator, as a release is measured. A run whose
 flags a build does not know (an older bench) is reported as not supported.
---new defaults to this binary.
+--new defaults to this binary. "--bench-arg=--target --bench-arg=rocketmq"
+measures the RocketMQ target; noisy is Kafka only, leave it out with --runs.
 
 Every report and log is kept in --out. Compare against the last release tag
 before changing the hot path (docs/development.md, "Changing the hot path").

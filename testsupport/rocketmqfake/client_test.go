@@ -296,3 +296,41 @@ func TestStopClosesConnectionsAndRestart(t *testing.T) {
 	require.NotContains(t, bodies, "while-down")
 	require.Error(t, s.Restart(), "restart of a running server")
 }
+
+// MessagesSince hands out only what came after n, and its channel closes
+// on the next store, not before.
+func TestMessagesSince(t *testing.T) {
+	t.Parallel()
+	s := startFake(t, rocketmqfake.WithTopic("since", 2))
+	p := newProducer(t, s)
+
+	got, more := s.MessagesSince("since", 0)
+	require.Empty(t, got)
+	got, _ = s.MessagesSince("nosuchtopic", 0)
+	require.Empty(t, got)
+	for _, b := range []string{"a", "b"} {
+		_, err := p.SendSync(t.Context(), msg("since", b, ""))
+		require.NoError(t, err)
+	}
+	select {
+	case <-more:
+	default:
+		t.Fatal("the channel is not closed after a store")
+	}
+	got, more = s.MessagesSince("since", 1)
+	require.Len(t, got, 1)
+	require.Equal(t, "b", string(got[0].Body))
+	got, _ = s.MessagesSince("since", 2)
+	require.Empty(t, got)
+	select {
+	case <-more:
+		t.Fatal("the channel is closed though nothing was stored since")
+	default:
+	}
+	_, err := p.SendSync(t.Context(), msg("since", "c", ""))
+	require.NoError(t, err)
+	<-more
+	got, _ = s.MessagesSince("since", 2)
+	require.Len(t, got, 1)
+	require.Equal(t, "c", string(got[0].Body))
+}

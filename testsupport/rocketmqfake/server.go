@@ -258,6 +258,23 @@ func (s *Server) Messages(topic string) []Message {
 	return out
 }
 
+// MessagesSince returns the topic's messages after the first n in store
+// order (as Messages does), and a channel closed when the fake stores
+// anything more: a reader follows a topic without copying it again, and
+// waits on the channel when it got nothing.
+func (s *Server) MessagesSince(topic string, n int) ([]Message, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Message
+	if t := s.topics[topic]; t != nil && n < len(t.all) {
+		out = make([]Message, 0, len(t.all)-max(n, 0))
+		for _, m := range t.all[max(n, 0):] {
+			out = append(out, m.snapshot())
+		}
+	}
+	return out, s.newData
+}
+
 // Requests returns how many requests with this code the fake has received
 // (on both ports, since Start).
 func (s *Server) Requests(code int) int {

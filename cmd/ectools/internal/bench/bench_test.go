@@ -151,6 +151,12 @@ func TestValidate(t *testing.T) {
 		"lead":        {func(c *Config) { c.ScheduledLead = -time.Second }, "scheduled-lead"},
 		"scan":        {func(c *Config) { c.ScanInterval = -time.Second }, "scan-interval"},
 		"held alone":  {func(c *Config) { c.Messages, c.Scheduled = 0, 5 }, "messages"},
+		"target":      {func(c *Config) { c.Target = "pulsar" }, "target"},
+		"rmq ext":     {func(c *Config) { c.Target, c.External, c.Brokers = TargetRocketMQ, true, []string{"b:9092"} }, "target"},
+		"rmq http":    {func(c *Config) { c.Target, c.Via = TargetRocketMQ, ViaHTTP }, "target"},
+		"rmq sched":   {func(c *Config) { c.Target, c.Scheduled = TargetRocketMQ, 5 }, "target"},
+		"rmq noisy":   {func(c *Config) { c.Target, c.Noisy.FloodMessages = TargetRocketMQ, 1000 }, "target"},
+		"rmq topic":   {func(c *Config) { c.Target, c.Topic = TargetRocketMQ, "bench.x" }, "topic"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -166,6 +172,9 @@ func TestValidate(t *testing.T) {
 	require.NoError(t, cfg.Validate())
 	cfg.Messages, cfg.Scheduled, cfg.ScheduledDueRate = 0, 5, 10
 	require.NoError(t, cfg.Validate(), "only scheduled messages, falling due")
+	cfg = Default()
+	cfg.Target, cfg.HotKey, cfg.Topic = TargetRocketMQ, true, "bench_x"
+	require.NoError(t, cfg.Validate(), "a hot key to RocketMQ")
 }
 
 // With order keys, every message carries one (round robin), and all are

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/eventcenter/eventcenter/envelope"
+	"github.com/eventcenter/eventcenter/forwarder/rocketmq"
+	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake"
 	gomysql "github.com/go-sql-driver/mysql"
 )
 
@@ -78,6 +80,15 @@ type Config struct {
 	DSN   string
 	// StoreMaxConns is the center's store.max_conns (PostgreSQL).
 	StoreMaxConns int
+
+	// Target is the embedded center's forward target: TargetKafka (the
+	// default: the business topic on the Kafka brokers) or
+	// TargetRocketMQ: the RocketMQ stand-in (testsupport/rocketmqfake)
+	// started in process, one queue per partition, read back from its
+	// memory. A RocketMQ target keeps head-of-line sends for a key's run
+	// (it is no forwarder.OrderedTarget). Only the plain load: not with
+	// External, Via http, Scheduled or the noisy-neighbour run.
+	Target string
 
 	// Brokers are external Kafka brokers; empty starts kfake in process.
 	Brokers []string
@@ -147,6 +158,9 @@ type Config struct {
 	HeapEvery time.Duration
 
 	tempDir string // set by Run
+	// rmq is the RocketMQ stand-in with TargetRocketMQ: started by Run
+	// unless a test gave one (then Run leaves it running).
+	rmq *rocketmqfake.Server
 	// centerDSN receives the embedded center's PostgreSQL DSN (set by Run).
 	centerDSN *string
 	// rowVersions receives the PostgreSQL row versions when the center's
@@ -177,6 +191,7 @@ func Default() Config {
 		HeapEvery:            10 * time.Second,
 		Noisy:                DefaultNoisy(),
 		ForwardKey:           ForwardKeyOrder,
+		Target:               TargetKafka,
 	}
 }
 
@@ -274,6 +289,7 @@ func (c *Config) Validate() error {
 	default:
 		bad("via", "want kafka or http, got %q", c.Via)
 	}
+	c.validateTarget(bad)
 	if c.ControlTopic == "" {
 		bad("control-topic", "is required")
 	}
@@ -300,6 +316,36 @@ func (c *Config) Validate() error {
 	}
 	c.Noisy.validate(c, bad)
 	return errors.Join(errs...)
+}
+
+// validateTarget checks Target and what a RocketMQ target rules out.
+func (c *Config) validateTarget(bad func(field, format string, args ...any)) {
+	switch c.Target {
+	case TargetKafka:
+		return
+	case TargetRocketMQ:
+	default:
+		bad("target", "want kafka or rocketmq, got %q", c.Target)
+		return
+	}
+	const why = "--target rocketmq runs the plain load against the center and RocketMQ stand-in in process"
+	if c.External {
+		bad("target", "%s: not with --external", why)
+	}
+	if c.Via != ViaKafka {
+		bad("target", "%s: not with --via %s", why, c.Via)
+	}
+	if c.Scheduled > 0 {
+		bad("target", "%s: not with --scheduled", why)
+	}
+	if c.Noisy.on() {
+		bad("target", "%s: not with the noisy-neighbour run (--flood-messages)", why)
+	}
+	if c.Topic != "" {
+		if err := rocketmq.CheckTopic(c.Topic); err != nil {
+			bad("topic", "%v", err)
+		}
+	}
 }
 
 // keys are message seq's order key ("" without order keys) and forward

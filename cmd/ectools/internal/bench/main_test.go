@@ -4,10 +4,12 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake/rmqtest"
 )
 
 func TestMain(m *testing.M) {
-	// The RocketMQ client (linked in through the center's targets) starts
-	// a cache janitor at package init.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/patrickmn/go-cache.(*janitor).Run"))
+	// The RocketMQ client (linked in through the center's targets, and
+	// started by --target rocketmq) leaves goroutines it cannot stop.
+	goleak.VerifyTestMain(m, rmqtest.LeakOptions()...)
 }

@@ -59,6 +59,7 @@ type ReportConfig struct {
 	CheckbackRatio float64 `json:"checkback_ratio"`
 	Partitions     int     `json:"partitions"`
 	Topic          string  `json:"topic"`
+	Target         string  `json:"target"`
 	FirstDelay     string  `json:"checkback_first_delay,omitempty"`
 	CheckbackConc  int     `json:"checkback_endpoint_concurrency,omitempty"`
 	Retention      string  `json:"broker_retention"`
@@ -84,7 +85,7 @@ func reportConfig(c Config) ReportConfig {
 	}
 	rc := ReportConfig{Mode: mode, Store: c.Store, Messages: c.Messages, Rate: c.Rate, Payload: c.Payload,
 		Producers: c.Producers, Concurrency: c.Concurrency, RollbackRatio: c.RollbackRatio,
-		CheckbackRatio: c.CheckbackRatio, Partitions: c.Partitions}
+		CheckbackRatio: c.CheckbackRatio, Partitions: c.Partitions, Target: c.Target}
 	if c.Duration > 0 {
 		rc.Duration = c.Duration.String()
 	}
@@ -166,6 +167,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	row("run", "%s, %s store, %s, %s, %d B payload, %d producers × %d, rollback %.2f, check-back %.2f, %d partitions",
 		c.Mode, c.Store, load, rate, c.Payload, c.Producers, c.Concurrency, c.RollbackRatio, c.CheckbackRatio, c.Partitions)
+	if c.Target == TargetRocketMQ {
+		row("forward target", "RocketMQ stand-in in process, %d queues, read back from its memory", c.Partitions)
+	}
 	switch {
 	case c.HotKey:
 		row("order keys", "one hot key: every message the same order key, forward key: %s", forwardKeyText(c.ForwardKey))

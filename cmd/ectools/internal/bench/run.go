@@ -27,6 +27,7 @@ import (
 	"github.com/eventcenter/eventcenter/app/config"
 	"github.com/eventcenter/eventcenter/clientlib"
 	"github.com/eventcenter/eventcenter/store/sharded"
+	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake"
 	"github.com/eventcenter/eventcenter/tracing"
 )
 
@@ -88,9 +89,28 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	topic := cfg.Topic
 	if topic == "" {
 		topic = "bench." + runID
+		if cfg.Target == TargetRocketMQ {
+			topic = "bench_" + runID // RocketMQ topic names have no dots
+		}
 	}
 	rep.Config.Topic = topic
-	topics := []string{topic}
+	var topics []string
+	if cfg.Target == TargetKafka {
+		topics = append(topics, topic)
+	} else {
+		if cfg.rmq == nil {
+			pprof.Do(ctx, pprof.Labels(profilePart, "broker"), func(context.Context) {
+				cfg.rmq, err = rocketmqfake.Start()
+			})
+			if err != nil {
+				return nil, fmt.Errorf("start the RocketMQ stand-in: %w", err)
+			}
+			defer cfg.rmq.Close()
+		}
+		if err := cfg.rmq.CreateTopic(topic, cfg.Partitions); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Via == ViaHTTP {
 		topics = append(topics, topic+".http")
 	}
@@ -448,6 +468,10 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Admin.Insecure = true
 	cfg.Forward.Targets = []config.Target{{Name: "kafka", Type: "kafka", AutoCreateTopics: true}}
+	if bc.Target == TargetRocketMQ {
+		cfg.Forward.Targets = []config.Target{{Name: "rocketmq", Type: "rocketmq", NameServers: []string{bc.rmq.NameServerAddr()}, Group: "ecbench"}}
+		cfg.Forward.DefaultTarget = "rocketmq"
+	}
 	cfg.Checkback.FirstDelay = bc.FirstDelay
 	cfg.Checkback.BackoffBase = time.Second
 	cfg.Checkback.EndpointConcurrency = bc.CheckbackConcurrency
@@ -707,35 +731,11 @@ func load(ctx context.Context, cfg Config, ps pass, brokers []string, topic stri
 	tr.split = ps.split
 	tr.forwards, tr.places = ps.forwards, ps.places
 
-	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	stopReading, err := readForwards(ctx, cfg, brokers, topic, tr)
 	if err != nil {
-		return res, fmt.Errorf("business topic consumer: %w", err)
+		return res, err
 	}
-	defer cons.Close()
-	cctx, cancelConsume := context.WithCancel(ctx)
-	consumed := make(chan struct{})
-	go func() {
-		defer close(consumed)
-		for {
-			fs := cons.PollFetches(cctx)
-			if cctx.Err() != nil {
-				return
-			}
-			now := time.Now()
-			fs.EachRecord(func(r *kgo.Record) {
-				for _, h := range r.Headers {
-					if h.Key == seqHeader {
-						if seq, err := strconv.ParseInt(string(h.Value), 10, 64); err == nil {
-							tr.seen(seq, now, r.Timestamp)
-						}
-						return
-					}
-				}
-			})
-		}
-	}()
-	defer func() { cancelConsume(); <-consumed }()
+	defer stopReading()
 
 	producers := make([]sender, cfg.Producers)
 	for i := range producers {

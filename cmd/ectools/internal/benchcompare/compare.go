@@ -125,6 +125,9 @@ func Compare(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, errors.New("bench arguments: --json is set by the comparison")
 		}
 	}
+	if err := checkTarget(runs, cfg.BenchArgs); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}

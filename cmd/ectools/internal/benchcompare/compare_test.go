@@ -137,12 +137,28 @@ func TestCompareRefusesBadInput(t *testing.T) {
 		{Config{Old: bin, New: bin, Runs: []string{"burst", "burst"}, Out: dir}, `run "burst" is named twice`},
 		{Config{Old: bin, New: bin, Pairs: -1, Out: dir}, "pairs: -1"},
 		{Config{Old: bin, New: bin, BenchArgs: []string{"--json", "x"}, Out: dir}, "--json is set by the comparison"},
+		{Config{Old: bin, New: bin, BenchArgs: []string{"--target", "rocketmq"}, Out: dir}, `run "noisy" measures the Kafka target only, not --target rocketmq`},
+		{Config{Old: bin, New: bin, Runs: []string{"noisy"}, BenchArgs: []string{"--target=rocketmq"}, Out: dir}, `run "noisy" measures the Kafka target only`},
 		{Config{Old: dir, New: bin, Out: dir, Repo: dir}, "not an executable file"},
 		{Config{Old: "no-such-rev", New: bin, Out: dir, Repo: dir}, "no-such-rev: neither a file nor a git revision of " + dir},
 	} {
 		_, err := Compare(t.Context(), tc.cfg)
 		require.ErrorContains(t, err, tc.want)
 	}
+}
+
+// With --target rocketmq the runs the bench makes on any target go ahead,
+// the argument reaching each; noisy (Kafka only) is refused up front.
+func TestCompareTargetRocketMQ(t *testing.T) {
+	dir := t.TempDir()
+	bin := fakeBench(t, dir, "old", []string{"100", "100"}, "", "")
+	_, err := Compare(t.Context(), Config{Old: bin, New: bin, Runs: []string{"ordered"}, Pairs: 1,
+		BenchArgs: []string{"--target", "rocketmq"}, Out: filepath.Join(dir, "out")})
+	require.NoError(t, err)
+	order, err := os.ReadFile(filepath.Join(dir, "order"))
+	require.NoError(t, err)
+	require.Equal(t, 2, strings.Count(string(order), "--order-keys 10000 --baselines=false --target rocketmq --json"))
+	require.NoError(t, checkTarget(StandardRuns, []string{"--target", "kafka"}))
 }
 
 // A git revision is built into an ectools binary once, from that

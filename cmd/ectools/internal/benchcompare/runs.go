@@ -24,6 +24,9 @@ type Run struct {
 	Name    string   `json:"name"`
 	Args    []string `json:"args"`
 	Metrics []Metric `json:"metrics"`
+	// KafkaOnly: the bench makes this run with the Kafka forward target
+	// only (it refuses --target rocketmq with the run's flags).
+	KafkaOnly bool `json:"kafka_only,omitempty"`
 }
 
 // The metrics most runs read.
@@ -65,8 +68,9 @@ var StandardRuns = []Run{
 		Metrics: []Metric{forwardRate, p99, processCPU, postgresCPU},
 	},
 	{
-		Name: "noisy",
-		Args: []string{"--baselines=false", "--flood-messages", "200000", "--quiet-rate", "200"},
+		Name:      "noisy",
+		Args:      []string{"--baselines=false", "--flood-messages", "200000", "--quiet-rate", "200"},
+		KafkaOnly: true,
 		Metrics: []Metric{
 			{Name: "quiet p99 during the flood ms", Path: "noisy_neighbour.quiet_p99_during_flood_ms"},
 			{Name: "quiet p99 ÷ alone", Path: "noisy_neighbour.quiet_p99_ratio"},
@@ -112,4 +116,27 @@ func selectRuns(names []string) ([]Run, error) {
 		}
 	}
 	return runs, nil
+}
+
+// checkTarget refuses runs the bench makes with the Kafka target only when
+// the bench arguments name another one (--target rocketmq), before any
+// run: leave them out with --runs.
+func checkTarget(runs []Run, benchArgs []string) error {
+	target := "kafka"
+	for i, a := range benchArgs {
+		if v, ok := strings.CutPrefix(a, "--target="); ok {
+			target = v
+		} else if a == "--target" && i+1 < len(benchArgs) {
+			target = benchArgs[i+1]
+		}
+	}
+	if target == "kafka" {
+		return nil
+	}
+	for _, r := range runs {
+		if r.KafkaOnly {
+			return fmt.Errorf("run %q measures the Kafka target only, not --target %s: name the others with --runs", r.Name, target)
+		}
+	}
+	return nil
 }
