@@ -133,7 +133,7 @@ func TestFairClaimsKeepQuietsPlace(t *testing.T) {
 				time.Sleep(100 * time.Microsecond)
 			}
 		})
-		require.Greater(t, len(r.places), 50, "quiet's messages while the flood drained")
+		require.Greater(t, len(r.places), 20, "quiet's messages while the flood drained")
 		p99 := r.place(.99)
 		t.Logf("fair %v, queue %d: quiet's place p50 %d, p99 %d, over %d messages", c.fair, c.queue, r.place(.5), p99, len(r.places))
 		if c.atMost > 0 {
