@@ -18,16 +18,23 @@ import (
 	"github.com/eventcenter/eventcenter/ingest"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/memstore"
 	"github.com/eventcenter/eventcenter/store/postgres"
 	"github.com/eventcenter/eventcenter/store/postgres/pgtest"
 )
 
-// stampTarget acknowledges every record at once and notes when each
-// bizID's records were sent.
+// stampTarget acknowledges every record at once and notes when each was
+// sent and how many of flood's records were sent before it: the order of
+// sends, which CPU contention does not change.
 type stampTarget struct {
-	mu   sync.Mutex
-	at   map[string]time.Time // record id → sent
-	sent map[string]int       // bizID → records
+	mu    sync.Mutex
+	at    map[string]time.Time // record id → sent
+	flood map[string]int       // record id → flood's records sent before it
+	sent  map[string]int       // bizID → records
+}
+
+func newStampTarget() *stampTarget {
+	return &stampTarget{at: map[string]time.Time{}, flood: map[string]int{}, sent: map[string]int{}}
 }
 
 func (s *stampTarget) Send(_ context.Context, recs []forwarder.Record) []forwarder.Result {
@@ -36,10 +43,18 @@ func (s *stampTarget) Send(_ context.Context, recs []forwarder.Record) []forward
 	defer s.mu.Unlock()
 	for _, r := range recs {
 		s.at[r.ID] = now
+		s.flood[r.ID] = s.sent["flood"]
 		biz, _, _ := strings.Cut(r.ID, ":")
 		s.sent[biz]++
 	}
 	return make([]forwarder.Result, len(recs))
+}
+
+// sentOf returns how many of biz's records were sent.
+func (s *stampTarget) sentOf(biz string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sent[biz]
 }
 
 func (s *stampTarget) Close() error { return nil }
@@ -49,26 +64,105 @@ func (s *stampTarget) Close() error { return nil }
 // by its limit); bizID "quiet" makes a message due every 5 ms (200/s:
 // retries, scheduled messages, released handoffs, messages after a
 // restart: what the claims serve) while the forwarder drains the
-// backlog. It reports quiet's due-to-sent p50 and p99 and flood's drain
-// rate, with oldest-first claims and with fair claims (docs/fairness.md).
+// backlog. It reports quiet's due-to-sent p50 and p99, its place in line
+// (flood's messages sent between its due time and its send) p50 and p99,
+// and flood's drain rate, with oldest-first claims and with fair claims
+// (docs/fairness.md).
 //
 //	EVENTCENTER_TEST_POSTGRES=... go test ./forwarder -run '^$' -bench NoisyNeighbourBacklog -benchtime 1x -count 3
 func BenchmarkNoisyNeighbourBacklog(b *testing.B) {
-	backlog := 200_000
+	backlog, queueSize := 200_000, 0
 	if os.Getenv("BACKLOG") != "" {
 		backlog, _ = strconv.Atoi(os.Getenv("BACKLOG"))
+	}
+	if os.Getenv("QUEUE_SIZE") != "" { // forwarder.Config.QueueSize
+		queueSize, _ = strconv.Atoi(os.Getenv("QUEUE_SIZE"))
 	}
 	for _, fair := range []bool{false, true} {
 		b.Run(map[bool]string{false: "oldest-first", true: "fair"}[fair], func(b *testing.B) {
 			for range b.N {
-				noisyBacklog(b, backlog, fair)
+				b.StopTimer()
+				st := pgBacklog(b, backlog)
+				tick := time.NewTicker(5 * time.Millisecond)
+				b.StartTimer()
+				r := noisyRun(b, st, backlog, forwarder.Config{OldestFirst: !fair, QueueSize: queueSize}, func(int, *stampTarget) { <-tick.C })
+				tick.Stop()
+				b.StopTimer()
+				b.ReportMetric(r.ms(.5), "quiet-p50-ms")
+				b.ReportMetric(r.ms(.99), "quiet-p99-ms")
+				b.ReportMetric(float64(r.place(.5)), "quiet-place-p50")
+				b.ReportMetric(float64(r.place(.99)), "quiet-place-p99")
+				b.ReportMetric(float64(backlog)/r.drained.Seconds(), "flood-msg/s")
+				b.ReportMetric(float64(len(r.wait)), "quiet-msgs")
 			}
 		})
 	}
 }
 
-func noisyBacklog(b *testing.B, backlog int, fair bool) {
-	b.StopTimer()
+// TestFairClaimsKeepQuietsPlace: a quiet bizID's messages fall due while
+// a flood's backlog drains. Fair claims put each in the next claim, so
+// what is sent ahead of it is at most what the forwarder had already
+// claimed: its queue (Config.QueueSize, which caps the claims) and the
+// workers' batches in flight; with a queue of a quarter of a claim, that
+// is within one claim at p99. Oldest first, it waits for the backlog.
+// Quiet's messages fall due as the flood is sent (one every 50 of flood's
+// sends), not by a clock, so the machine's speed does not matter.
+func TestFairClaimsKeepQuietsPlace(t *testing.T) {
+	t.Parallel()
+	const backlog, every = 10_000, 50
+	claim := forwarder.DefaultClaimLimit
+	for _, c := range []struct {
+		fair     bool
+		queue    int
+		atMost   int // quiet's place p99
+		moreThan int
+	}{
+		{fair: true, queue: claim / 4, atMost: claim},
+		{fair: true, atMost: claim + 4096}, // the default queue ahead
+		{fair: false, queue: claim / 4, moreThan: 5 * claim},
+	} {
+		st := memStore{memstore.New(time.Now)}
+		commitFlood(t, st, backlog)
+		cfg := forwarder.Config{OldestFirst: !c.fair, QueueSize: c.queue, ScanInterval: 10 * time.Millisecond}
+		r := noisyRun(t, st, backlog, cfg, func(i int, tg *stampTarget) {
+			for n := tg.sentOf("flood"); n < (i+1)*every; n = tg.sentOf("flood") {
+				if n >= backlog {
+					time.Sleep(time.Millisecond) // drained: the run is ending
+					return
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+		})
+		require.Greater(t, len(r.places), 20, "quiet's messages while the flood drained")
+		p99 := r.place(.99)
+		t.Logf("fair %v, queue %d: quiet's place p50 %d, p99 %d, over %d messages", c.fair, c.queue, r.place(.5), p99, len(r.places))
+		if c.atMost > 0 {
+			require.LessOrEqual(t, p99, c.atMost, "fair %v, queue %d: quiet's place p99", c.fair, c.queue)
+		} else {
+			require.Greater(t, p99, c.moreThan, "fair %v, queue %d: quiet's place p99", c.fair, c.queue)
+		}
+	}
+}
+
+// commitFlood commits n messages of bizID "flood", due, in partitions 0-7.
+func commitFlood(t *testing.T, st forwarder.Store, n int) {
+	for i := 0; i < n; i += 1000 {
+		var changes []store.Change
+		for j := i; j < min(n, i+1000); j++ {
+			key, at := fmt.Sprintf("k%d", j), time.Now()
+			changes = append(changes,
+				store.Change{BizID: "flood", Key: key, Partition: int32(j % 8), Event: state.Event{Kind: state.KindPrepare, At: at,
+					Body: &state.Body{Payload: []byte("f"), Topic: "orders", CheckAfter: time.Minute}}},
+				store.Change{BizID: "flood", Key: key, Partition: int32(j % 8), Event: state.Event{Kind: state.KindCommit, At: at}})
+		}
+		_, err := st.Apply(t.Context(), store.ApplyRequest{Changes: changes})
+		require.NoError(t, err)
+	}
+}
+
+// pgBacklog is a fresh PostgreSQL store with n due messages of bizID
+// "flood", written in one statement.
+func pgBacklog(b *testing.B, n int) forwarder.Store {
 	ctx := b.Context()
 	pool := pgtest.Pool(b)
 	require.NoError(b, postgres.Migrate(ctx, pool))
@@ -78,37 +172,60 @@ func noisyBacklog(b *testing.B, backlog int, fair bool) {
 		payload, headers, target, topic, forward_key, tag, verify, send_status, send_next_at, decided_at, created_at, updated_at)
 		SELECT 'flood', 'k' || g, g % 8, 2, true, convert_to(repeat('x', 256), 'UTF8'), '\x', '', 'orders', '', '', '', 0,
 			now() - interval '10 minutes' + g * interval '1 microsecond', now(), now(), now()
-		FROM generate_series(1, $1) g`, backlog)
+		FROM generate_series(1, $1) g`, n)
 	require.NoError(b, err)
 	_, err = pool.Exec(ctx, `ANALYZE eventcenter_messages`)
 	require.NoError(b, err)
+	return claimLog{st}
+}
 
-	target := &stampTarget{at: map[string]time.Time{}, sent: map[string]int{}}
+// noisyResult is what noisyRun measured of quiet's messages that fell
+// due while flood's backlog drained.
+type noisyResult struct {
+	wait    []time.Duration // due → sent, sorted
+	places  []int           // flood's messages sent between due and sent, sorted
+	drained time.Duration   // flood's backlog, all sent
+}
+
+func (r noisyResult) ms(p float64) float64 {
+	return float64(r.wait[int(p*float64(len(r.wait)-1))].Microseconds()) / 1000
+}
+
+func (r noisyResult) place(p float64) int { return r.places[int(p*float64(len(r.places)-1))] }
+
+// noisyRun forwards from st, where flood's backlog of the given size is
+// due, while bizID "quiet" commits messages due at once, each after
+// pause(i) returns; it returns quiet's waits and places in line. cfg
+// gets the target.
+func noisyRun(tb testing.TB, st forwarder.Store, backlog int, cfg forwarder.Config, pause func(i int, t *stampTarget)) noisyResult {
+	ctx := tb.Context()
+	target := newStampTarget()
 	owned := ingest.NewOwnership()
 	owned.Assign(0, 1, 2, 3, 4, 5, 6, 7)
-	f, err := forwarder.New(forwarder.Config{
-		Targets: map[string]forwarder.Target{"t": target}, OldestFirst: !fair,
-		Logger: slog.New(slog.DiscardHandler),
-	}, claimLog{st, b}, owned)
-	require.NoError(b, err)
+	cfg.Targets, cfg.Logger = map[string]forwarder.Target{"t": target}, slog.New(slog.DiscardHandler)
+	f, err := forwarder.New(cfg, st, owned)
+	require.NoError(tb, err)
 
-	// quiet's messages: due at once, for the claims.
-	due := map[string]time.Time{}
+	// quiet's messages: due at once, for the claims; when each fell due
+	// and how many of flood's had been sent then.
+	type due struct {
+		at    time.Time
+		flood int
+	}
+	dues := map[string]due{}
 	var quietN int
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	b.StartTimer()
 	began := time.Now()
-	require.NoError(b, f.Start(ctx))
+	require.NoError(tb, f.Start(ctx))
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
 		for i := 0; ; i++ {
+			pause(i, target)
 			select {
 			case <-stop:
 				return
-			case <-tick.C:
+			default:
 			}
 			key := fmt.Sprintf("q-%d", i)
 			at := time.Now()
@@ -120,55 +237,42 @@ func noisyBacklog(b *testing.B, backlog int, fair bool) {
 			if err != nil {
 				return
 			}
-			due["quiet:"+key] = at
+			dues["quiet:"+key] = due{at, target.sentOf("flood")}
 			quietN = i + 1
 		}
 	}()
-	for {
-		target.mu.Lock()
-		n := target.sent["flood"]
-		target.mu.Unlock()
-		if n >= backlog {
-			break
-		}
+	for target.sentOf("flood") < backlog {
 		time.Sleep(10 * time.Millisecond) // polling the target's count
 	}
 	drained := time.Since(began)
 	close(stop)
 	<-done
 	// The last quiet messages go too.
-	require.Eventually(b, func() bool {
-		target.mu.Lock()
-		defer target.mu.Unlock()
-		return target.sent["quiet"] >= quietN
-	}, time.Minute, 10*time.Millisecond)
-	b.StopTimer()
+	require.Eventually(tb, func() bool { return target.sentOf("quiet") >= quietN }, time.Minute, 10*time.Millisecond)
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(b, f.Stop(sctx))
+	require.NoError(tb, f.Stop(sctx))
 
 	// quiet's messages due while the backlog drained (the later ones wait
-	// for the scan interval: there is no backlog left to claim).
-	var lat []time.Duration
+	// for the scan interval: there is no backlog left to claim). One sent
+	// before its due count was read had no flood message ahead: place 0.
+	var r noisyResult
 	target.mu.Lock()
-	for id, at := range due {
-		if at.Before(began.Add(drained)) {
-			lat = append(lat, target.at[id].Sub(at))
+	for id, d := range dues {
+		if d.flood < backlog {
+			r.wait = append(r.wait, target.at[id].Sub(d.at))
+			r.places = append(r.places, max(0, target.flood[id]-d.flood))
 		}
 	}
 	target.mu.Unlock()
-	slices.Sort(lat)
-	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(q(.5), "quiet-p50-ms")
-	b.ReportMetric(q(.99), "quiet-p99-ms")
-	b.ReportMetric(float64(backlog)/drained.Seconds(), "flood-msg/s")
-	b.ReportMetric(float64(len(lat)), "quiet-msgs")
+	slices.Sort(r.wait)
+	slices.Sort(r.places)
+	r.drained = drained
+	return r
 }
 
-type claimLog struct {
-	*postgres.Store
-	b *testing.B
-}
+// claimLog logs each claim to stderr when CLAIMLOG is set.
+type claimLog struct{ *postgres.Store }
 
 func (c claimLog) ClaimSends(ctx context.Context, cl store.Claim) ([]state.Message, error) {
 	t := time.Now()

@@ -82,8 +82,11 @@ func (n *Noisy) validate(c *Config, bad func(field, format string, args ...any))
 	if n.QuietConcurrency < 1 {
 		bad("quiet-concurrency", "must be at least 1")
 	}
-	if n.FloodRate < 0 || n.FloodMaxInFlight < 0 {
-		bad("flood-rate", "flood-rate and flood-max-in-flight must not be negative")
+	if n.FloodRate < 0 {
+		bad("flood-rate", "must not be negative (0: no limit)")
+	}
+	if n.FloodMaxInFlight < 0 {
+		bad("flood-max-in-flight", "must not be negative (0: no cap)")
 	}
 	if c.External {
 		bad("flood-messages", "the noisy-neighbour run needs the center in process (not --external)")

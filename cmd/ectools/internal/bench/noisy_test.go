@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/eventcenter/eventcenter/app/config"
 )
 
 // The noisy-neighbour run with --quiet-lane: quiet's producer writes to
@@ -48,6 +50,32 @@ func TestNoisyQuietLane(t *testing.T) {
 	require.NoError(t, rep.WriteNoisyTable(&table))
 	require.Contains(t, table.String(), "place in line during the flood")
 	require.Contains(t, table.String(), "quiet on its own control lane "+cfg.ControlTopic+".lane.quiet")
+}
+
+// --flood-rate and --flood-max-in-flight give the flood a forward.biz
+// entry of the embedded center (nothing without them); negative values
+// are refused, each by its flag.
+func TestNoisyFloodLimits(t *testing.T) {
+	t.Parallel()
+	n := DefaultNoisy()
+	n.FloodMessages = 100
+	var cfg config.Config
+	n.center(&cfg)
+	require.Empty(t, cfg.Forward.Biz)
+	n.FloodMaxInFlight = 1000
+	n.center(&cfg)
+	require.Equal(t, []config.ForwardBiz{{BizID: floodBizID, MaxInFlight: 1000}}, cfg.Forward.Biz)
+
+	for flag, edit := range map[string]func(*Noisy){
+		"flood-max-in-flight": func(n *Noisy) { n.FloodMaxInFlight = -1 },
+		"flood-rate":          func(n *Noisy) { n.FloodRate = -1 },
+	} {
+		c := Default()
+		c.Noisy.FloodMessages = 100
+		require.NoError(t, c.Validate())
+		edit(&c.Noisy)
+		require.ErrorContains(t, c.Validate(), flag+": must not be negative")
+	}
 }
 
 func TestSchedLatencySince(t *testing.T) {

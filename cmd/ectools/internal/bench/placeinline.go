@@ -9,10 +9,14 @@ import (
 
 // The place-in-line measure of the noisy-neighbour run: for each of the
 // quiet bizID's messages, how many of the flood's messages the center
-// forwarded between the quiet message's commit and its own forward. It
-// counts what went ahead in the center's queue, not milliseconds, so CPU
-// contention on a small machine does not move it: with fair claims it
-// should stay within one claim (forwarder.DefaultClaimLimit messages).
+// forwarded between the quiet message's commit and its own forward.
+// Fair claims aim to keep it within one claim (forwarder.DefaultClaimLimit
+// messages) of what waits in the store; a message sent inline never waits
+// there, and its place is then about the flood's forward rate times its
+// own commit-to-forward time, which CPU contention moves
+// (docs/performance.md "Fair share between bizIDs: forwarding and lanes";
+// the store's own line is measured by the order of sends in
+// forwarder's BenchmarkNoisyNeighbourBacklog).
 //
 // "Forwarded" is the center's produce call: the forwarded record's
 // timestamp, which the center's Kafka client stamps when the forwarder
