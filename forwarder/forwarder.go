@@ -42,6 +42,10 @@ type Forwarder struct {
 	results chan batchResult
 	// rescan wakes the scan (released handoffs are due).
 	rescan chan struct{}
+	// lowWater is set while a fair scan waits for the queue to drain to
+	// its low water mark (see scan); the worker that drains it there
+	// clears it and wakes the scan.
+	lowWater atomic.Bool
 
 	running atomic.Bool // started: workers drain the queues, so a handoff may wait
 
@@ -244,6 +248,30 @@ func (l *lane) shard(m *state.Message) chan state.Message {
 		h *= 16777619
 	}
 	return l.shards[h%n]
+}
+
+// lowWaterMark is how far a lane's queue drains before a fair scan claims
+// again: an eighth of a claim.
+func (f *Forwarder) lowWaterMark() int { return f.cfg.ClaimLimit / 8 }
+
+// queuedLeast is what waits in the least loaded lane's queue.
+func (f *Forwarder) queuedLeast() int {
+	least := -1
+	for _, l := range f.lanes {
+		if q := l.queued(); least < 0 || q < least {
+			least = q
+		}
+	}
+	return max(least, 0)
+}
+
+// queued is what waits in the lane's queues.
+func (l *lane) queued() int {
+	n := 0
+	for _, ch := range l.shards {
+		n += len(ch)
+	}
+	return n
 }
 
 // room is the free space of the lane's queues.
@@ -519,6 +547,23 @@ func (f *Forwarder) scan(ctx context.Context) int {
 	if limit <= 0 {
 		return scanIdle // every queue is full; the workers are behind
 	}
+	if !f.cfg.OldestFirst && f.queuedLeast() > f.lowWaterMark() {
+		// Fair claims order what waits in the store; what waits in the
+		// queue goes first-come. Claiming half a claim at a time, and
+		// again only once the queue is down to its low water mark, puts
+		// a bizID's message that falls due behind at most that much of
+		// another's (plus the batches in flight) instead of a full queue
+		// (QueueSize): within one claim. The worker that drains the queue
+		// to the mark wakes the scan.
+		f.lowWater.Store(true)
+		if f.queuedLeast() <= f.lowWaterMark() && f.lowWater.CompareAndSwap(true, false) {
+			return scanMore // drained before the mark was set: no worker will wake it
+		}
+		return scanIdle
+	}
+	if !f.cfg.OldestFirst {
+		limit = min(limit, max(1, f.cfg.ClaimLimit/2))
+	}
 	claim := store.Claim{Partitions: parts, Limit: limit, Lease: f.cfg.Lease, Ordered: f.cfg.Ordered(), Run: f.run()}
 	var cut map[string]string
 	if !f.cfg.OldestFirst {
@@ -550,6 +595,9 @@ func (f *Forwarder) scan(ctx context.Context) int {
 		}
 		if f.fair.claimed(claim.FairSends, cut, got) {
 			res = scanThrottled
+		}
+		if len(got) > 1 {
+			msgs = interleaveBizIDs(msgs)
 		}
 	}
 	dropped := 0
@@ -606,6 +654,9 @@ func (f *Forwarder) work(l *lane, ch chan state.Message) {
 			default:
 				break fill
 			}
+		}
+		if f.lowWater.Load() && l.queued() <= f.lowWaterMark() && f.lowWater.CompareAndSwap(true, false) {
+			f.wakeScan()
 		}
 		recs = f.send(l, batch, recs[:0], &g)
 	}
@@ -797,4 +848,29 @@ func (f *Forwarder) hand(l *lane, br batchResult) {
 				"target", l.name, "n", len(br.marks))
 		}
 	}
+}
+
+// interleaveBizIDs orders a fair claim's messages for the queue one bizID
+// after the other, each bizID's in the order claimed (a key's order is
+// within its bizID): a bizID with few messages due is queued at the front
+// of the claim, not behind another's share of it.
+func interleaveBizIDs(msgs []state.Message) []state.Message {
+	var order []string
+	byBiz := map[string][]state.Message{}
+	for _, m := range msgs {
+		if _, seen := byBiz[m.BizID]; !seen {
+			order = append(order, m.BizID)
+		}
+		byBiz[m.BizID] = append(byBiz[m.BizID], m)
+	}
+	out := make([]state.Message, 0, len(msgs))
+	for len(out) < len(msgs) {
+		for _, id := range order {
+			if q := byBiz[id]; len(q) > 0 {
+				out = append(out, q[0])
+				byBiz[id] = q[1:]
+			}
+		}
+	}
+	return out
 }

@@ -102,9 +102,11 @@ func BenchmarkNoisyNeighbourBacklog(b *testing.B) {
 // TestFairClaimsKeepQuietsPlace: a quiet bizID's messages fall due while
 // a flood's backlog drains. Fair claims put each in the next claim, so
 // what is sent ahead of it is at most what the forwarder had already
-// claimed: its queue (Config.QueueSize, which caps the claims) and the
-// workers' batches in flight; with a queue of a quarter of a claim, that
-// is within one claim at p99. Oldest first, it waits for the backlog.
+// claimed: what its queue held when the claim came and the workers'
+// batches in flight. A fair scan claims again once the queue is down to a
+// quarter of a claim, so that is within one claim at p99 with the default
+// queue (4,096) as with a queue of a quarter of a claim. Oldest first, it
+// waits for the backlog.
 // Quiet's messages fall due as the flood is sent (one every 50 of flood's
 // sends), not by a clock, so the machine's speed does not matter.
 func TestFairClaimsKeepQuietsPlace(t *testing.T) {
@@ -118,7 +120,7 @@ func TestFairClaimsKeepQuietsPlace(t *testing.T) {
 		moreThan int
 	}{
 		{fair: true, queue: claim / 4, atMost: claim},
-		{fair: true, atMost: claim + 4096}, // the default queue ahead
+		{fair: true, atMost: claim}, // the default queue
 		{fair: false, queue: claim / 4, moreThan: 5 * claim},
 	} {
 		st := memStore{memstore.New(time.Now)}
@@ -281,4 +283,27 @@ func (c claimLog) ClaimSends(ctx context.Context, cl store.Claim) ([]state.Messa
 		fmt.Fprintf(os.Stderr, "claim limit %d got %d in %s err %v\n", cl.Limit, len(ms), time.Since(t), err)
 	}
 	return ms, err
+}
+
+// TestFairScanClaimsAgainWhenTheQueueDrains: a fair scan that finds the
+// queue above its low water mark claims again when a worker drains it
+// there, not at the next scan interval (an hour here): a backlog of ten
+// claims drains.
+func TestFairScanClaimsAgainWhenTheQueueDrains(t *testing.T) {
+	t.Parallel()
+	const backlog = 10 * forwarder.DefaultClaimLimit
+	st := memStore{memstore.New(time.Now)}
+	commitFlood(t, st, backlog)
+	target := newStampTarget()
+	owned := ingest.NewOwnership()
+	owned.Assign(0, 1, 2, 3, 4, 5, 6, 7)
+	f, err := forwarder.New(forwarder.Config{
+		Targets: map[string]forwarder.Target{"t": target}, ScanInterval: time.Hour, BusyScanInterval: time.Hour,
+		Logger: slog.New(slog.DiscardHandler),
+	}, st, owned)
+	require.NoError(t, err)
+	require.NoError(t, f.Start(t.Context()))
+	t.Cleanup(func() { require.NoError(t, f.Stop(context.WithoutCancel(t.Context()))) })
+	require.Eventually(t, func() bool { return target.sentOf("flood") == backlog }, time.Minute, 10*time.Millisecond,
+		"the backlog drains through claims woken by the workers")
 }
