@@ -337,16 +337,26 @@ func headerType(rec *kgo.Record) (label string, native bool) {
 // tellCheckDue tells Config.CheckDue when the batch's PREPAREs fall due
 // for a check-back: the earliest and, if later, the latest. A PREPARE's
 // due time is its event's time plus its delay (state.Apply), which the
-// store keeps, truncated; a PREPARE its batch also decided is told
-// anyway, and costs the verifier one claim that finds nothing.
+// store keeps, truncated. A PREPARE whose COMMIT or ROLLBACK is in the
+// same batch (most of them in a burst) needs no check-back and is not
+// told: each told time costs the verifier a claim.
 func (in *Ingester) tellCheckDue(changes []store.Change) {
 	if in.cfg.CheckDue == nil {
 		return
 	}
+	var decided map[store.MessageRef]bool
+	for i := range changes {
+		if k := changes[i].Event.Kind; k == state.KindCommit || k == state.KindRollback {
+			if decided == nil {
+				decided = map[store.MessageRef]bool{}
+			}
+			decided[store.MessageRef{BizID: changes[i].BizID, Key: changes[i].Key}] = true
+		}
+	}
 	var first, last time.Time
 	for i := range changes {
 		ev := &changes[i].Event
-		if ev.Kind != state.KindPrepare || ev.Body == nil {
+		if ev.Kind != state.KindPrepare || ev.Body == nil || decided[store.MessageRef{BizID: changes[i].BizID, Key: changes[i].Key}] {
 			continue
 		}
 		due := ev.At.Add(ev.Body.CheckAfter)
