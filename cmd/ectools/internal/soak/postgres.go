@@ -19,8 +19,14 @@ import (
 // PostgreSQL refuses to run as root, so as root its commands run as the
 // "postgres" user through runuser.
 type pgCluster struct {
-	bin      string
-	dir      string
+	bin string
+	dir string
+	// sock is the Unix socket directory, apart from the data directory:
+	// a socket lock file in the data directory is copied by the next base
+	// backup taken from it, and kept the node that once owned it from
+	// starting on its port again while that old postmaster's PID lived
+	// on (an unreaped zombie after a crash): "lock file already exists".
+	sock     string
 	port     int
 	runAs    string // "" when not root
 	uid, gid int
@@ -35,7 +41,7 @@ func newPGNode(binDir, workDir, name string, port int) (*pgCluster, error) {
 	if _, err := os.Stat(filepath.Join(binDir, "initdb")); err != nil {
 		return nil, fmt.Errorf("postgres: initdb not found in %s: %w", binDir, err)
 	}
-	p := &pgCluster{bin: binDir, dir: filepath.Join(workDir, name), port: port, logTo: filepath.Join(workDir, name+".log")}
+	p := &pgCluster{bin: binDir, dir: filepath.Join(workDir, name), sock: filepath.Join(workDir, name+".sock"), port: port, logTo: filepath.Join(workDir, name+".log")}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -50,6 +56,12 @@ func newPGNode(binDir, workDir, name string, port int) (*pgCluster, error) {
 		}
 	}
 	if err := p.emptyDir(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(p.sock, 0o700); err != nil {
+		return nil, fmt.Errorf("postgres: socket dir: %w", err)
+	}
+	if err := p.own(p.sock); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(p.logTo, nil, 0o644); err != nil {
@@ -107,7 +119,7 @@ func (p *pgCluster) serverOptions() string {
 	// a crashed server wrote is in the page cache; a failover's base
 	// backup (a checkpoint) is then quick on a busy disk.
 	return fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=64MB -c wal_keep_size=1GB -c fsync=off",
-		p.port, p.dir)
+		p.port, p.sock)
 }
 
 // DSN is the superuser's URL.
