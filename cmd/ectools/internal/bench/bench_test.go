@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/eventcenter/eventcenter/clientlib"
+	"github.com/eventcenter/eventcenter/store/postgres/pgtest"
 )
 
 func TestRunEmbeddedSQLite(t *testing.T) {
@@ -88,13 +88,7 @@ func TestRunEmbeddedSQLite(t *testing.T) {
 
 func TestRunPostgres(t *testing.T) {
 	t.Parallel()
-	dsn := os.Getenv("EVENTCENTER_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("EVENTCENTER_TEST_POSTGRES is not set")
-		}
-		t.Skip("EVENTCENTER_TEST_POSTGRES is not set")
-	}
+	dsn := pgtest.BaseDSN(t)
 	cfg := Default()
 	cfg.Store, cfg.DSN = "postgres", dsn
 	cfg.Messages = 200
@@ -181,13 +175,7 @@ func TestValidate(t *testing.T) {
 // forwarded in key order by the PostgreSQL store (the level gate opens).
 func TestRunPostgresOrderKeys(t *testing.T) {
 	t.Parallel()
-	dsn := os.Getenv("EVENTCENTER_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("EVENTCENTER_TEST_POSTGRES is not set")
-		}
-		t.Skip("EVENTCENTER_TEST_POSTGRES is not set")
-	}
+	dsn := pgtest.BaseDSN(t)
 	cfg := Default()
 	cfg.Store, cfg.DSN = "postgres", dsn
 	cfg.Messages, cfg.Concurrency, cfg.Partitions = 300, 8, 2

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/state"
 	"github.com/eventcenter/eventcenter/store"
+	"github.com/eventcenter/eventcenter/store/postgres/pgtest"
 )
 
 // The seeding writes what ingest writes for a clientlib Transact of the
@@ -94,13 +94,7 @@ func TestSeedWritesWhatIngestWrites(t *testing.T) {
 // its lateness measured.
 func TestRunPostgresScheduled(t *testing.T) {
 	t.Parallel()
-	dsn := os.Getenv("EVENTCENTER_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("EVENTCENTER_TEST_POSTGRES is not set")
-		}
-		t.Skip("EVENTCENTER_TEST_POSTGRES is not set")
-	}
+	dsn := pgtest.BaseDSN(t)
 	held := Default()
 	held.Store, held.DSN, held.Baselines = "postgres", dsn, false
 	held.Messages, held.Concurrency, held.Partitions = 300, 8, 2

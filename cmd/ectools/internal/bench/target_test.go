@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/eventcenter/eventcenter/store/postgres/pgtest"
 	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake"
 )
 
@@ -90,13 +90,7 @@ func TestRunRocketMQ(t *testing.T) {
 // has no in-order pipeline).
 func TestRunRocketMQHotKeyInOrder(t *testing.T) {
 	t.Parallel()
-	dsn := os.Getenv("EVENTCENTER_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("EVENTCENTER_TEST_POSTGRES is not set")
-		}
-		t.Skip("EVENTCENTER_TEST_POSTGRES is not set")
-	}
+	dsn := pgtest.BaseDSN(t)
 	const n = 200
 	s := startStandIn(t)
 	var mu sync.Mutex
