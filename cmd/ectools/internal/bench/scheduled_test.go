@@ -28,6 +28,10 @@ func TestSeedWritesWhatIngestWrites(t *testing.T) {
 	brokers := cluster.ListenAddrs()
 	cfg := Default()
 	cfg.Partitions, cfg.Payload, cfg.Scheduled = 3, 16, 5
+	// The center checks a PREPARE back when it falls due, and a claim
+	// moves its check-back time: the Transact's COMMIT must arrive
+	// before then, however loaded the machine.
+	cfg.FirstDelay = time.Minute
 	cfg.tempDir = t.TempDir()
 	require.NoError(t, createTopics(t.Context(), brokers, cfg.Partitions, time.Minute, cfg.ControlTopic, cfg.ControlTopic+".dlq"))
 	ctr, stop, err := startCenter(t.Context(), cfg, "seedtest", brokers, []string{"http://127.0.0.1:1"})
