@@ -62,6 +62,64 @@ type bizState struct {
 	lim     *rate.Limiter // nil: no rate limit
 	running atomic.Int64
 	avg     atomic.Int64 // moving average of its call durations, ns
+	// endpoints are the endpoints its messages were sent to lately, with
+	// when, and trickleFrom when its trickle beyond their room last
+	// started to fill (the run goroutine's; see fairClaim).
+	endpoints   map[*gate]time.Time
+	trickleFrom time.Time
+}
+
+// Endpoint room (fairClaim): a bizID whose messages were put off because
+// their endpoint was at its cap is claimed no further than its endpoints
+// have room for, as a held bizID is no further than it keeps. Otherwise
+// each claim brings a backlog behind a slow endpoint anew, a lease and a
+// put-off written per message, and the claims and writes of that churn
+// are what the other bizIDs' check-backs wait behind. Beyond the room it
+// still gets a trickle, at the pace its full endpoints' put-offs are
+// spaced at: its messages to another endpoint, due behind the full one's
+// backlog, come up through it.
+const (
+	// endpointMemory is how long an endpoint a bizID's message went to
+	// counts towards its room.
+	endpointMemory = time.Minute
+	// maxEndpointsPerBiz bounds the endpoints kept per bizID; a bizID
+	// with more is not capped by their room.
+	maxEndpointsPerBiz = 32
+)
+
+// sentTo records that a message of b went to endpoint g at now.
+func (b *bizState) sentTo(g *gate, now time.Time) {
+	if b.endpoints == nil {
+		b.endpoints = map[*gate]time.Time{}
+	}
+	if _, ok := b.endpoints[g]; ok || len(b.endpoints) < maxEndpointsPerBiz {
+		b.endpoints[g] = now
+	}
+}
+
+// endpointRoom is how many more messages of b its endpoints of the last
+// endpointMemory take now, summed; whether one of them has every call slot
+// taken; and the trickle, in messages a second: the pace the full ones'
+// put-offs are spaced at (none for one whose calls have not ended yet). ok is
+// false when b is not to be capped by it (too many endpoints to know them
+// all).
+func (b *bizState) endpointRoom(now time.Time, minDelay time.Duration) (room int, full bool, trickle float64, ok bool) {
+	if len(b.endpoints) >= maxEndpointsPerBiz {
+		return 0, false, 0, false
+	}
+	for g, at := range b.endpoints {
+		if now.Sub(at) > endpointMemory {
+			delete(b.endpoints, g)
+			continue
+		}
+		n, f, step := g.room(minDelay)
+		room += n
+		full = full || f
+		if f && step > 0 {
+			trickle += 1 / step.Seconds()
+		}
+	}
+	return room, full, trickle, true
 }
 
 // observe feeds a call's duration into the moving average.
@@ -164,8 +222,22 @@ func (v *Verifier) bizOf(bizID string, r *resolved) *bizState {
 // would only be put off again, a write each. A bizID held at its worker
 // cap with enough waiting already is capped at 0; with less it is not
 // capped (what waits for its workers costs nothing but memory).
-func (v *Verifier) fairClaim(b *fairBuf) *store.Fair {
+//
+// A bizID put off at a full endpoint since its endpoints last had a free
+// call slot is capped at their room, less what waits in its queue, or at
+// its trickle since the claim that last took it, if more (see
+// endpointRoom).
+func (v *Verifier) fairClaim(b *fairBuf, now time.Time) *store.Fair {
 	f := &store.Fair{Weights: v.weights}
+	capAt := func(id string, n int) {
+		if f.Max == nil {
+			f.Max = map[string]int{}
+		}
+		if m, ok := f.Max[id]; ok {
+			n = min(n, m)
+		}
+		f.Max[id] = max(n, 0)
+	}
 	for id, q := range b.qs {
 		if q.held == "" {
 			continue
@@ -174,10 +246,25 @@ func (v *Verifier) fairClaim(b *fairBuf) *store.Fair {
 		if room > 0 && q.held != limitRate {
 			continue
 		}
-		if f.Max == nil {
-			f.Max = map[string]int{}
+		capAt(id, room)
+	}
+	for id, st := range v.putOffFull {
+		room, full, trickle, ok := st.endpointRoom(now, v.cfg.BusyDelay)
+		if !ok || !full {
+			delete(v.putOffFull, id)
+			st.trickleFrom = time.Time{}
+			continue
 		}
-		f.Max[id] = max(room, 0)
+		if q := b.qs[id]; q != nil {
+			room -= q.len()
+		}
+		if st.trickleFrom.IsZero() {
+			st.trickleFrom = now
+		}
+		if t := min(int(now.Sub(st.trickleFrom).Seconds()*trickle), v.cfg.ClaimLimit); t > room {
+			room, st.trickleFrom = t, now
+		}
+		capAt(id, room)
 	}
 	return f
 }
@@ -326,6 +413,7 @@ func (v *Verifier) expireIdle(b *fairBuf, now time.Time) {
 		}
 		delete(b.qs, id)
 		delete(v.bizStates, id)
+		delete(v.putOffFull, id)
 		v.view.forget(id)
 	}
 }

@@ -156,6 +156,18 @@ func (g *gate) admit(j job) (run, queued bool) {
 	return false, false
 }
 
+// room is how many more messages the endpoint takes now, to call or to
+// wait for a call, whether every call slot is taken, and the spacing of
+// its put-offs (see putOff; 0 while no call has ended to measure it).
+func (g *gate) room(minDelay time.Duration) (n int, full bool, step time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.avg > 0 {
+		step = g.step(minDelay)
+	}
+	return max(g.cap-g.active, 0) + max(g.queueCap-len(g.queue), 0), g.active >= g.cap, step
+}
+
 // next hands the caller's slot to the oldest waiting job, or releases the
 // slot when none waits.
 func (g *gate) next() (job, bool) {
@@ -194,21 +206,9 @@ func (g *gate) finish(id uint64) time.Duration {
 	return d
 }
 
-// hangingCall is the age from which a running call counts in the pace of
-// put-offs.
-const hangingCall = 250 * time.Millisecond
-
-// putOff returns when a message for this full endpoint should be tried
-// again: at least minDelay from now, and after every message put off
-// before it, spaced by the time the endpoint needs per call and slot, so a
-// backlog comes back at the pace the endpoint serves it instead of all at
-// once. No put-off goes beyond maxDelay: an estimate made while calls were
-// slow must not push a backlog far out once they are fast again (messages
-// beyond it are simply put off again). r in [0, 1) adds jitter within one
-// spacing.
-func (g *gate) putOff(now time.Time, minDelay, maxDelay time.Duration, r float64) time.Time {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+// step is the spacing of put-offs (g.mu held): the time the endpoint
+// needs per call and slot, a quarter of it.
+func (g *gate) step(minDelay time.Duration) time.Duration {
 	avg := g.avg
 	if avg == 0 { // nothing measured yet
 		avg = minDelay
@@ -224,7 +224,25 @@ func (g *gate) putOff(now time.Time, minDelay, maxDelay time.Duration, r float64
 	// rest is put off again), and an endpoint left idle is the worse error.
 	// Measured in TestBacklogBehindSlowEndpointRespectsCap: 2× kept the
 	// endpoint busy ~60% of the time, 4× ~83%, for ~2.3 put-offs a message.
-	step := max(avg/time.Duration(4*g.cap), time.Millisecond/4)
+	return max(avg/time.Duration(4*g.cap), time.Millisecond/4)
+}
+
+// hangingCall is the age from which a running call counts in the pace of
+// put-offs.
+const hangingCall = 250 * time.Millisecond
+
+// putOff returns when a message for this full endpoint should be tried
+// again: at least minDelay from now, and after every message put off
+// before it, spaced by the time the endpoint needs per call and slot, so a
+// backlog comes back at the pace the endpoint serves it instead of all at
+// once. No put-off goes beyond maxDelay: an estimate made while calls were
+// slow must not push a backlog far out once they are fast again (messages
+// beyond it are simply put off again). r in [0, 1) adds jitter within one
+// spacing.
+func (g *gate) putOff(now time.Time, minDelay, maxDelay time.Duration, r float64) time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	step := g.step(minDelay)
 	at := now.Add(minDelay)
 	if next := g.nextSlot.Add(step); next.After(at) {
 		at = next

@@ -63,6 +63,10 @@ type Verifier struct {
 	// for the fair claim.
 	bizStates map[string]*bizState
 	weights   map[string]int
+	// putOffFull are the bizIDs with a message put off at a full
+	// endpoint, which the claims cap at their endpoints' room (the run
+	// goroutine's; see fairClaim).
+	putOffFull map[string]*bizState
 	// swept is when expireIdle last looked (the run goroutine's).
 	swept time.Time
 	// view is what BizStatus shows of the queues (status.go).
@@ -123,8 +127,9 @@ func New(cfg Config, st Store, owned Owned) (*Verifier, error) {
 		results: make(chan result, 2*cfg.ApplyBatch),
 		parsed:  map[string]parsed{},
 
-		bizStates: map[string]*bizState{},
-		weights:   map[string]int{},
+		bizStates:  map[string]*bizState{},
+		putOffFull: map[string]*bizState{},
+		weights:    map[string]int{},
 
 		registries: map[string]struct{}{},
 		hints:      newDueHints(),
@@ -322,10 +327,15 @@ func (v *Verifier) claim(l *loop) {
 	l.claiming, l.last = true, time.Now()
 	l.dues.claimed(v.cfg.Now())
 	l.claims.Add(1)
-	fair := v.fairClaim(l.fb)
+	fair := v.fairClaim(l.fb, v.cfg.Now())
 	l.capped = l.capped[:0]
 	for id := range fair.Max {
-		l.capped = append(l.capped, cappedBiz{id: id})
+		// Only the held: one capped at its endpoints' room is claimed
+		// again as calls end and the claims follow (uncapped would
+		// claim again at once, as it has nothing waiting here).
+		if q := l.fb.qs[id]; q != nil && q.held != "" {
+			l.capped = append(l.capped, cappedBiz{id: id})
+		}
 	}
 	go func() {
 		defer l.claims.Done()
@@ -416,11 +426,13 @@ func (v *Verifier) dispatch(l *loop, j job) dispatched {
 	default:
 		return dispatchFull // every worker is busy: j waits in the buffer
 	}
+	j.biz.sentTo(g, now)
 	run, queued := g.admit(j)
 	if !run {
 		<-v.slots
 		l.busy = true
 		if !queued {
+			v.putOffFull[j.biz.id] = j.biz
 			v.deferMsg(&j, g.putOff(now, v.cfg.BusyDelay, v.cfg.MaxPutOff, v.cfg.Rand()), fmt.Sprintf("endpoint %s at its concurrency cap", j.ep.Host))
 			return dispatchPutOff
 		}
