@@ -61,8 +61,8 @@ func waitCommitted(t *testing.T, h *harness, bizID, prefix string, n int) {
 // the endpoint has room for (its call slots and its wait queue), and a
 // trickle at the pace its put-offs are spaced at: only the first claim,
 // made before the verifier knew the endpoint was full, brings the backlog
-// at once. Claimed as before, each claim brings whatever of the backlog
-// is due, puts off what does not fit, a lease and a put-off written per
+// at once. Without that cap each claim brings whatever of the backlog is
+// due and puts off what does not fit, a lease and a put-off written per
 // message, so within a second the whole backlog is claimed and put off.
 func TestBacklogBehindAFullEndpointIsClaimedOnlyWhatFits(t *testing.T) {
 	t.Parallel()
@@ -104,9 +104,11 @@ func TestBacklogBehindAFullEndpointIsClaimedOnlyWhatFits(t *testing.T) {
 }
 
 // A bizID capped by a full endpoint still has its messages to its other
-// endpoints checked back: the cap is the room of every endpoint its
-// messages went to, and the messages of the full one are put off out of
-// the way, so the others come up in the claims.
+// endpoints checked back: the trickle beyond the cap brings the full
+// endpoint's backlog up at the pace of its put-offs, which move it out of
+// the way, until the other endpoint's messages come up; from then that
+// endpoint's room counts in the cap. Capped at the room alone, they wait
+// until the full endpoint's backlog is nearly served.
 func TestFullEndpointDoesNotHoldTheBizIDsOtherEndpoints(t *testing.T) {
 	t.Parallel()
 	slow, slowServed, slowMax := delayedProducer(t, 20*time.Millisecond)
