@@ -171,14 +171,24 @@ func TestDrainPutsOffABacklogAtOnce(t *testing.T) {
 	slow, release, _ := slowProducer(t)
 	defer close(release)
 	clk := newRealClock()
-	h := startVerifier(t, clk, newMemStore(clk.Now), Config{
+	st := newMemStore(clk.Now)
+	// Due before the verifier starts, so that its first claim holds
+	// them all (later claims take no more of a bizID than its full
+	// endpoint has room for: fairClaim).
+	for i := range 200 {
+		res, err := st.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{{
+			BizID: "a", Key: fmt.Sprint("k", i),
+			Event: state.Event{Kind: state.KindPrepare, At: clk.Now(),
+				Body: &state.Body{Payload: []byte("payload"), Topic: "orders", Verify: slow.endpoint("http", "/cb")}},
+		}}})
+		require.NoError(t, err)
+		require.NoError(t, res.Outcomes[0].Err)
+	}
+	h := startVerifier(t, clk, st, Config{
 		Allow:   []string{slow.endpoint("http", "")},
 		Workers: 4, EndpointConcurrency: 1, EndpointQueue: 1,
 		PollInterval: 300 * time.Millisecond, BusyDelay: time.Minute, MaxPutOff: time.Minute,
 	})
-	for i := range 200 {
-		h.prepare("a", fmt.Sprint("k", i), slow.endpoint("http", "/cb"))
-	}
 	// Claims come every 300 ms: put off one per wake-up, 150 would take
 	// 45 s.
 	require.Eventually(t, func() bool { return h.total("http", outcomeDeferred) >= 150 }, 5*time.Second, time.Millisecond)

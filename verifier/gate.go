@@ -158,11 +158,16 @@ func (g *gate) admit(j job) (run, queued bool) {
 
 // room is how many more messages the endpoint takes now, to call or to
 // wait for a call, whether every call slot is taken, and the spacing of
-// its put-offs (see putOff; 0 while no call has ended to measure it).
+// its put-offs (see putOff; 0 while no call has ended to measure it and
+// none has run past hangingCall).
 func (g *gate) room(minDelay time.Duration) (n int, full bool, step time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.avg > 0 {
+	measured := g.avg > 0
+	for _, start := range g.running {
+		measured = measured || time.Since(start) > hangingCall
+	}
+	if measured {
 		step = g.step(minDelay)
 	}
 	return max(g.cap-g.active, 0) + max(g.queueCap-len(g.queue), 0), g.active >= g.cap, step
