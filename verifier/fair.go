@@ -28,10 +28,13 @@ import (
 //     spaced at the pace the limit lets through, so a held bizID never
 //     fills the buffer and the claims keep bringing the others'.
 
-// Limits a bizID can be held back by (label limit of the metrics).
+// Limits a bizID can be held back by (label limit of the metrics):
+// limitEndpoint is its endpoints at their concurrency cap (see
+// endpointRoom), the others are per-bizID limits.
 const (
-	limitRate    = "rate"
-	limitWorkers = "workers"
+	limitRate     = "rate"
+	limitWorkers  = "workers"
+	limitEndpoint = "endpoint"
 )
 
 // rateHorizon is how far ahead a rate-limited bizID keeps check-backs
@@ -87,6 +90,31 @@ const (
 	maxEndpointsPerBiz = 32
 )
 
+// putOffAtFullEndpoint records that a message of b was put off because
+// its endpoint was full: b is capped at its endpoints' room from the next
+// claim (fairClaim), and shown held by limit "endpoint" until freed.
+func (v *Verifier) putOffAtFullEndpoint(b *bizState) {
+	v.m.bizThrottled.WithLabelValues(b.label, limitEndpoint).Inc()
+	if _, ok := v.putOffFull[b.id]; ok {
+		return
+	}
+	v.putOffFull[b.id] = b
+	if v.endpointHeld[b.label]++; v.endpointHeld[b.label] == 1 {
+		v.m.bizHeld.WithLabelValues(b.label, limitEndpoint).Set(1)
+	}
+}
+
+// endpointFreed ends b's endpoint cap: one of its endpoints has a free
+// call slot again (or b is forgotten).
+func (v *Verifier) endpointFreed(b *bizState) {
+	delete(v.putOffFull, b.id)
+	b.trickleFrom = time.Time{}
+	if v.endpointHeld[b.label]--; v.endpointHeld[b.label] <= 0 {
+		delete(v.endpointHeld, b.label)
+		v.m.bizHeld.WithLabelValues(b.label, limitEndpoint).Set(0)
+	}
+}
+
 // sentTo records that a message of b went to endpoint g at now.
 func (b *bizState) sentTo(g *gate, now time.Time) {
 	if b.endpoints == nil {
@@ -100,7 +128,7 @@ func (b *bizState) sentTo(g *gate, now time.Time) {
 // endpointRoom is how many more messages of b its endpoints of the last
 // endpointMemory take now, summed; whether one of them has every call slot
 // taken; and the trickle, in messages a second: the pace the full ones'
-// put-offs are spaced at (none for one whose calls have not ended yet). ok is
+// put-offs are spaced at (none for one whose first calls are still young). ok is
 // false when b is not to be capped by it (too many endpoints to know them
 // all).
 func (b *bizState) endpointRoom(now time.Time, minDelay time.Duration) (room int, full bool, trickle float64, ok bool) {
@@ -251,8 +279,7 @@ func (v *Verifier) fairClaim(b *fairBuf, now time.Time) *store.Fair {
 	for id, st := range v.putOffFull {
 		room, full, trickle, ok := st.endpointRoom(now, v.cfg.BusyDelay)
 		if !ok || !full {
-			delete(v.putOffFull, id)
-			st.trickleFrom = time.Time{}
+			v.endpointFreed(st)
 			continue
 		}
 		if q := b.qs[id]; q != nil {
@@ -411,9 +438,11 @@ func (v *Verifier) expireIdle(b *fairBuf, now time.Time) {
 		if _, configured := v.cfg.BizIDs[id]; configured || now.Sub(q.active) < bizIdle || q.shownLen != 0 || q.shown != "" {
 			continue
 		}
+		if st := v.putOffFull[id]; st != nil {
+			v.endpointFreed(st)
+		}
 		delete(b.qs, id)
 		delete(v.bizStates, id)
-		delete(v.putOffFull, id)
 		v.view.forget(id)
 	}
 }
@@ -508,11 +537,11 @@ func newFairMetrics() fairMetrics {
 	return fairMetrics{
 		bizThrottled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventcenter_checkback_throttled_total",
-			Help: "Check-backs that waited, or were put off (no attempt spent), because their bizID was held back by a per-bizID limit: limit=\"rate\" (checkback.biz[].rate) or \"workers\" (its share of checkback.workers). biz_id is \"other\" for bizIDs not configured.",
+			Help: "Check-backs that waited, or were put off (no attempt spent), because their bizID was held back: limit=\"rate\" (checkback.biz[].rate), \"workers\" (its share of checkback.workers) or \"endpoint\" (put off at an endpoint at checkback.endpoint_concurrency with its wait queue full). biz_id is \"other\" for bizIDs not configured.",
 		}, []string{"biz_id", "limit"}),
 		bizHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "eventcenter_checkback_biz_throttled",
-			Help: "1 while a bizID's check-backs wait because of a per-bizID limit (rate or workers), else 0.",
+			Help: "1 while a bizID's check-backs wait because of a per-bizID limit (rate or workers), or while its claims are capped at the room of its full endpoints (endpoint), else 0.",
 		}, []string{"biz_id", "limit"}),
 		bizWaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "eventcenter_checkback_biz_waiting",
@@ -529,7 +558,7 @@ func (f fairMetrics) touch(bizIDs map[string]BizConfig) {
 		labels = append(labels, id)
 	}
 	for _, l := range labels {
-		for _, lim := range []string{limitRate, limitWorkers} {
+		for _, lim := range []string{limitRate, limitWorkers, limitEndpoint} {
 			f.bizThrottled.WithLabelValues(l, lim)
 			f.bizHeld.WithLabelValues(l, lim)
 		}

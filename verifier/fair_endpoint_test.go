@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/eventcenter/eventcenter/envelope/checkback"
@@ -97,6 +98,12 @@ func TestBacklogBehindAFullEndpointIsClaimedOnlyWhatFits(t *testing.T) {
 		n, delay, capacity, queue, putOff, window, st.claimCount())
 	require.LessOrEqual(t, putOff, float64(claimLimit-capacity-queue)+trickle+claimLimit/2,
 		"put off beyond the first claim's excess and the trickle")
+	// Every put-off here is at the full endpoint, counted for the bizID
+	// just before it is (the verifier goes on between the reads).
+	counted := testutil.ToFloat64(h.v.m.bizThrottled.WithLabelValues("other", limitEndpoint))
+	require.GreaterOrEqual(t, counted, putOff, "put-offs at the full endpoint counted for the bizID")
+	require.LessOrEqual(t, counted, h.total("http", outcomeDeferred)+1, "only put-offs counted")
+	require.Equal(t, 1.0, testutil.ToFloat64(h.v.m.bizHeld.WithLabelValues("other", limitEndpoint)), "shown held by its endpoint")
 	require.LessOrEqual(t, maxInFlight.Load(), int32(capacity), "the endpoint's cap held")
 	for i := 0; i < n; i += 97 {
 		require.LessOrEqual(t, h.get("backlog", fmt.Sprint("k", i)).VerifyAttempts, 1, "a put-off gives its claim's attempt back")
@@ -136,4 +143,26 @@ func TestFullEndpointDoesNotHoldTheBizIDsOtherEndpoints(t *testing.T) {
 	// fast the machine: the fast endpoint's messages did not wait for it.
 	require.Less(t, slowServed.Load(), int32(n/2), "the fast endpoint's check-backs waited behind the slow one's backlog")
 	require.LessOrEqual(t, slowMax.Load(), int32(capacity))
+}
+
+// The endpoint cap shows in eventcenter_checkback_biz_throttled{limit=
+// "endpoint"} while it holds, and the gauge is back to 0 once the
+// endpoint's backlog is served.
+func TestEndpointCapIsShownWhileItHolds(t *testing.T) {
+	t.Parallel()
+	p, _, _ := delayedProducer(t, 20*time.Millisecond)
+	clk := newRealClock()
+	st := newMemStore(clk.Now)
+	h := startVerifier(t, clk, st, Config{
+		Allow:   []string{p.endpoint("http", "")},
+		Workers: 8, EndpointConcurrency: 1, EndpointQueue: 1,
+		BusyDelay: 5 * time.Millisecond, MaxPutOff: time.Second,
+	})
+	held := func() float64 { return testutil.ToFloat64(h.v.m.bizHeld.WithLabelValues("other", limitEndpoint)) }
+	for i := range 40 {
+		h.prepare("held", fmt.Sprint("k", i), p.endpoint("http", "/cb"))
+	}
+	require.Eventually(t, func() bool { return held() == 1 }, 20*time.Second, time.Millisecond, "never shown held")
+	waitCommitted(t, h, "held", "k", 40)
+	require.Eventually(t, func() bool { return held() == 0 }, 20*time.Second, time.Millisecond, "still shown held after its backlog")
 }

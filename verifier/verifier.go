@@ -67,6 +67,8 @@ type Verifier struct {
 	// endpoint, which the claims cap at their endpoints' room (the run
 	// goroutine's; see fairClaim).
 	putOffFull map[string]*bizState
+	// endpointHeld counts the bizIDs in putOffFull by metric label.
+	endpointHeld map[string]int
 	// swept is when expireIdle last looked (the run goroutine's).
 	swept time.Time
 	// view is what BizStatus shows of the queues (status.go).
@@ -127,9 +129,10 @@ func New(cfg Config, st Store, owned Owned) (*Verifier, error) {
 		results: make(chan result, 2*cfg.ApplyBatch),
 		parsed:  map[string]parsed{},
 
-		bizStates:  map[string]*bizState{},
-		putOffFull: map[string]*bizState{},
-		weights:    map[string]int{},
+		bizStates:    map[string]*bizState{},
+		putOffFull:   map[string]*bizState{},
+		endpointHeld: map[string]int{},
+		weights:      map[string]int{},
 
 		registries: map[string]struct{}{},
 		hints:      newDueHints(),
@@ -432,7 +435,7 @@ func (v *Verifier) dispatch(l *loop, j job) dispatched {
 		<-v.slots
 		l.busy = true
 		if !queued {
-			v.putOffFull[j.biz.id] = j.biz
+			v.putOffAtFullEndpoint(j.biz)
 			v.deferMsg(&j, g.putOff(now, v.cfg.BusyDelay, v.cfg.MaxPutOff, v.cfg.Rand()), fmt.Sprintf("endpoint %s at its concurrency cap", j.ep.Host))
 			return dispatchPutOff
 		}
