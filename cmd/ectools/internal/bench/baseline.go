@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,11 @@ type Throughput struct {
 	PerSecond float64 `json:"per_second"`
 	Writers   int     `json:"writers,omitempty"`
 	What      string  `json:"what"`
+	// ClientUsPerCall is the CPU the check-back baseline's client spent
+	// per call: its goroutines' share of a CPU profile of the baseline
+	// (the server's goroutines and the Go runtime's own excluded) times
+	// the process's CPU time, divided by the calls.
+	ClientUsPerCall float64 `json:"client_us_per_call,omitempty"`
 }
 
 func throughput(n int, d time.Duration, what string) *Throughput {
@@ -198,6 +204,38 @@ func batchedLifecycle(write rawlifecycle.Writer, runID string) func(context.Cont
 // at url, conc at a time, from a client with the center's transport
 // settings (per-host connections bounded by conc, keep-alive), no center
 // and no store: calls/s from the first call to the last answer read.
+// profiledCheckbackBaseline runs checkbackBaseline with its client's
+// goroutines labelled "client" under a CPU profile of its own, and sets
+// the client's CPU per call. The server's goroutines carry "load" (they
+// were started under it), so they are not counted. When another profile
+// runs, the throughput is measured without the CPU.
+func profiledCheckbackBaseline(ctx context.Context, cfg Config, rawURL string, n int) (*Throughput, error) {
+	var prof partProfiler
+	perr := prof.start(nil)
+	defer prof.abort()
+	t0, _ := procTicks("self")
+	var t *Throughput
+	var err error
+	pprof.Do(ctx, pprof.Labels(profilePart, "client"), func(ctx context.Context) {
+		t, err = checkbackBaseline(ctx, rawURL, n, cfg.CheckbackConcurrency)
+	})
+	if err != nil {
+		return nil, err
+	}
+	t1, _ := procTicks("self")
+	if perr != nil {
+		cfg.Logger.Warn("check-back baseline: client CPU not measured", "err", perr)
+		return t, nil
+	}
+	parts, perr := prof.stop(float64(t1-t0)/clockTicks, 0, 0)
+	if perr != nil || parts == nil {
+		cfg.Logger.Warn("check-back baseline: client CPU not measured", "err", perr)
+		return t, nil
+	}
+	t.ClientUsPerCall = parts.Share["client"] * float64(t1-t0) / clockTicks * 1e6 / float64(n)
+	return t, nil
+}
+
 func checkbackBaseline(ctx context.Context, rawURL string, n, conc int) (*Throughput, error) {
 	ep, err := checkback.ParseEndpoint(rawURL)
 	if err != nil {

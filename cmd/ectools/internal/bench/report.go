@@ -22,9 +22,14 @@ type Report struct {
 	// CheckbackBaseline is plain HTTP calls to the same check-back server
 	// at the same concurrency, no center (runs with check-backs only);
 	// CheckbackRatio the center's check-back rate (resolved/s from the
-	// first call) divided by it.
+	// first call) divided by it. CheckbackCPURatio is the baseline
+	// client's CPU per call divided by the center's CPU per resolved
+	// check-back: the share of a plain HTTP client's rate the center
+	// reaches on CPU of its own, with the store, the producers and the
+	// check-back server on other cores.
 	CheckbackBaseline *Throughput `json:"checkback_baseline,omitempty"`
 	CheckbackRatio    float64     `json:"checkback_ratio_of_baseline,omitempty"`
+	CheckbackCPURatio float64     `json:"checkback_cpu_ratio_of_baseline,omitempty"`
 	// Ratio is the center's forwarded messages/s divided by the lower
 	// baseline's messages/s (RatioOf names it).
 	Ratio   float64 `json:"ratio,omitempty"`
@@ -117,6 +122,9 @@ func (r *Report) finish() {
 			rate = r.Center.CheckbackRate
 		}
 		r.CheckbackRatio = rate / b.PerSecond
+		if c := r.CPU; c != nil && c.Parts != nil && c.Parts.CenterUsPerCheckback > 0 && b.ClientUsPerCall > 0 {
+			r.CheckbackCPURatio = b.ClientUsPerCall / c.Parts.CenterUsPerCheckback
+		}
 	}
 	var lower *Throughput
 	for _, b := range []*Throughput{r.Transport, r.Store} {
@@ -268,6 +276,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if b := r.CheckbackBaseline; b != nil {
 		row("baseline: check-back", "%.0f calls/s (%d calls, %.2fs; %s); center's check-back rate %.2f of it", b.PerSecond, b.Messages, b.Seconds, b.What, r.CheckbackRatio)
+		if r.CheckbackCPURatio > 0 {
+			row("baseline: check-back CPU", "client %.1f µs per call, center %.1f µs per resolved check-back: %.2f of the client's rate on CPU of its own",
+				b.ClientUsPerCall, r.CPU.Parts.CenterUsPerCheckback, r.CheckbackCPURatio)
+		}
 	}
 	if r.RatioOf != "" {
 		row("center / lower baseline", "%.2f (of the %s baseline)", r.Ratio, r.RatioOf)

@@ -182,9 +182,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		n := int(float64(max(cfg.Messages, 20000)) * cfg.CheckbackRatio)
 		n = min(max(n, 5000), 100000)
 		fmt.Fprintf(progress(cfg), "baseline: check-back, %d plain HTTP calls, %d at a time\n", n, cfg.CheckbackConcurrency)
-		pprof.Do(ctx, pprof.Labels(profilePart, "load"), func(ctx context.Context) {
-			rep.CheckbackBaseline, err = checkbackBaseline(ctx, cb.url, n, cfg.CheckbackConcurrency)
-		})
+		rep.CheckbackBaseline, err = profiledCheckbackBaseline(ctx, cfg, cb.url, n)
 		if err != nil {
 			return nil, err
 		}

@@ -59,6 +59,8 @@ var StandardRuns = []Run{
 		Metrics: []Metric{
 			{Name: "check-backs resolved/s", Path: "center.checkback_rate", Higher: true},
 			{Name: "ratio to the plain-HTTP baseline", Path: "checkback_ratio_of_baseline", Higher: true},
+			{Name: "center CPU µs per check-back", Path: "cpu.parts.center_us_per_checkback"},
+			{Name: "CPU ratio to the plain-HTTP client", Path: "checkback_cpu_ratio_of_baseline", Higher: true},
 			{Name: "prepare → forward p99 ms", Path: "center.checkback_resolution.p99_ms"},
 		},
 	},
