@@ -28,18 +28,28 @@ import (
 // reads them; aheadColumns writes them).
 const columns = codec.Columns + ", sent_ahead_offset, order_pred_partition, order_pred_offset"
 
-// scanAhead reads the sent-ahead columns (sqlcore.Dialect.Extra).
-func scanAhead(m *state.Message) ([]any, func()) {
-	var off, predOff pgtype.Int8
-	var predPart pgtype.Int4
-	return []any{&off, &predPart, &predOff}, func() {
-		m.SentAhead, m.OrderPred = state.ControlPos{}, state.ControlPos{}
-		if off.Valid {
-			m.SentAhead = state.ControlPos{Partition: m.Partition, Offset: off.Int64, Valid: true}
-		}
-		if predPart.Valid && predOff.Valid {
-			m.OrderPred = state.ControlPos{Partition: predPart.Int32, Offset: predOff.Int64, Valid: true}
-		}
+// aheadScan reads the sent-ahead columns (sqlcore.Dialect.Extra).
+type aheadScan struct {
+	off, predOff pgtype.Int8
+	predPart     pgtype.Int4
+	dest         [3]any
+}
+
+func newAheadScan() sqlcore.ExtraScan {
+	a := &aheadScan{}
+	a.dest = [3]any{&a.off, &a.predPart, &a.predOff}
+	return a
+}
+
+func (a *aheadScan) Dest() []any { return a.dest[:] }
+
+func (a *aheadScan) Set(m *state.Message) {
+	m.SentAhead, m.OrderPred = state.ControlPos{}, state.ControlPos{}
+	if a.off.Valid {
+		m.SentAhead = state.ControlPos{Partition: m.Partition, Offset: a.off.Int64, Valid: true}
+	}
+	if a.predPart.Valid && a.predOff.Valid {
+		m.OrderPred = state.ControlPos{Partition: a.predPart.Int32, Offset: a.predOff.Int64, Valid: true}
 	}
 }
 
@@ -94,7 +104,7 @@ func (t *pgTx) LoadAhead(ctx context.Context, refs []store.MessageRef) (map[stor
 	b.Queue(watermarksSQL)
 	t.begun = true
 	br := t.conn.SendBatch(ctx, &b)
-	loaded, err := readLoad(br)
+	loaded, err := readLoad(br, len(refs))
 	var wm map[int32]int64
 	if err == nil {
 		wm, err = readWatermarks(br)

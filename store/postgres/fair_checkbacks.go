@@ -91,7 +91,7 @@ func (s *Store) claimFairCheckbacks(ctx context.Context, c store.Claim) ([]state
 		for i, x := range cands {
 			ids[i] = x.id
 		}
-		ms, err := dialect.Messages(ctx, pgDB{s.pool}, ckLeaseSQL, now.Add(c.Lease), codec.LeaseToken(), ids, now)
+		ms, err := dialect.MessagesOf(ctx, pgDB{s.pool}, len(ids), ckLeaseSQL, now.Add(c.Lease), codec.LeaseToken(), ids, now)
 		if err != nil {
 			return nil, fmt.Errorf("claim checkbacks: %w", translate(err))
 		}

@@ -99,7 +99,7 @@ func fromTS(t pgtype.Timestamptz) time.Time {
 var dialect = &sqlcore.Dialect[pgtype.Timestamptz]{
 	Param:             func(n int) string { return "$" + strconv.Itoa(n) },
 	Columns:           columns,
-	Extra:             scanAhead,
+	Extra:             newAheadScan,
 	PayloadSize:       "coalesce(octet_length(payload), 0)",
 	HasBody:           "has_body",
 	ListOrphan:        sqlcore.IsOrphan("NOT has_body"),
@@ -217,14 +217,16 @@ func (t *pgTx) Load(ctx context.Context, refs []store.MessageRef) (map[store.Mes
 	queueLoad(&b, refs)
 	t.begun = true
 	br := t.conn.SendBatch(ctx, &b)
-	loaded, err := readLoad(br)
+	loaded, err := readLoad(br, len(refs))
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	return loaded, err
 }
 
-func readLoad(br pgx.BatchResults) (map[store.MessageRef]*state.Message, error) {
+// readLoad reads the results queueLoad queued for refs, of which there
+// are n.
+func readLoad(br pgx.BatchResults, n int) (map[store.MessageRef]*state.Message, error) {
 	if _, err := br.Exec(); err != nil { // BEGIN
 		return nil, err
 	}
@@ -235,7 +237,7 @@ func readLoad(br pgx.BatchResults) (map[store.MessageRef]*state.Message, error) 
 	if err != nil {
 		return nil, err
 	}
-	ms, err := sqlcore.Collect(rows, dialect.ScanMessage)
+	ms, err := dialect.CollectMessages(rows, n)
 	if err != nil {
 		return nil, err
 	}
@@ -765,7 +767,7 @@ func readClaimNext(br pgx.BatchResults) ([]state.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sqlcore.Collect(rows, dialect.ScanMessage)
+	return dialect.CollectMessages(rows, 0)
 }
 
 // sentRefs returns the references of sent as a JSON object keyed by id.

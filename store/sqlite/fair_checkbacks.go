@@ -45,7 +45,7 @@ func (s *Store) claimFairCheckbacks(ctx context.Context, c store.Claim) ([]state
 				ms = nil
 				return err
 			}
-			ms, err = dialect.Messages(ctx, sqlcore.SQLDB(tx), ckLeaseSQL, now.Add(c.Lease).UnixMicro(), codec.LeaseToken(),
+			ms, err = dialect.MessagesOf(ctx, sqlcore.SQLDB(tx), len(ids), ckLeaseSQL, now.Add(c.Lease).UnixMicro(), codec.LeaseToken(),
 				ids, now.UnixMicro())
 			return err
 		})

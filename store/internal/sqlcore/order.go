@@ -341,7 +341,7 @@ func (d *Dialect[T]) BlockedKeys(ctx context.Context, db DB, bizID string, limit
 	if err != nil {
 		return nil, fmt.Errorf("blocked keys: %w", d.translate(err))
 	}
-	heads, err := Collect(rows, d.ScanSummary)
+	heads, err := d.collectSummaries(rows)
 	if err != nil {
 		return nil, fmt.Errorf("blocked keys: %w", d.translate(err))
 	}

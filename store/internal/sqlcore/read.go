@@ -69,8 +69,8 @@ type Dialect[T any] struct {
 	Translate func(error) error
 	// Extra, when set, reads columns of the driver's own that follow the
 	// shared ones in Columns (PostgreSQL's sent-ahead state): it returns
-	// where the scan puts them, and a func that sets them on m after it.
-	Extra func(m *state.Message) (dest []any, done func())
+	// a scan for them that one query's rows share.
+	Extra func() ExtraScan
 }
 
 func (d *Dialect[T]) translate(err error) error {
@@ -88,53 +88,111 @@ func (d *Dialect[T]) ListColumns() string {
 
 // ScanMessage reads a row of Columns.
 func (d *Dialect[T]) ScanMessage(r Row) (state.Message, error) {
-	s, err := d.scan(r, true)
-	return s.Message, err
+	var m state.Message
+	err := d.newScanner(true).scan(r, &m, nil)
+	return m, err
 }
 
-// ScanSummary reads a row of ListColumns.
-func (d *Dialect[T]) ScanSummary(r Row) (store.Summary, error) { return d.scan(r, false) }
+// CollectMessages reads every row of Columns and closes rows. The rows
+// share one scanner and are read in place into the slice, so a row costs
+// no allocation beyond its own bytes (a claim reads up to a thousand).
+// expect, when the caller knows it, is how many rows there will be at
+// most: the slice is made that size at once rather than grown.
+func (d *Dialect[T]) CollectMessages(rows Rows, expect int) ([]state.Message, error) {
+	defer rows.Close()
+	sc := d.newScanner(true)
+	out := make([]state.Message, 0, expect)
+	for rows.Next() {
+		out = append(out, state.Message{})
+		if err := sc.scan(rows, &out[len(out)-1], nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, rows.Err()
+}
 
-func (d *Dialect[T]) scan(r Row, full bool) (store.Summary, error) {
-	var s store.Summary
-	m := &s.Message
-	var headers, lastErr []byte
-	var st, sst int16
-	var va, sa, conf int32
-	var vna, sna, ca, ua, da, sat, dla T
-	dest := make([]any, 0, 29)
-	dest = append(dest, &m.ID, &m.BizID, &m.Key, &m.Partition, &st, &m.HasBody)
-	if full {
-		dest = append(dest, &m.Payload, &headers)
-	} else {
-		dest = append(dest, &s.PayloadSize)
+// collectSummaries reads every row of ListColumns and closes rows.
+func (d *Dialect[T]) collectSummaries(rows Rows) ([]store.Summary, error) {
+	defer rows.Close()
+	sc := d.newScanner(false)
+	var out []store.Summary
+	for rows.Next() {
+		out = append(out, store.Summary{})
+		s := &out[len(out)-1]
+		if err := sc.scan(rows, &s.Message, &s.PayloadSize); err != nil {
+			return nil, err
+		}
 	}
-	dest = append(dest, &m.Target, &m.Topic, &m.ForwardKey, &m.Tag, &m.Verify, &va, &vna,
-		&sst, &sa, &sna, &m.SendRef, &m.LeaseToken, &lastErr, &conf,
-		&ca, &ua, &da, &sat, &m.OrderKey, &m.OrderSeq, &dla)
-	var done func()
+	return out, rows.Err()
+}
+
+// ExtraScan reads a driver's own columns of a row (Dialect.Extra).
+type ExtraScan interface {
+	// Dest is where the scan puts the columns; the same for every row.
+	Dest() []any
+	// Set sets what the scan read on m.
+	Set(m *state.Message)
+}
+
+// rowScanner reads rows of Columns (full) or ListColumns one after
+// another. The columns that need converting are scanned into its fields,
+// so the rows of one query reuse them and one destination slice.
+type rowScanner[T any] struct {
+	d                              *Dialect[T]
+	full                           bool
+	extra                          ExtraScan
+	headers, lastErr               []byte
+	st, sst                        int16
+	va, sa, conf                   int32
+	vna, sna, ca, ua, da, sat, dla T
+	dest                           []any
+}
+
+func (d *Dialect[T]) newScanner(full bool) *rowScanner[T] {
+	sc := &rowScanner[T]{d: d, full: full, dest: make([]any, 0, 32)}
 	if d.Extra != nil {
-		var extra []any
-		extra, done = d.Extra(m)
-		dest = append(dest, extra...)
+		sc.extra = d.Extra()
 	}
+	return sc
+}
+
+// scan reads the current row into m, and its payload's size into size
+// when the scanner reads ListColumns.
+func (sc *rowScanner[T]) scan(r Row, m *state.Message, size *int) error {
+	dest := append(sc.dest[:0], &m.ID, &m.BizID, &m.Key, &m.Partition, &sc.st, &m.HasBody)
+	if sc.full {
+		dest = append(dest, &m.Payload, &sc.headers)
+	} else {
+		dest = append(dest, size)
+	}
+	dest = append(dest, &m.Target, &m.Topic, &m.ForwardKey, &m.Tag, &m.Verify, &sc.va, &sc.vna,
+		&sc.sst, &sc.sa, &sc.sna, &m.SendRef, &m.LeaseToken, &sc.lastErr, &sc.conf,
+		&sc.ca, &sc.ua, &sc.da, &sc.sat, &m.OrderKey, &m.OrderSeq, &sc.dla)
+	if sc.extra != nil {
+		dest = append(dest, sc.extra.Dest()...)
+	}
+	sc.dest = dest
+	// Scanning into a []byte that holds bytes may reuse them: start
+	// each row with none, as the row keeps what it read.
+	sc.headers, sc.lastErr = nil, nil
 	if err := r.Scan(dest...); err != nil {
-		return s, err
+		return err
 	}
-	if done != nil {
-		done()
+	if sc.extra != nil {
+		sc.extra.Set(m)
 	}
-	m.LastError = string(lastErr)
-	m.Status, m.SendStatus = state.Status(st), state.SendStatus(sst)
-	m.VerifyAttempts, m.SendAttempts, m.Conflicts = int(va), int(sa), int(conf)
-	m.VerifyNextAt, m.SendNextAt = d.Time(&vna), d.Time(&sna)
-	m.CreatedAt, m.UpdatedAt, m.DecidedAt, m.SentAt = d.Time(&ca), d.Time(&ua), d.Time(&da), d.Time(&sat)
-	m.DeliverAt = d.Time(&dla)
+	d := sc.d
+	m.LastError = string(sc.lastErr)
+	m.Status, m.SendStatus = state.Status(sc.st), state.SendStatus(sc.sst)
+	m.VerifyAttempts, m.SendAttempts, m.Conflicts = int(sc.va), int(sc.sa), int(sc.conf)
+	m.VerifyNextAt, m.SendNextAt = d.Time(&sc.vna), d.Time(&sc.sna)
+	m.CreatedAt, m.UpdatedAt, m.DecidedAt, m.SentAt = d.Time(&sc.ca), d.Time(&sc.ua), d.Time(&sc.da), d.Time(&sc.sat)
+	m.DeliverAt = d.Time(&sc.dla)
 	var err error
-	if m.Headers, err = codec.DecodeHeaders(headers); err != nil {
-		return s, fmt.Errorf("message %d: %w", m.ID, err)
+	if m.Headers, err = codec.DecodeHeaders(sc.headers); err != nil {
+		return fmt.Errorf("message %d: %w", m.ID, err)
 	}
-	return s, nil
+	return nil
 }
 
 // Collect reads every row of rows with scan and closes rows.
@@ -157,7 +215,17 @@ func (d *Dialect[T]) Messages(ctx context.Context, db DB, q string, args ...any)
 	if err != nil {
 		return nil, err
 	}
-	return Collect(rows, d.ScanMessage)
+	return d.CollectMessages(rows, 0)
+}
+
+// MessagesOf runs q, which selects at most expect rows of Columns (the
+// rows of expect ids, say), and reads them.
+func (d *Dialect[T]) MessagesOf(ctx context.Context, db DB, expect int, q string, args ...any) ([]state.Message, error) {
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return d.CollectMessages(rows, expect)
 }
 
 // Load reads (and locks, with ForUpdate) the rows a query selects, keyed
@@ -260,7 +328,7 @@ func (d *Dialect[T]) List(ctx context.Context, db DB, f store.Filter) (store.Pag
 	if err != nil {
 		return store.Page{}, fmt.Errorf("list: %w", d.translate(err))
 	}
-	ms, err := Collect(rows, d.ScanSummary)
+	ms, err := d.collectSummaries(rows)
 	if err != nil {
 		return store.Page{}, fmt.Errorf("list: %w", d.translate(err))
 	}
