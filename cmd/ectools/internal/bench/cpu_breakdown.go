@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/eventcenter/eventcenter/app/center"
 )
 
 // CPUParts splits the bench process's CPU time into its parts, from a CPU
@@ -36,6 +38,16 @@ type CPUParts struct {
 	// the run had check-backs: the center's CPU seconds divided by the
 	// check-backs resolved (every message of a --checkback-ratio 1 run).
 	CenterUsPerCheckback float64 `json:"center_us_per_checkback,omitempty"`
+	// CenterComponents splits the center's CPU by the component its
+	// goroutines belong to (center.ComponentLabel: ingest, verifier,
+	// forwarder, ...; "other" for goroutines started outside a
+	// component's Start, such as the HTTP servers'), in µs per resolved
+	// check-back when the run had check-backs, else per forwarded
+	// message. The verifier's is a check-back's own work: the claim,
+	// the call with its connection's goroutines, the answer's write;
+	// it also holds what the Kafka client does on the goroutines an
+	// inline send starts, so it is an upper bound.
+	CenterComponents map[string]float64 `json:"center_components_us,omitempty"`
 	// CenterTop is the center's costliest functions by flat samples (at
 	// most ten), as "function share-of-center".
 	CenterTop []string `json:"center_top,omitempty"`
@@ -94,8 +106,8 @@ func splitParts(prof *profile.Profile, processSeconds float64, forwarded, checkb
 	vi := len(prof.SampleType) - 1 // cpu nanoseconds (samples/count is 0)
 	by := map[string]int64{}
 	var total int64
-	flat, code := map[string]int64{}, map[string]int64{}
-	var center int64
+	flat, code, byComp := map[string]int64{}, map[string]int64{}, map[string]int64{}
+	var centerTotal int64
 	for _, s := range prof.Sample {
 		v := s.Value[vi]
 		part := "runtime"
@@ -104,10 +116,17 @@ func splitParts(prof *profile.Profile, processSeconds float64, forwarded, checkb
 		}
 		by[part] += v
 		total += v
+		if part == "center" {
+			comp := "other"
+			if l := s.Label[center.ComponentLabel]; len(l) > 0 {
+				comp = l[0]
+			}
+			byComp[comp] += v
+		}
 		if part == "center" && len(s.Location) > 0 && len(s.Location[0].Line) > 0 {
 			flat[s.Location[0].Line[0].Function.Name] += v
 			code[ownFrame(s)] += v
-			center += v
+			centerTotal += v
 		}
 	}
 	c := &CPUParts{Share: map[string]float64{}, UsPerMsg: map[string]float64{}}
@@ -125,8 +144,17 @@ func splitParts(prof *profile.Profile, processSeconds float64, forwarded, checkb
 	if checkbacks > 0 {
 		c.CenterUsPerCheckback = c.Share["center"] * processSeconds * 1e6 / float64(checkbacks)
 	}
-	c.CenterTop = top(flat, center)
-	c.CenterTopCode = top(code, center)
+	if per := checkbacks; per > 0 || forwarded > 0 {
+		if per == 0 {
+			per = forwarded
+		}
+		c.CenterComponents = map[string]float64{}
+		for comp, v := range byComp {
+			c.CenterComponents[comp] = float64(v) / float64(total) * processSeconds * 1e6 / float64(per)
+		}
+	}
+	c.CenterTop = top(flat, centerTotal)
+	c.CenterTopCode = top(code, centerTotal)
 	return c
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 )
@@ -30,6 +31,10 @@ type Report struct {
 	CheckbackBaseline *Throughput `json:"checkback_baseline,omitempty"`
 	CheckbackRatio    float64     `json:"checkback_ratio_of_baseline,omitempty"`
 	CheckbackCPURatio float64     `json:"checkback_cpu_ratio_of_baseline,omitempty"`
+	// CheckbackPathCPURatio is the same with the verifier's CPU alone
+	// (CPUParts.CenterComponents): a check-back's own work, without the
+	// PREPARE's ingest and the forward, which every message has.
+	CheckbackPathCPURatio float64 `json:"checkback_path_cpu_ratio_of_baseline,omitempty"`
 	// Ratio is the center's forwarded messages/s divided by the lower
 	// baseline's messages/s (RatioOf names it).
 	Ratio   float64 `json:"ratio,omitempty"`
@@ -124,6 +129,9 @@ func (r *Report) finish() {
 		r.CheckbackRatio = rate / b.PerSecond
 		if c := r.CPU; c != nil && c.Parts != nil && c.Parts.CenterUsPerCheckback > 0 && b.ClientUsPerCall > 0 {
 			r.CheckbackCPURatio = b.ClientUsPerCall / c.Parts.CenterUsPerCheckback
+			if v := c.Parts.CenterComponents["verifier"]; v > 0 {
+				r.CheckbackPathCPURatio = b.ClientUsPerCall / v
+			}
 		}
 	}
 	var lower *Throughput
@@ -229,6 +237,22 @@ func (r *Report) WriteTable(w io.Writer) error {
 			cb = fmt.Sprintf("; center %.1f µs per resolved check-back", p.CenterUsPerCheckback)
 		}
 		row("CPU by part (per message)", "%s; %d profile samples%s", strings.Join(parts, ", "), p.Samples, cb)
+		if len(p.CenterComponents) > 0 {
+			per := "message"
+			if p.CenterUsPerCheckback > 0 {
+				per = "resolved check-back"
+			}
+			comps := make([]string, 0, len(p.CenterComponents))
+			for c := range p.CenterComponents {
+				comps = append(comps, c)
+			}
+			sort.Slice(comps, func(i, j int) bool { return p.CenterComponents[comps[i]] > p.CenterComponents[comps[j]] })
+			var out []string
+			for _, c := range comps {
+				out = append(out, fmt.Sprintf("%s %.1f µs", c, p.CenterComponents[c]))
+			}
+			row("center CPU by component", "per %s: %s", per, strings.Join(out, ", "))
+		}
 	}
 	if v := r.RowVersions; v != nil {
 		row("PostgreSQL row versions", "%.2f per message (%.2f inserts + %.2f updates, of which %d HOT; %d messages)",
@@ -277,8 +301,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if b := r.CheckbackBaseline; b != nil {
 		row("baseline: check-back", "%.0f calls/s (%d calls, %.2fs; %s); center's check-back rate %.2f of it", b.PerSecond, b.Messages, b.Seconds, b.What, r.CheckbackRatio)
 		if r.CheckbackCPURatio > 0 {
-			row("baseline: check-back CPU", "client %.1f µs per call, center %.1f µs per resolved check-back: %.2f of the client's rate on CPU of its own",
-				b.ClientUsPerCall, r.CPU.Parts.CenterUsPerCheckback, r.CheckbackCPURatio)
+			row("baseline: check-back CPU", "client %.1f µs per call; center %.1f µs per resolved check-back (%.2f of the client's rate on CPU of its own), its verifier %.1f µs (%.2f)",
+				b.ClientUsPerCall, r.CPU.Parts.CenterUsPerCheckback, r.CheckbackCPURatio, r.CPU.Parts.CenterComponents["verifier"], r.CheckbackPathCPURatio)
 		}
 	}
 	if r.RatioOf != "" {

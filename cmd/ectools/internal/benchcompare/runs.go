@@ -61,6 +61,8 @@ var StandardRuns = []Run{
 			{Name: "ratio to the plain-HTTP baseline", Path: "checkback_ratio_of_baseline", Higher: true},
 			{Name: "center CPU µs per check-back", Path: "cpu.parts.center_us_per_checkback"},
 			{Name: "CPU ratio to the plain-HTTP client", Path: "checkback_cpu_ratio_of_baseline", Higher: true},
+			{Name: "verifier CPU µs per check-back", Path: "cpu.parts.center_components_us.verifier"},
+			{Name: "verifier CPU ratio to the plain-HTTP client", Path: "checkback_path_cpu_ratio_of_baseline", Higher: true},
 			{Name: "prepare → forward p99 ms", Path: "center.checkback_resolution.p99_ms"},
 		},
 	},
