@@ -12,7 +12,6 @@ import (
 
 	"github.com/eventcenter/eventcenter/envelope/checkback"
 	"github.com/eventcenter/eventcenter/state"
-	"github.com/eventcenter/eventcenter/store"
 )
 
 // delayedProducer answers commit after delay, counting the calls and the
@@ -72,15 +71,7 @@ func TestBacklogBehindAFullEndpointIsClaimedOnlyWhatFits(t *testing.T) {
 	clk := newRealClock()
 	st := newMemStore(clk.Now)
 	const n, claimLimit = 2000, 128
-	for i := range n {
-		res, err := st.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{{
-			BizID: "backlog", Key: fmt.Sprint("k", i),
-			Event: state.Event{Kind: state.KindPrepare, At: clk.Now(),
-				Body: &state.Body{Payload: []byte("payload"), Topic: "orders", Verify: p.endpoint("http", "/cb")}},
-		}}})
-		require.NoError(t, err)
-		require.NoError(t, res.Outcomes[0].Err)
-	}
+	prepareBacklog(t, st, clk.Now(), "backlog", n, p.endpoint("http", "/cb"))
 	h := startVerifier(t, clk, st, Config{
 		Allow:   []string{p.endpoint("http", "")},
 		Workers: 32, EndpointConcurrency: capacity, EndpointQueue: queue,

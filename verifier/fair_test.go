@@ -175,15 +175,7 @@ func TestDrainPutsOffABacklogAtOnce(t *testing.T) {
 	// Due before the verifier starts, so that its first claim holds
 	// them all (later claims take no more of a bizID than its full
 	// endpoint has room for: fairClaim).
-	for i := range 200 {
-		res, err := st.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{{
-			BizID: "a", Key: fmt.Sprint("k", i),
-			Event: state.Event{Kind: state.KindPrepare, At: clk.Now(),
-				Body: &state.Body{Payload: []byte("payload"), Topic: "orders", Verify: slow.endpoint("http", "/cb")}},
-		}}})
-		require.NoError(t, err)
-		require.NoError(t, res.Outcomes[0].Err)
-	}
+	prepareBacklog(t, st, clk.Now(), "a", 200, slow.endpoint("http", "/cb"))
 	h := startVerifier(t, clk, st, Config{
 		Allow:   []string{slow.endpoint("http", "")},
 		Workers: 4, EndpointConcurrency: 1, EndpointQueue: 1,
@@ -262,15 +254,7 @@ func TestBizIDAtWorkerCapIsClaimedAgainBeforeThePoll(t *testing.T) {
 	clk := newRealClock()
 	st := newMemStore(clk.Now)
 	const n = 200
-	for i := range n {
-		res, err := st.Apply(t.Context(), store.ApplyRequest{Changes: []store.Change{{
-			BizID: "lone", Key: fmt.Sprint("k", i),
-			Event: state.Event{Kind: state.KindPrepare, At: clk.Now(),
-				Body: &state.Body{Payload: []byte("payload"), Topic: "orders", Verify: p.endpoint("http", "/cb")}},
-		}}})
-		require.NoError(t, err)
-		require.NoError(t, res.Outcomes[0].Err)
-	}
+	prepareBacklog(t, st, clk.Now(), "lone", n, p.endpoint("http", "/cb"))
 	h := startVerifier(t, clk, st, Config{
 		Allow:   []string{p.endpoint("http", "")},
 		Workers: 4, BizWorkers: 2, EndpointConcurrency: 4,

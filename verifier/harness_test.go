@@ -100,13 +100,28 @@ func (h *harness) prepare(bizID, key, verify string) {
 
 func (h *harness) prepareIn(partition int32, bizID, key, verify string) {
 	h.t.Helper()
-	res, err := h.st.Apply(context.Background(), store.ApplyRequest{Changes: []store.Change{{
+	prepare(h.t, h.st, h.clk.Now(), partition, bizID, key, verify)
+}
+
+// prepare writes a PREPARE of bizID:key into st, checked back at verify.
+func prepare(t *testing.T, st testStore, at time.Time, partition int32, bizID, key, verify string) {
+	t.Helper()
+	res, err := st.Apply(context.Background(), store.ApplyRequest{Changes: []store.Change{{
 		BizID: bizID, Key: key, Partition: partition,
-		Event: state.Event{Kind: state.KindPrepare, At: h.clk.Now(),
+		Event: state.Event{Kind: state.KindPrepare, At: at,
 			Body: &state.Body{Payload: []byte("payload"), Topic: "orders", Verify: verify}},
 	}}})
-	require.NoError(h.t, err)
-	require.NoError(h.t, res.Outcomes[0].Err)
+	require.NoError(t, err)
+	require.NoError(t, res.Outcomes[0].Err)
+}
+
+// prepareBacklog writes n PREPAREs of bizID (keys k0, k1, ...) into st,
+// before a verifier starts on it.
+func prepareBacklog(t *testing.T, st testStore, at time.Time, bizID string, n int, verify string) {
+	t.Helper()
+	for i := range n {
+		prepare(t, st, at, 0, bizID, fmt.Sprint("k", i), verify)
+	}
 }
 
 func (h *harness) get(bizID, key string) state.Message {
