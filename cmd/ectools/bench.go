@@ -173,7 +173,7 @@ A progress line per second goes to stderr, the table to stdout.`,
 	f.StringVar(&cfg.CheckbackListen, "checkback-listen", cfg.CheckbackListen, "address of the tool's check-back server")
 	f.StringVar(&cfg.CheckbackURL, "checkback-url", "", "check-back endpoint named in messages (default: http://<checkback-listen>/check)")
 	f.StringVar(&cfg.CheckbackZooKeeper, "checkback-zookeeper", "", "register the check-back server in this ZooKeeper (host:port) as a Dubbo Triple provider and name it by the registry: zookeeper://<it>/ecbench.Checker?protocol=tri")
-	f.DurationVar(&cfg.FirstDelay, "checkback-first-delay", cfg.FirstDelay, "embedded center: checkback.first_delay")
+	f.DurationVar(&cfg.FirstDelay, "checkback-first-delay", cfg.FirstDelay, "embedded center: checkback.first_delay (default: 100ms with --checkback-ratio, else the center's 30s)")
 	f.IntVar(&cfg.CheckbackConcurrency, "checkback-concurrency", cfg.CheckbackConcurrency, "embedded center: checkback.endpoint_concurrency")
 	f.IntVar(&cfg.CheckbackWorkers, "checkback-workers", cfg.CheckbackWorkers, "embedded center: checkback.workers")
 	f.BoolVar(&cfg.Baselines, "baselines", cfg.Baselines, "measure the transport and store baselines first")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/eventcenter/eventcenter/clientlib"
 	"github.com/eventcenter/eventcenter/store/postgres/pgtest"
+	"github.com/eventcenter/eventcenter/verifier"
 )
 
 func TestRunEmbeddedSQLite(t *testing.T) {
@@ -315,4 +316,26 @@ func TestRunExternalNothingForwarded(t *testing.T) {
 	require.EqualValues(t, 20, rep.Center.Missing)
 	require.Empty(t, rep.Metrics)
 	require.Equal(t, "external center and brokers", rep.Config.Mode)
+}
+
+// A run without check-backs keeps the center's first delay, so that a
+// COMMIT queued behind a burst is not checked back; one with check-backs
+// answers them within the run; a delay given is kept.
+func TestFirstDelay(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		ratio float64
+		set   time.Duration
+		want  time.Duration
+	}{
+		{"no check-backs", 0, 0, verifier.DefaultFirstDelay},
+		{"check-backs", 0.1, 0, 100 * time.Millisecond},
+		{"given", 1, 3 * time.Second, 3 * time.Second},
+		{"given without check-backs", 0, time.Second, time.Second},
+	} {
+		cfg := Default()
+		cfg.CheckbackRatio, cfg.FirstDelay = tc.ratio, tc.set
+		require.Equal(t, tc.want, cfg.firstDelay(), tc.name)
+	}
 }

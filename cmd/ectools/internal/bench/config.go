@@ -13,6 +13,7 @@ import (
 	"github.com/eventcenter/eventcenter/envelope"
 	"github.com/eventcenter/eventcenter/forwarder/rocketmq"
 	"github.com/eventcenter/eventcenter/testsupport/rocketmqfake"
+	"github.com/eventcenter/eventcenter/verifier"
 	gomysql "github.com/go-sql-driver/mysql"
 )
 
@@ -105,7 +106,8 @@ type Config struct {
 	// CheckbackListen is where the tool's check-back server listens;
 	// CheckbackURL what the messages name as endpoint (empty: derived from
 	// the listener). FirstDelay is the embedded center's first check-back
-	// delay; CheckbackConcurrency its per-endpoint concurrency.
+	// delay (0: see Config.firstDelay); CheckbackConcurrency its
+	// per-endpoint concurrency.
 	CheckbackListen string
 	CheckbackURL    string
 	// CheckbackZooKeeper, when set (host:port), registers the check-back
@@ -181,7 +183,6 @@ func Default() Config {
 		ControlTopic:         envelope.DefaultControlTopic,
 		Partitions:           8,
 		CheckbackListen:      "127.0.0.1:0",
-		FirstDelay:           100 * time.Millisecond,
 		CheckbackConcurrency: 256,
 		CheckbackWorkers:     256,
 		BrokerRetention:      time.Minute,
@@ -367,4 +368,26 @@ func (c *Config) orderKey(seq int64) string {
 		return "ok-" + strconv.FormatInt(seq%int64(c.OrderKeys), 10)
 	}
 	return ""
+}
+
+// shortFirstDelay is the first check-back delay of a run that leaves
+// messages for check-back, so that they are answered within the run.
+const shortFirstDelay = 100 * time.Millisecond
+
+// firstDelay is the embedded center's first check-back delay: FirstDelay
+// when set; else shortFirstDelay in a run that leaves messages for
+// check-back, and the center's default (30 s) in one that does not. A
+// PREPARE is checked back once it has waited the first delay without
+// its COMMIT, and in a burst its COMMIT may wait longer than 100 ms
+// behind the backlog in the control topic: such a run would check back
+// messages whose COMMIT is on its way and measure that work too.
+func (c Config) firstDelay() time.Duration {
+	switch {
+	case c.FirstDelay > 0:
+		return c.FirstDelay
+	case c.CheckbackRatio > 0:
+		return shortFirstDelay
+	default:
+		return verifier.DefaultFirstDelay
+	}
 }

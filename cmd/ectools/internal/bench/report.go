@@ -100,7 +100,7 @@ func reportConfig(c Config) ReportConfig {
 		rc.Duration = c.Duration.String()
 	}
 	if !c.External {
-		rc.FirstDelay = c.FirstDelay.String()
+		rc.FirstDelay = c.firstDelay().String()
 		rc.CheckbackConc = c.CheckbackConcurrency
 	}
 	rc.Retention = c.BrokerRetention.String()

@@ -470,7 +470,7 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 		cfg.Forward.Targets = []config.Target{{Name: "rocketmq", Type: "rocketmq", NameServers: []string{bc.rmq.NameServerAddr()}, Group: "ecbench"}}
 		cfg.Forward.DefaultTarget = "rocketmq"
 	}
-	cfg.Checkback.FirstDelay = bc.FirstDelay
+	cfg.Checkback.FirstDelay = bc.firstDelay()
 	cfg.Checkback.BackoffBase = time.Second
 	cfg.Checkback.EndpointConcurrency = bc.CheckbackConcurrency
 	cfg.Checkback.Workers = bc.CheckbackWorkers
