@@ -141,8 +141,8 @@ require (
 // envelope/vX.Y.Z and clientlib/vX.Y.Z together and requires those versions
 // here (README, "Releasing").
 require (
-	github.com/eventcenter/eventcenter/clientlib v0.1.0
-	github.com/eventcenter/eventcenter/envelope v0.1.0
+	github.com/eventcenter/eventcenter/clientlib v0.2.0
+	github.com/eventcenter/eventcenter/envelope v0.2.0
 )
 
 replace (

@@ -3,7 +3,7 @@ module github.com/eventcenter/eventcenter/clientlib
 go 1.26.0
 
 require (
-	github.com/eventcenter/eventcenter/envelope v0.1.0
+	github.com/eventcenter/eventcenter/envelope v0.2.0
 	github.com/stretchr/testify v1.12.1
 	github.com/twmb/franz-go v1.22.2
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c

@@ -22,7 +22,7 @@ import (
 // previousRelease is the commit of the release before this one, the
 // version docs/upgrading.md names as the previous version:
 // the upgrade test builds it and upgrades a running cluster from it.
-const previousRelease = "b632ae7"
+const previousRelease = "790622d"
 
 // upgradeRows is the size of the messages table the migration runs on.
 const upgradeRows = 1_000_000

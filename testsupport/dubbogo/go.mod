@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	dubbo.apache.org/dubbo-go/v3 v3.3.1
 	github.com/eventcenter/eventcenter v0.0.0
-	github.com/eventcenter/eventcenter/clientlib v0.1.0
+	github.com/eventcenter/eventcenter/clientlib v0.2.0
 	github.com/stretchr/testify v1.12.1
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 )
@@ -45,7 +45,7 @@ require (
 	github.com/dubbogo/triple v1.2.2-rc4 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/emicklei/go-restful/v3 v3.10.1 // indirect
-	github.com/eventcenter/eventcenter/envelope v0.1.0 // indirect
+	github.com/eventcenter/eventcenter/envelope v0.2.0 // indirect
 	github.com/fsnotify/fsnotify v1.6.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
