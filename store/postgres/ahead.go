@@ -104,7 +104,7 @@ func (t *pgTx) LoadAhead(ctx context.Context, refs []store.MessageRef) (map[stor
 	b.Queue(watermarksSQL)
 	t.begun = true
 	br := t.conn.SendBatch(ctx, &b)
-	loaded, err := readLoad(br, len(refs))
+	loaded, err := readLoad(br)
 	var wm map[int32]int64
 	if err == nil {
 		wm, err = readWatermarks(br)

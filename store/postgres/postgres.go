@@ -217,16 +217,17 @@ func (t *pgTx) Load(ctx context.Context, refs []store.MessageRef) (map[store.Mes
 	queueLoad(&b, refs)
 	t.begun = true
 	br := t.conn.SendBatch(ctx, &b)
-	loaded, err := readLoad(br, len(refs))
+	loaded, err := readLoad(br)
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	return loaded, err
 }
 
-// readLoad reads the results queueLoad queued for refs, of which there
-// are n.
-func readLoad(br pgx.BatchResults, n int) (map[store.MessageRef]*state.Message, error) {
+// readLoad reads the results queueLoad queued. The rows are fewer than
+// the refs, often none (an ingest batch's new messages), so the slice
+// grows with them rather than being made to the refs' size.
+func readLoad(br pgx.BatchResults) (map[store.MessageRef]*state.Message, error) {
 	if _, err := br.Exec(); err != nil { // BEGIN
 		return nil, err
 	}
@@ -237,7 +238,7 @@ func readLoad(br pgx.BatchResults, n int) (map[store.MessageRef]*state.Message, 
 	if err != nil {
 		return nil, err
 	}
-	ms, err := dialect.CollectMessages(rows, n)
+	ms, err := dialect.CollectMessages(rows, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -96,8 +96,10 @@ func (d *Dialect[T]) ScanMessage(r Row) (state.Message, error) {
 // CollectMessages reads every row of Columns and closes rows. The rows
 // share one scanner and are read in place into the slice, so a row costs
 // no allocation beyond its own bytes (a claim reads up to a thousand).
-// expect, when the caller knows it, is how many rows there will be at
-// most: the slice is made that size at once rather than grown.
+// expect, when the caller knows it, is how many rows there will be (a
+// claim of chosen ids): the slice is made that size at once rather than
+// grown. Leave it 0 where the rows may be far fewer than the most there
+// could be.
 func (d *Dialect[T]) CollectMessages(rows Rows, expect int) ([]state.Message, error) {
 	defer rows.Close()
 	sc := d.newScanner(true)
