@@ -43,10 +43,10 @@ type CPUParts struct {
 	// forwarder, ...; "other" for goroutines started outside a
 	// component's Start, such as the HTTP servers'), in µs per resolved
 	// check-back when the run had check-backs, else per forwarded
-	// message. The verifier's is a check-back's own work: the claim,
-	// the call with its connection's goroutines, the answer's write;
-	// it also holds what the Kafka client does on the goroutines an
-	// inline send starts, so it is an upper bound.
+	// message. The verifier's is a check-back's own work (the claim, the
+	// call with its connection's goroutines, the answer's write) and the
+	// inline forward the answer sets off, with what the Kafka client
+	// does on the goroutines that send starts.
 	CenterComponents map[string]float64 `json:"center_components_us,omitempty"`
 	// CenterTop is the center's costliest functions by flat samples (at
 	// most ten), as "function share-of-center".
@@ -144,10 +144,11 @@ func splitParts(prof *profile.Profile, processSeconds float64, forwarded, checkb
 	if checkbacks > 0 {
 		c.CenterUsPerCheckback = c.Share["center"] * processSeconds * 1e6 / float64(checkbacks)
 	}
-	if per := checkbacks; per > 0 || forwarded > 0 {
-		if per == 0 {
-			per = forwarded
-		}
+	per := checkbacks
+	if per == 0 {
+		per = forwarded
+	}
+	if per > 0 {
 		c.CenterComponents = map[string]float64{}
 		for comp, v := range byComp {
 			c.CenterComponents[comp] = float64(v) / float64(total) * processSeconds * 1e6 / float64(per)

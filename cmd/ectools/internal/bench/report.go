@@ -32,8 +32,9 @@ type Report struct {
 	CheckbackRatio    float64     `json:"checkback_ratio_of_baseline,omitempty"`
 	CheckbackCPURatio float64     `json:"checkback_cpu_ratio_of_baseline,omitempty"`
 	// CheckbackPathCPURatio is the same with the verifier's CPU alone
-	// (CPUParts.CenterComponents): a check-back's own work, without the
-	// PREPARE's ingest and the forward, which every message has.
+	// (CPUParts.CenterComponents): a check-back's own work and the inline
+	// forward its answer sets off, without the PREPARE's ingest, which
+	// every message has.
 	CheckbackPathCPURatio float64 `json:"checkback_path_cpu_ratio_of_baseline,omitempty"`
 	// Ratio is the center's forwarded messages/s divided by the lower
 	// baseline's messages/s (RatioOf names it).
