@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +71,12 @@ type Options struct {
 	// IngressListener, when set, serves the producer API (ingress) instead
 	// of listening on ingress.listen, and turns it on.
 	IngressListener net.Listener
+	// StartComponent, when set, runs each component's Start and is told
+	// the component's name (forwarder, verifier, ingest, and the small
+	// periodic ones: see Center.Start). The bench starts each under a
+	// pprof label naming it, which its goroutines inherit, so that a CPU
+	// profile splits by component. nil calls Start.
+	StartComponent func(ctx context.Context, component string, start func(context.Context) error) error
 }
 
 // Center is one running instance.
@@ -81,6 +86,8 @@ type Center struct {
 	registry *prometheus.Registry
 	// registerer is where metrics are registered (Options.Registerer).
 	registerer prometheus.Registerer
+	// startComponent is Options.StartComponent.
+	startComponent func(ctx context.Context, component string, start func(context.Context) error) error
 
 	Store     store.Store
 	Owned     *ingest.Ownership
@@ -127,7 +134,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (_ *Center, err er
 	if opt.Registry == nil {
 		opt.Registry = prometheus.NewRegistry()
 	}
-	c := &Center{cfg: cfg, log: opt.Logger, registry: opt.Registry, Owned: ingest.NewOwnership(), targets: map[string]forwarder.Target{}}
+	c := &Center{cfg: cfg, log: opt.Logger, registry: opt.Registry, Owned: ingest.NewOwnership(), targets: map[string]forwarder.Target{}, startComponent: opt.StartComponent}
 	defer func() {
 		if err != nil {
 			c.closeAll()
@@ -467,11 +474,6 @@ func (c *Center) Addr() string {
 // Registry is where the center's metrics live.
 func (c *Center) Registry() *prometheus.Registry { return c.registry }
 
-// ComponentLabel is the pprof label that names the component a goroutine
-// of the center belongs to: forwarder, verifier, ingest, and the small
-// periodic ones (see Start).
-const ComponentLabel = "component"
-
 // Start starts every component in dependency order and the HTTP server.
 func (c *Center) Start(ctx context.Context) error {
 	if c.listener == nil {
@@ -499,10 +501,10 @@ func (c *Center) Start(ctx context.Context) error {
 	// The cluster level once, before the forwarder and ingest start: a
 	// restarted center knows at once whether per-key order is on.
 	c.level.tick(ctx)
-	// Each component starts under a pprof label naming it, which its
-	// goroutines inherit: a CPU profile of the process splits by
-	// component (go tool pprof -tags; the bench reports the verifier's
-	// share per check-back from it).
+	startComponent := c.startComponent
+	if startComponent == nil {
+		startComponent = func(ctx context.Context, _ string, start func(context.Context) error) error { return start(ctx) }
+	}
 	for _, s := range []struct {
 		name, component string
 		start           func(context.Context) error
@@ -518,9 +520,7 @@ func (c *Center) Start(ctx context.Context) error {
 		{"cluster level", "level", c.level.Start},
 		{"trends", "trends", c.trends.Start},
 	} {
-		var err error
-		pprof.Do(ctx, pprof.Labels(ComponentLabel, s.component), func(ctx context.Context) { err = s.start(ctx) })
-		if err != nil {
+		if err := startComponent(ctx, s.component, s.start); err != nil {
 			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
 			_ = c.Stop(stopCtx)

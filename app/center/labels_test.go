@@ -5,6 +5,7 @@ import (
 	"net"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,16 +13,30 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
-// Each component's goroutines carry the pprof label naming it, so a CPU
-// profile of the process splits by component.
-func TestComponentGoroutinesCarryTheirLabel(t *testing.T) {
+// Options.StartComponent runs every component's Start, named; what it
+// sets on the context (a pprof label, as the bench does) reaches the
+// component's goroutines.
+func TestStartComponentRunsEachComponentsStart(t *testing.T) {
 	t.Parallel()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "eventcenter.control", "eventcenter.control.dlq"))
 	require.NoError(t, err)
 	defer cluster.Close()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	c, err := New(t.Context(), testConfig(t, cluster.ListenAddrs()), Options{Logger: quiet(), Listener: l})
+	// A label of this test's own, so that other tests' centers (which
+	// run in parallel without it) cannot make it pass.
+	label := "component-" + t.Name()
+	var mu sync.Mutex
+	var started []string
+	opts := Options{Logger: quiet(), Listener: l, StartComponent: func(ctx context.Context, component string, start func(context.Context) error) error {
+		mu.Lock()
+		started = append(started, component)
+		mu.Unlock()
+		var err error
+		pprof.Do(ctx, pprof.Labels(label, component), func(ctx context.Context) { err = start(ctx) })
+		return err
+	}}
+	c, err := New(t.Context(), testConfig(t, cluster.ListenAddrs()), opts)
 	require.NoError(t, err)
 	require.NoError(t, c.Start(t.Context()))
 	defer func() {
@@ -30,9 +45,12 @@ func TestComponentGoroutinesCarryTheirLabel(t *testing.T) {
 		require.NoError(t, c.Stop(ctx))
 	}()
 
+	mu.Lock()
+	require.Equal(t, []string{"secrets", "forwarder", "resolver", "verifier", "topics", "ingest", "retention", "gauges", "level", "trends"}, started)
+	mu.Unlock()
 	var profile strings.Builder
 	require.NoError(t, pprof.Lookup("goroutine").WriteTo(&profile, 1))
 	for _, comp := range []string{"forwarder", "verifier", "ingest", "retention", "trends"} {
-		require.Contains(t, profile.String(), `"`+ComponentLabel+`":"`+comp+`"`, "a goroutine of %s", comp)
+		require.Contains(t, profile.String(), `"`+label+`":"`+comp+`"`, "a goroutine of %s", comp)
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
-
-	"github.com/eventcenter/eventcenter/app/center"
 )
 
 // CPUParts splits the bench process's CPU time into its parts, from a CPU
@@ -39,7 +37,7 @@ type CPUParts struct {
 	// check-backs resolved (every message of a --checkback-ratio 1 run).
 	CenterUsPerCheckback float64 `json:"center_us_per_checkback,omitempty"`
 	// CenterComponents splits the center's CPU by the component its
-	// goroutines belong to (center.ComponentLabel: ingest, verifier,
+	// goroutines belong to (componentLabel: ingest, verifier,
 	// forwarder, ...; "other" for goroutines started outside a
 	// component's Start, such as the HTTP servers'), in µs per resolved
 	// check-back when the run had check-backs, else per forwarded
@@ -118,7 +116,7 @@ func splitParts(prof *profile.Profile, processSeconds float64, forwarded, checkb
 		total += v
 		if part == "center" {
 			comp := "other"
-			if l := s.Label[center.ComponentLabel]; len(l) > 0 {
+			if l := s.Label[componentLabel]; len(l) > 0 {
 				comp = l[0]
 			}
 			byComp[comp] += v

@@ -456,6 +456,19 @@ type zkQuiet struct{}
 
 func (zkQuiet) Printf(string, ...any) {}
 
+// componentLabel is the pprof label that names the component of the
+// embedded center a goroutine belongs to (center.Options.StartComponent):
+// CPUParts.CenterComponents splits the center's CPU by it.
+const componentLabel = "component"
+
+// startLabelled starts a component of the embedded center under its
+// componentLabel, which the goroutines it starts inherit.
+func startLabelled(ctx context.Context, component string, start func(context.Context) error) error {
+	var err error
+	pprof.Do(ctx, pprof.Labels(componentLabel, component), func(ctx context.Context) { err = start(ctx) })
+	return err
+}
+
 // startCenter starts a center in this process and returns its stop.
 func startCenter(ctx context.Context, bc Config, runID string, brokers []string, cbAllow []string) (*center.Center, func() error, error) {
 	cfg := config.Default()
@@ -559,7 +572,7 @@ func startCenter(ctx context.Context, bc Config, runID string, brokers []string,
 	if err != nil {
 		return fail(fmt.Errorf("center http listener: %w", err))
 	}
-	opts := center.Options{Logger: bc.Logger, Listener: l}
+	opts := center.Options{Logger: bc.Logger, Listener: l, StartComponent: startLabelled}
 	var tp tracing.Provider
 	if bc.Tracing {
 		tp = tracing.DiscardProvider()
