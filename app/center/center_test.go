@@ -37,6 +37,27 @@ func testConfig(t *testing.T, brokers []string) config.Config {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// startCenter starts a center with opt (on a listener of its own when
+// opt.Listener is nil) and stops it at cleanup: register the broker's
+// Close with t.Cleanup before calling it, so that the center stops first.
+func startCenter(t *testing.T, cfg config.Config, opt Options) *Center {
+	t.Helper()
+	if opt.Listener == nil {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		opt.Listener = l
+	}
+	c, err := New(t.Context(), cfg, opt)
+	require.NoError(t, err)
+	require.NoError(t, c.Start(t.Context()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, c.Stop(ctx))
+	})
+	return c
+}
+
 func TestNewRejectsInvalidConfig(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t, []string{"127.0.0.1:1"})

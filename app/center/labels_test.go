@@ -2,12 +2,10 @@ package center
 
 import (
 	"context"
-	"net"
 	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -20,15 +18,13 @@ func TestStartComponentRunsEachComponentsStart(t *testing.T) {
 	t.Parallel()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "eventcenter.control", "eventcenter.control.dlq"))
 	require.NoError(t, err)
-	defer cluster.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	t.Cleanup(cluster.Close) // after the center stops (cleanups run last first)
 	// A label of this test's own, so that other tests' centers (which
 	// run in parallel without it) cannot make it pass.
 	label := "component-" + t.Name()
 	var mu sync.Mutex
 	var started []string
-	opts := Options{Logger: quiet(), Listener: l, StartComponent: func(ctx context.Context, component string, start func(context.Context) error) error {
+	opts := Options{Logger: quiet(), StartComponent: func(ctx context.Context, component string, start func(context.Context) error) error {
 		mu.Lock()
 		started = append(started, component)
 		mu.Unlock()
@@ -36,14 +32,7 @@ func TestStartComponentRunsEachComponentsStart(t *testing.T) {
 		pprof.Do(ctx, pprof.Labels(label, component), func(ctx context.Context) { err = start(ctx) })
 		return err
 	}}
-	c, err := New(t.Context(), testConfig(t, cluster.ListenAddrs()), opts)
-	require.NoError(t, err)
-	require.NoError(t, c.Start(t.Context()))
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		require.NoError(t, c.Stop(ctx))
-	}()
+	startCenter(t, testConfig(t, cluster.ListenAddrs()), opts)
 
 	mu.Lock()
 	require.Equal(t, []string{"secrets", "forwarder", "resolver", "verifier", "topics", "ingest", "retention", "gauges", "level", "trends"}, started)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -45,21 +44,10 @@ func (l *logBuffer) String() string {
 // checks; it is stopped at cleanup.
 func startTopicsCenter(t *testing.T, cfg config.Config, log io.Writer) *Center {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	c, err := New(t.Context(), cfg, Options{
+	return startCenter(t, cfg, Options{
 		Logger:             slog.New(slog.NewTextHandler(log, nil)),
-		Listener:           l,
 		TopicCheckInterval: 20 * time.Millisecond,
 	})
-	require.NoError(t, err)
-	require.NoError(t, c.Start(t.Context()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		require.NoError(t, c.Stop(ctx))
-	})
-	return c
 }
 
 // readyz returns /readyz's status and body.

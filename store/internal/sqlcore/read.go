@@ -213,11 +213,7 @@ func Collect[R any](rows Rows, scan func(Row) (R, error)) ([]R, error) {
 
 // Messages runs q and reads its rows of Columns.
 func (d *Dialect[T]) Messages(ctx context.Context, db DB, q string, args ...any) ([]state.Message, error) {
-	rows, err := db.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	return d.CollectMessages(rows, 0)
+	return d.MessagesOf(ctx, db, 0, q, args...)
 }
 
 // MessagesOf runs q, which selects at most expect rows of Columns (the
