@@ -126,8 +126,12 @@ func TestStopFinishesBatchInHandAndCommits(t *testing.T) {
 	e := newEnv(t, 1)
 	st := newMemStore()
 	st.gate, st.entered = make(chan struct{}), make(chan struct{}, 1)
-	in := e.start(e.config(), st, nil, NewOwnership())
+	// Every record is in before ingest starts, so that its first fetch,
+	// the batch in hand, holds them all: a producer may send the twenty
+	// in more than one request, and a fetch between them would take the
+	// first part only.
 	e.lifecycle("shop", 0, 10)
+	in := e.start(e.config(), st, nil, NewOwnership())
 	<-st.entered
 
 	stopped := make(chan error, 1)
